@@ -1,0 +1,113 @@
+"""A small typed async client of Athena's public API, for agent platforms, the demo and the tests.
+
+Every call carries a deadline, and UNAVAILABLE is retried with exponential backoff and full jitter.
+StoreEvent is made safe to retry by giving every event an event_id before the first attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
+
+import grpc
+
+from athena.events import to_timestamp
+from athena.memory.v1 import memory_pb2, memory_pb2_grpc
+from athena.queue import Backoff, ExponentialFullJitter
+
+__all__ = ["AthenaClient", "ClientOptions", "EventInput"]
+
+T = TypeVar("T")
+
+ROLES = {"user": memory_pb2.ROLE_USER, "agent": memory_pb2.ROLE_AGENT, "system": memory_pb2.ROLE_SYSTEM}
+TYPES = {
+    "message": memory_pb2.EVENT_TYPE_MESSAGE,
+    "thought": memory_pb2.EVENT_TYPE_THOUGHT,
+    "action": memory_pb2.EVENT_TYPE_ACTION,
+    "observation": memory_pb2.EVENT_TYPE_OBSERVATION,
+}
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    timeout: float = 10.0
+    """Deadline of one attempt, in seconds."""
+    max_attempts: int = 5
+    """Attempts per call when the server answers UNAVAILABLE (or the deadline passes on a safe call)."""
+    backoff: Backoff = field(default_factory=lambda: ExponentialFullJitter(base=0.2, cap=5.0))
+    metadata: Sequence[tuple[str, str]] = ()
+    """Call metadata sent with every request (e.g. authorization)."""
+
+
+@dataclass(frozen=True)
+class EventInput:
+    role: str
+    content: str
+    type: str = "message"
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    timestamp: datetime | None = None
+    event_id: str | None = None
+
+    def to_proto(self) -> memory_pb2.NewEvent:
+        event = memory_pb2.NewEvent(
+            role=ROLES.get(self.role, memory_pb2.ROLE_UNSPECIFIED),
+            type=TYPES.get(self.type, memory_pb2.EVENT_TYPE_UNSPECIFIED),
+            content=self.content,
+            metadata=dict(self.metadata),
+            # Set before the first attempt, so that a retry cannot store the event twice.
+            event_id=self.event_id or uuid.uuid4().hex,
+        )
+        if self.timestamp is not None:
+            event.timestamp.CopyFrom(to_timestamp(self.timestamp))
+        return event
+
+
+_RETRYABLE = {grpc.StatusCode.UNAVAILABLE}
+
+
+class AthenaClient:
+    def __init__(self, target: str, *, options: ClientOptions | None = None, channel: grpc.aio.Channel | None = None) -> None:
+        self.options = options or ClientOptions()
+        self._channel = channel or grpc.aio.insecure_channel(target)
+        self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
+
+    async def __aenter__(self) -> "AthenaClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    @staticmethod
+    def scope(tenant_id: str, user_id: str, agent_id: str) -> memory_pb2.Scope:
+        return memory_pb2.Scope(tenant_id=tenant_id, user_id=user_id, agent_id=agent_id)
+
+    async def _call(self, method: Callable[..., Awaitable[T]], request: Any) -> T:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await method(request, timeout=self.options.timeout, metadata=tuple(self.options.metadata))
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() not in _RETRYABLE or attempt >= self.options.max_attempts:
+                    raise
+                await asyncio.sleep(self.options.backoff.compute(attempt))
+
+    async def store_event(self, scope: memory_pb2.Scope, event: EventInput | memory_pb2.NewEvent) -> memory_pb2.StoreEventResponse:
+        proto = event.to_proto() if isinstance(event, EventInput) else event
+        return await self._call(self._stub.StoreEvent, memory_pb2.StoreEventRequest(scope=scope, event=proto))
+
+    async def store_events(
+        self, scope: memory_pb2.Scope, events: Sequence[EventInput | memory_pb2.NewEvent]
+    ) -> memory_pb2.StoreEventsResponse:
+        protos = [e.to_proto() if isinstance(e, EventInput) else e for e in events]
+        return await self._call(self._stub.StoreEvents, memory_pb2.StoreEventsRequest(scope=scope, events=protos))
+
+    async def get_context(self, scope: memory_pb2.Scope, *, limit: int = 0) -> list[memory_pb2.Event]:
+        response = await self._call(self._stub.GetContext, memory_pb2.GetContextRequest(scope=scope, limit=limit))
+        return list(response.events)

@@ -1,0 +1,107 @@
+"""Conversions of events between their protobuf form, their MongoDB document and plain names."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from athena import keys
+from athena.memory.v1 import memory_pb2
+
+__all__ = [
+    "ROLE_NAMES",
+    "TYPE_NAMES",
+    "doc_to_event",
+    "event_to_doc",
+    "is_user_message",
+    "role_name",
+    "scope_key",
+    "scope_of_doc",
+    "timestamp_of",
+    "to_timestamp",
+    "type_name",
+    "utc",
+]
+
+ROLE_NAMES: dict[int, str] = {
+    memory_pb2.ROLE_USER: "user",
+    memory_pb2.ROLE_AGENT: "agent",
+    memory_pb2.ROLE_SYSTEM: "system",
+}
+TYPE_NAMES: dict[int, str] = {
+    memory_pb2.EVENT_TYPE_MESSAGE: "message",
+    memory_pb2.EVENT_TYPE_THOUGHT: "thought",
+    memory_pb2.EVENT_TYPE_ACTION: "action",
+    memory_pb2.EVENT_TYPE_OBSERVATION: "observation",
+}
+_ROLE_VALUES = {v: k for k, v in ROLE_NAMES.items()}
+_TYPE_VALUES = {v: k for k, v in TYPE_NAMES.items()}
+
+
+def role_name(role: int) -> str:
+    return ROLE_NAMES[role]
+
+
+def type_name(event_type: int) -> str:
+    return TYPE_NAMES[event_type]
+
+
+def is_user_message(event: memory_pb2.Event) -> bool:
+    """The seed's trigger: only a user message (role user, type message) asks for a chain check."""
+    return event.role == memory_pb2.ROLE_USER and event.type == memory_pb2.EVENT_TYPE_MESSAGE
+
+
+def scope_key(scope: memory_pb2.Scope) -> str:
+    return keys.scope_id(scope.tenant_id, scope.user_id, scope.agent_id)
+
+
+def utc(dt: datetime) -> datetime:
+    """MongoDB hands back naive datetimes in UTC; make every datetime aware."""
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+
+
+def to_timestamp(dt: datetime) -> Timestamp:
+    ts = Timestamp()
+    ts.FromDatetime(utc(dt))
+    return ts
+
+
+def timestamp_of(ts: Timestamp) -> datetime:
+    return ts.ToDatetime(tzinfo=timezone.utc)
+
+
+def event_to_doc(event: memory_pb2.Event) -> dict[str, Any]:
+    return {
+        "_id": event.id,
+        "tenant_id": event.scope.tenant_id,
+        "user_id": event.scope.user_id,
+        "agent_id": event.scope.agent_id,
+        "role": ROLE_NAMES[event.role],
+        "type": TYPE_NAMES[event.type],
+        "content": event.content,
+        "metadata": dict(event.metadata),
+        # Millisecond precision: what BSON dates keep.
+        "timestamp": timestamp_of(event.timestamp).replace(microsecond=event.timestamp.nanos // 1_000_000 * 1000),
+        "stored_at": timestamp_of(event.stored_at),
+        "client_event_id": event.client_event_id,
+    }
+
+
+def scope_of_doc(doc: Mapping[str, Any]) -> memory_pb2.Scope:
+    return memory_pb2.Scope(tenant_id=doc["tenant_id"], user_id=doc["user_id"], agent_id=doc["agent_id"])
+
+
+def doc_to_event(doc: Mapping[str, Any]) -> memory_pb2.Event:
+    return memory_pb2.Event(
+        id=doc["_id"],
+        scope=scope_of_doc(doc),
+        role=_ROLE_VALUES[doc["role"]],  # type: ignore[arg-type]
+        type=_TYPE_VALUES[doc["type"]],  # type: ignore[arg-type]
+        content=doc["content"],
+        metadata=doc.get("metadata") or {},
+        timestamp=to_timestamp(doc["timestamp"]),
+        stored_at=to_timestamp(doc["stored_at"]),
+        client_event_id=doc.get("client_event_id", ""),
+    )

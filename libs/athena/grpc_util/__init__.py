@@ -1,0 +1,12 @@
+"""What every Athena gRPC service shares: error mapping, server assembly, health and shutdown."""
+
+from athena.grpc_util._errors import ErrorMappingInterceptor, bad_request_violations, status_code_for
+from athena.grpc_util._server import DependencyCheck, ServiceHost
+
+__all__ = [
+    "DependencyCheck",
+    "ErrorMappingInterceptor",
+    "ServiceHost",
+    "bad_request_violations",
+    "status_code_for",
+]

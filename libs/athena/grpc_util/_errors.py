@@ -1,0 +1,115 @@
+"""The one place where Athena errors become gRPC status codes (with google.rpc rich details)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Awaitable, Callable
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from athena.errors import (
+    AthenaError,
+    DependencyUnavailable,
+    InvalidArgument,
+    NotFound,
+    PermanentTaskError,
+    PermissionDenied,
+    RetryableError,
+    Unauthenticated,
+)
+
+__all__ = ["ErrorMappingInterceptor", "bad_request_violations", "status_code_for"]
+
+log = logging.getLogger("athena.grpc")
+
+_CODES: list[tuple[type[AthenaError], grpc.StatusCode]] = [
+    (InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT),
+    (NotFound, grpc.StatusCode.NOT_FOUND),
+    (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
+    (DependencyUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (RetryableError, grpc.StatusCode.UNAVAILABLE),
+    (PermanentTaskError, grpc.StatusCode.FAILED_PRECONDITION),
+]
+
+
+def status_code_for(exc: BaseException) -> grpc.StatusCode:
+    for kind, code in _CODES:
+        if isinstance(exc, kind):
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+def _rich_status(exc: AthenaError, code: grpc.StatusCode) -> status_pb2.Status:
+    status = status_pb2.Status(code=code.value[0], message=str(exc))
+    if isinstance(exc, InvalidArgument):
+        detail = any_pb2.Any()
+        detail.Pack(
+            error_details_pb2.BadRequest(
+                field_violations=[
+                    error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                    for v in exc.violations
+                ]
+            )
+        )
+        status.details.append(detail)
+    elif isinstance(exc, RetryableError):
+        detail = any_pb2.Any()
+        detail.Pack(error_details_pb2.RetryInfo(retry_delay={"seconds": 1}))
+        status.details.append(detail)
+    return status
+
+
+def bad_request_violations(error: grpc.aio.AioRpcError | grpc.RpcError) -> list[tuple[str, str]]:
+    """(field, description) pairs of a BadRequest detail carried by a failed call."""
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    if status is None:
+        return []
+    out = []
+    for detail in status.details:
+        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            br = error_details_pb2.BadRequest()
+            detail.Unpack(br)
+            out.extend((v.field, v.description) for v in br.field_violations)
+    return out
+
+
+class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
+    """Turns AthenaError into its status code with rich details; anything else into a bare INTERNAL."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        inner = handler.unary_unary
+        method = handler_call_details.method
+
+        async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                return await inner(request, context)
+            except AthenaError as exc:
+                code = status_code_for(exc)
+                if code is grpc.StatusCode.UNAVAILABLE:
+                    log.warning("%s: %s", method, exc)
+                status = rpc_status.to_status(_rich_status(exc, code))
+                await context.abort(status.code, status.details, status.trailing_metadata)
+            except grpc.aio.AbortError:
+                raise
+            except Exception:
+                log.exception("%s failed", method)
+                await context.abort(grpc.StatusCode.INTERNAL, "internal error")
+
+        return grpc.unary_unary_rpc_method_handler(
+            unary_unary,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+

@@ -1,0 +1,124 @@
+"""Assembling and running one Athena gRPC service: health, reflection, metrics port, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Sequence
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from athena.grpc_util._errors import ErrorMappingInterceptor
+
+__all__ = ["DependencyCheck", "ServiceHost"]
+
+log = logging.getLogger("athena.service")
+
+
+@dataclass(frozen=True)
+class DependencyCheck:
+    """A named probe of a required dependency; raises (or returns False) when it is unreachable."""
+
+    name: str
+    probe: Callable[[], Awaitable[object]]
+
+
+@dataclass
+class ServiceHost:
+    """Runs a grpc.aio server with the standard health service (overall and per service name)."""
+
+    name: str
+    port: int
+    bind_host: str = "0.0.0.0"
+    service_names: Sequence[str] = ()
+    """Full names of the served services, for health and reflection."""
+    register: Callable[[grpc.aio.Server], None] = lambda server: None
+    checks: Sequence[DependencyCheck] = ()
+    check_interval: float = 2.0
+    reflection: bool = True
+    grace: float = 20.0
+    on_stop: Sequence[Callable[[], Awaitable[None]]] = ()
+    """Run after the server stops taking requests and before it exits (e.g. stop workers)."""
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
+    server: grpc.aio.Server | None = field(default=None, init=False)
+    health: health.aio.HealthServicer = field(default_factory=health.aio.HealthServicer, init=False)  # type: ignore[attr-defined]
+    bound_port: int = field(default=0, init=False)
+    _stop: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _healthy: bool | None = field(default=None, init=False)
+
+    async def start(self) -> None:
+        self.server = grpc.aio.server(interceptors=[*self.interceptors, ErrorMappingInterceptor()])
+        self.register(self.server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        if self.reflection:
+            reflection.enable_server_reflection(
+                [*self.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
+                self.server,
+            )
+        self.bound_port = self.server.add_insecure_port(f"{self.bind_host}:{self.port}")
+        await self.server.start()
+        await self._check_dependencies()
+        log.info("%s listening on %s:%d", self.name, self.bind_host, self.bound_port)
+
+    async def _set_health(self, serving: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        for name in ("", "readiness", *self.service_names):
+            await self.health.set(name, status)
+        # Liveness answers SERVING while the process runs: a dead dependency is not a reason to restart us.
+        await self.health.set("liveness", health_pb2.HealthCheckResponse.SERVING)
+        if serving != self._healthy:
+            (log.info if serving else log.warning)("%s is %s", self.name, "SERVING" if serving else "NOT_SERVING")
+        self._healthy = serving
+
+    async def _check_dependencies(self) -> bool:
+        ok = True
+        for check in self.checks:
+            try:
+                result = await asyncio.wait_for(check.probe(), timeout=max(1.0, self.check_interval))
+                if result is False:
+                    raise RuntimeError("probe returned False")
+            except Exception as exc:
+                ok = False
+                log.warning("%s: dependency %s unreachable: %s", self.name, check.name, exc)
+        await self._set_health(ok)
+        return ok
+
+    async def _monitor(self) -> None:
+        while not self._stop.is_set():
+            try:
+                await asyncio.wait_for(self._stop.wait(), timeout=self.check_interval)
+            except asyncio.TimeoutError:
+                await self._check_dependencies()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        """Serve until SIGTERM/SIGINT (or request_stop), then shut down gracefully."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self.request_stop)
+            except (NotImplementedError, RuntimeError):
+                pass
+        await self.start()
+        monitor = asyncio.create_task(self._monitor())
+        await self._stop.wait()
+        monitor.cancel()
+        await self.shutdown()
+
+    async def shutdown(self) -> None:
+        log.info("%s stopping (grace %.0fs)", self.name, self.grace)
+        await self.health.enter_graceful_shutdown()
+        assert self.server is not None
+        await self.server.stop(self.grace)
+        for hook in self.on_stop:
+            try:
+                await hook()
+            except Exception:
+                log.exception("%s: stop hook failed", self.name)
+        log.info("%s stopped", self.name)

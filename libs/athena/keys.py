@@ -1,0 +1,100 @@
+"""Every Redis key Athena uses, in one place.
+
+Scope ids (tenant, user, agent) never contain ':' (validation enforces [A-Za-z0-9._@-]), so the
+joined form `{tenant}:{user}:{agent}` is unambiguous. The queue's multi-key Lua scripts assume one
+Redis primary (not Redis Cluster): keys are built from these names inside scripts, as dramatiq does.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DISPATCHER",
+    "QUEUE_DEAD_LETTERS",
+    "QUEUE_DELAYED",
+    "QUEUE_DELIVERIES",
+    "QUEUE_LEASES",
+    "QUEUE_REAPER_LOCK",
+    "QUEUE_WORKERS",
+    "claiming_key",
+    "lease_key",
+    "scope_id",
+    "scope_queue_key",
+    "split_scope_id",
+    "stm_applied_key",
+    "stm_window_key",
+    "task_dedup_key",
+    "task_result_key",
+    "CLAIMING_PREFIX",
+    "LEASE_PREFIX",
+]
+
+# --- the seed's names ------------------------------------------------------------------------------
+SCOPE_QUEUE_PREFIX = "memory_processing_queue:v1:"
+"""LIST per scope: task envelopes (protobuf athena.internal.v1.Task) in FIFO order; the head is in flight while leased."""
+DISPATCHER = "cognitive_work_queue"
+"""LIST of scope ids with runnable work; each scope at most once (not leased, not backing off)."""
+TASK_RESULT_PREFIX = "task_results:v1:"
+"""STRING per task: JSON outcome, 1-hour TTL."""
+
+# --- reliability additions (see docs/architecture.md, "The queue") -------------------------------
+CLAIMING_PREFIX = "cognitive_work_queue:claiming:"
+"""LIST per worker: scope ids moved off the dispatcher by BLMOVE, until the claim script leases them."""
+LEASE_PREFIX = "cognitive_work_queue:lease:"
+"""STRING per leased scope: the holder's random token (fencing), with a PX expiry."""
+QUEUE_LEASES = "cognitive_work_queue:leases"
+"""ZSET scope id -> lease deadline (ms), so the reaper finds expired leases."""
+QUEUE_DELAYED = "cognitive_work_queue:delayed"
+"""ZSET scope id -> time (ms) its head task may be retried."""
+QUEUE_DEAD_LETTERS = "cognitive_work_queue:dead"
+"""LIST of exhausted task envelopes, each carrying attempt and last_error."""
+QUEUE_DELIVERIES = "cognitive_work_queue:deliveries"
+"""HASH scope id -> deliveries of its head task, so a task that keeps killing its worker ends in the dead-letter list."""
+QUEUE_WORKERS = "cognitive_work_queue:workers"
+"""ZSET worker id -> last heartbeat (ms)."""
+QUEUE_REAPER_LOCK = "cognitive_work_queue:reaper-lock"
+"""STRING mutex so one process at a time reaps expired leases."""
+TASK_DEDUP_PREFIX = "cognitive_work_queue:dedup:"
+"""STRING per task id: set on enqueue so a repeated enqueue adds nothing."""
+
+# --- short-term memory -----------------------------------------------------------------------------
+STM_WINDOW_PREFIX = "stm:v1:window:"
+"""LIST per scope: the short-term window, stored events (protobuf athena.memory.v1.Event), oldest first."""
+STM_APPLIED_PREFIX = "stm:v1:applied:"
+"""STRING per event: marks that the event reached the window, so a retried StoreEvent appends it once."""
+
+
+def scope_id(tenant_id: str, user_id: str, agent_id: str) -> str:
+    return f"{tenant_id}:{user_id}:{agent_id}"
+
+
+def split_scope_id(scope: str) -> tuple[str, str, str]:
+    tenant, user, agent = scope.split(":")
+    return tenant, user, agent
+
+
+def scope_queue_key(scope: str) -> str:
+    return SCOPE_QUEUE_PREFIX + scope
+
+
+def claiming_key(worker_id: str) -> str:
+    return CLAIMING_PREFIX + worker_id
+
+
+def lease_key(scope: str) -> str:
+    return LEASE_PREFIX + scope
+
+
+def task_dedup_key(task_id: str) -> str:
+    return TASK_DEDUP_PREFIX + task_id
+
+
+def task_result_key(scope: str, task_id: str) -> str:
+    return f"{TASK_RESULT_PREFIX}{scope}:{task_id}"
+
+
+def stm_window_key(scope: str) -> str:
+    return STM_WINDOW_PREFIX + scope
+
+
+def stm_applied_key(scope: str, event_id: str) -> str:
+    return f"{STM_APPLIED_PREFIX}{scope}:{event_id}"

@@ -1,0 +1,22 @@
+"""The crash-safe two-level fair work queue (seed: "The two-level queue") and its worker pool."""
+
+from athena.queue._backoff import Backoff, ExponentialFullJitter, NoBackoff, RetryPolicy
+from athena.queue._envelope import CHAIN_CHECK, chain_check_task, chain_check_task_id
+from athena.queue._queue import FailOutcome, FairQueue, Lease, QueueDepth
+from athena.queue._worker import Handler, WorkerPool
+
+__all__ = [
+    "CHAIN_CHECK",
+    "Backoff",
+    "ExponentialFullJitter",
+    "FailOutcome",
+    "FairQueue",
+    "Handler",
+    "Lease",
+    "NoBackoff",
+    "QueueDepth",
+    "RetryPolicy",
+    "WorkerPool",
+    "chain_check_task",
+    "chain_check_task_id",
+]

@@ -1,0 +1,201 @@
+"""Lua scripts of the fair work queue. Each runs atomically on the Redis server.
+
+Invariant they keep: a scope whose list is non-empty is in exactly one place: the dispatcher
+(`cognitive_work_queue`), some worker's claiming list, leased, or in the delayed set. That is what
+makes each scope appear at most once on the dispatcher (fairness) and run one task at a time (order).
+Times come from the server's TIME so that workers with skewed clocks agree.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ACK",
+    "CLAIM",
+    "ENQUEUE",
+    "EXTEND",
+    "FAIL",
+    "PROMOTE",
+    "REAP",
+    "RELEASE",
+    "REPLAY",
+]
+
+_NOW_MS = """
+local _t = redis.call('TIME')
+local now = tonumber(_t[1]) * 1000 + math.floor(tonumber(_t[2]) / 1000)
+"""
+
+ENQUEUE = """
+-- KEYS[1] scope queue      KEYS[2] dispatcher      KEYS[3] task dedup key
+-- ARGV[1] envelope bytes   ARGV[2] scope id        ARGV[3] dedup ttl (s)
+-- Returns 1 when queued, 0 when this task id was queued before.
+if not redis.call('SET', KEYS[3], '1', 'NX', 'EX', ARGV[3]) then
+  return 0
+end
+if redis.call('RPUSH', KEYS[1], ARGV[1]) == 1 then
+  -- the scope had no work, so it is nowhere: make it runnable
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+end
+return 1
+"""
+
+CLAIM = _NOW_MS + """
+-- KEYS[1] this worker's claiming list   KEYS[2] scope queue   KEYS[3] lease key   KEYS[4] leases zset
+-- KEYS[5] deliveries hash
+-- ARGV[1] scope id   ARGV[2] lease token   ARGV[3] lease ttl (ms)
+-- Returns {head envelope, deliveries} or false when the scope has no work any more.
+redis.call('LREM', KEYS[1], 1, ARGV[1])
+local head = redis.call('LINDEX', KEYS[2], 0)
+if not head then
+  return false
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  -- leased already (a reaped claim raced a slow worker): the holder will requeue it
+  return false
+end
+redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
+redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[1])
+-- deliveries of this head since it last settled: grows only when workers die holding it
+return {head, redis.call('HINCRBY', KEYS[5], ARGV[1], 1)}
+"""
+
+EXTEND = _NOW_MS + """
+-- KEYS[1] lease key   KEYS[2] leases zset
+-- ARGV[1] lease token   ARGV[2] lease ttl (ms)   ARGV[3] scope id
+-- Returns 1 when renewed, 0 when the lease is no longer ours.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[3])
+return 1
+"""
+
+ACK = """
+-- KEYS[1] lease key   KEYS[2] leases zset   KEYS[3] scope queue   KEYS[4] dispatcher
+-- KEYS[5] task result key   KEYS[6] deliveries hash
+-- ARGV[1] lease token   ARGV[2] scope id   ARGV[3] result JSON   ARGV[4] result ttl (s)
+-- Returns 1 when acknowledged, 0 when the lease was lost (another worker may run the task again).
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('LPOP', KEYS[3])
+redis.call('SET', KEYS[5], ARGV[3], 'EX', ARGV[4])
+redis.call('HDEL', KEYS[6], ARGV[2])
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
+if redis.call('LLEN', KEYS[3]) > 0 then
+  -- to the tail: one task per turn, round-robin across scopes
+  redis.call('RPUSH', KEYS[4], ARGV[2])
+end
+return 1
+"""
+
+FAIL = _NOW_MS + """
+-- KEYS[1] lease key   KEYS[2] leases zset   KEYS[3] scope queue   KEYS[4] delayed zset
+-- KEYS[5] dispatcher   KEYS[6] dead-letter list   KEYS[7] task result key   KEYS[8] deliveries hash
+-- ARGV[1] lease token   ARGV[2] scope id   ARGV[3] envelope with attempt and last_error updated
+-- ARGV[4] retry delay (ms), or -1 to dead-letter   ARGV[5] result JSON   ARGV[6] result ttl (s)
+-- Returns 1 when scheduled for retry, 2 when dead-lettered, 0 when the lease was lost.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
+redis.call('HDEL', KEYS[8], ARGV[2])
+redis.call('SET', KEYS[7], ARGV[5], 'EX', ARGV[6])
+if ARGV[4] == '-1' then
+  redis.call('LPOP', KEYS[3])
+  redis.call('RPUSH', KEYS[6], ARGV[3])
+  if redis.call('LLEN', KEYS[3]) > 0 then
+    redis.call('RPUSH', KEYS[5], ARGV[2])
+  end
+  return 2
+end
+-- the failed head stays first, so the scope keeps its order; it waits in the delayed set
+redis.call('LSET', KEYS[3], 0, ARGV[3])
+redis.call('ZADD', KEYS[4], now + tonumber(ARGV[4]), ARGV[2])
+return 1
+"""
+
+RELEASE = """
+-- KEYS[1] lease key   KEYS[2] leases zset   KEYS[3] dispatcher   KEYS[4] scope queue
+-- KEYS[5] deliveries hash
+-- ARGV[1] lease token   ARGV[2] scope id
+-- Gives a claimed scope back without counting an attempt (graceful shutdown).
+-- Returns 1 when released, 0 when the lease was no longer ours.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
+-- a delivery given back on purpose is not a stall: undo the count CLAIM added
+if redis.call('HINCRBY', KEYS[5], ARGV[2], -1) <= 0 then
+  redis.call('HDEL', KEYS[5], ARGV[2])
+end
+if redis.call('LLEN', KEYS[4]) > 0 then
+  -- to the head: it was this scope's turn already
+  redis.call('LPUSH', KEYS[3], ARGV[2])
+end
+return 1
+"""
+
+PROMOTE = _NOW_MS + """
+-- KEYS[1] delayed zset   KEYS[2] dispatcher
+-- ARGV[1] most scopes to move
+-- Moves scopes whose retry time has come onto the dispatcher. Returns how many moved.
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+for _, scope in ipairs(due) do
+  redis.call('ZREM', KEYS[1], scope)
+  redis.call('RPUSH', KEYS[2], scope)
+end
+return #due
+"""
+
+REAP = _NOW_MS + """
+-- KEYS[1] leases zset   KEYS[2] dispatcher   KEYS[3] workers zset   KEYS[4] reaper lock
+-- ARGV[1] lease key prefix   ARGV[2] claiming key prefix   ARGV[3] worker stale after (ms)
+-- ARGV[4] reaper lock token   ARGV[5] reaper lock ttl (ms)
+-- Requeues scopes whose lease expired (their worker died mid-task) and scopes stranded in the
+-- claiming list of a worker whose heartbeat stopped. Returns {expired leases, stranded claims}.
+if not redis.call('SET', KEYS[4], ARGV[4], 'NX', 'PX', ARGV[5]) then
+  return {-1, -1}
+end
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+local requeued = 0
+for _, scope in ipairs(expired) do
+  if redis.call('EXISTS', ARGV[1] .. scope) == 0 then
+    redis.call('ZREM', KEYS[1], scope)
+    redis.call('RPUSH', KEYS[2], scope)
+    requeued = requeued + 1
+  end
+end
+local stranded = 0
+local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[3]))
+for _, worker in ipairs(dead) do
+  local claiming = ARGV[2] .. worker
+  local scope = redis.call('LPOP', claiming)
+  while scope do
+    redis.call('RPUSH', KEYS[2], scope)
+    stranded = stranded + 1
+    scope = redis.call('LPOP', claiming)
+  end
+  redis.call('ZREM', KEYS[3], worker)
+end
+return {requeued, stranded}
+"""
+
+REPLAY = """
+-- KEYS[1] dead-letter list   KEYS[2] scope queue   KEYS[3] dispatcher   KEYS[4] task dedup key
+-- ARGV[1] dead envelope as stored   ARGV[2] envelope to queue (attempt reset)   ARGV[3] scope id
+-- ARGV[4] dedup ttl (s)
+-- Moves one dead-lettered task back to the tail of its scope. Returns 1, or 0 if it was gone.
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
+  return 0
+end
+redis.call('SET', KEYS[4], '1', 'EX', ARGV[4])
+if redis.call('RPUSH', KEYS[2], ARGV[2]) == 1 then
+  redis.call('RPUSH', KEYS[3], ARGV[3])
+end
+return 1
+"""

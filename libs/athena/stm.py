@@ -1,0 +1,56 @@
+"""The short-term window: the recent events of a scope, in Redis, oldest first."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from redis.asyncio import Redis
+
+from athena import keys
+from athena.events import scope_key
+from athena.memory.v1 import memory_pb2
+
+__all__ = ["APPEND_TO_WINDOW", "ShortTermWindow"]
+
+APPEND_TO_WINDOW = """
+-- KEYS[1] window list   KEYS[2] the event's applied marker
+-- ARGV[1] event bytes   ARGV[2] window cap (events)   ARGV[3] marker ttl (s)
+-- Appends the event once, however often a retried StoreEvent asks. Returns 1 if appended, 0 if not.
+if not redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[3]) then
+  return 0
+end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
+return 1
+"""
+
+_APPLIED_MARKER_TTL_SECONDS = 7 * 24 * 3600
+
+
+class ShortTermWindow:
+    def __init__(self, redis: Redis, *, max_events: int = 200) -> None:
+        self.redis = redis
+        self.max_events = max_events
+        self._append = redis.register_script(APPEND_TO_WINDOW)
+
+    async def append(self, event: memory_pb2.Event, *, client: Any = None) -> bool:
+        """Append an event (idempotent per event id). `client` may be a pipeline, for MULTI/EXEC."""
+        scope = scope_key(event.scope)
+        return bool(
+            await self._append(
+                keys=[keys.stm_window_key(scope), keys.stm_applied_key(scope, event.id)],
+                args=[event.SerializeToString(), self.max_events, _APPLIED_MARKER_TTL_SECONDS],
+                client=client,
+            )
+        )
+
+    async def read(self, scope: memory_pb2.Scope, *, limit: int = 0) -> list[memory_pb2.Event]:
+        start = -limit if limit > 0 else 0
+        raws: Sequence[bytes] = await self.redis.lrange(keys.stm_window_key(scope_key(scope)), start, -1)
+        return [_parse(raw) for raw in raws]
+
+
+def _parse(raw: bytes) -> memory_pb2.Event:
+    event = memory_pb2.Event()
+    event.ParseFromString(raw)
+    return event

@@ -1,0 +1,36 @@
+"""Connecting to MongoDB through PyMongo's async API, and turning its outages into DependencyUnavailable."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from pymongo import AsyncMongoClient
+from pymongo.errors import AutoReconnect, ConnectionFailure, NetworkTimeout, ServerSelectionTimeoutError
+
+from athena.config import Settings
+from athena.errors import DependencyUnavailable
+
+__all__ = ["connect_mongo", "mongo_unavailable"]
+
+_OUTAGE = (AutoReconnect, ConnectionFailure, NetworkTimeout, ServerSelectionTimeoutError)
+
+
+def connect_mongo(settings: Settings) -> AsyncMongoClient[dict[str, Any]]:
+    t = settings.mongodb_timeout_ms
+    return AsyncMongoClient(
+        settings.mongodb_uri,
+        serverSelectionTimeoutMS=t,
+        connectTimeoutMS=t,
+        socketTimeoutMS=t,
+        tz_aware=True,
+    )
+
+
+@contextmanager
+def mongo_unavailable() -> Iterator[None]:
+    """Map MongoDB connection failures to DependencyUnavailable("mongodb")."""
+    try:
+        yield
+    except _OUTAGE as exc:
+        raise DependencyUnavailable("mongodb", type(exc).__name__) from exc

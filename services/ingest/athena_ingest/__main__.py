@@ -1,0 +1,3 @@
+from athena_ingest.server import main
+
+main()

@@ -1,0 +1,141 @@
+"""Storing events: the durable log first, then the short-term window and the queue in one Redis transaction.
+
+Outcome when a dependency fails (docs/architecture.md, "Storing an event"):
+- MongoDB down: nothing is written; UNAVAILABLE.
+- MongoDB written, Redis down: the event stays in the log as `window_state: pending` and the call
+  fails with UNAVAILABLE. A retry with the same event_id finds the original (unique index), redoes
+  the Redis step (idempotent per event id and task id) and returns the original id, so retries
+  converge. If the client never retries, the pending-repair loop applies it later.
+- Redis written, marking the log failed: the call succeeds (the event is durable and queued); the
+  repair loop re-marks it, and its Redis step is a no-op the second time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Sequence
+
+from opentelemetry import propagate
+from redis.asyncio import Redis
+
+from athena.errors import DependencyUnavailable, FieldViolation
+from athena.events import is_user_message, to_timestamp
+from athena.memory.v1 import memory_pb2
+from athena.redis_util import redis_unavailable
+from athena.queue import FairQueue, chain_check_task, chain_check_task_id
+from athena.stm import ShortTermWindow
+from athena.stores import EventLog
+from athena_ingest.validation import Limits, raise_if_any, validate_new_event, validate_scope
+
+__all__ = ["Ingestor", "new_event_id"]
+
+log = logging.getLogger("athena.ingest")
+
+
+def new_event_id() -> str:
+    # Time-ordered (ms, hex) then random: sorts by arrival, unique without coordination.
+    return f"ev_{time.time_ns() // 1_000_000:012x}{secrets.token_hex(8)}"
+
+
+@dataclass
+class Ingestor:
+    event_log: EventLog
+    window: ShortTermWindow
+    queue: FairQueue
+    redis: Redis
+    limits: Limits
+    enqueue_checks: bool = True
+    """False when ENABLE_MEMORY_WORKERS=false: nobody would consume the tasks."""
+
+    def validate(
+        self, scope: memory_pb2.Scope, has_scope: bool, events: Sequence[memory_pb2.NewEvent], *, batch: bool
+    ) -> None:
+        now = datetime.now(timezone.utc)
+        violations = validate_scope(scope, has_scope=has_scope)
+        if batch and not events:
+            violations.append(FieldViolation("events", "must not be empty"))
+        if batch and len(events) > self.limits.max_batch:
+            violations.append(FieldViolation("events", f"must hold at most {self.limits.max_batch} events"))
+        else:
+            for i, e in enumerate(events):
+                violations += validate_new_event(e, field=f"events[{i}]" if batch else "event", limits=self.limits, now=now)
+        raise_if_any(violations)
+
+    async def store(self, scope: memory_pb2.Scope, new_events: Sequence[memory_pb2.NewEvent]) -> list[memory_pb2.StoreEventResponse]:
+        """Store validated events of one scope, in order. Raises DependencyUnavailable on an outage."""
+        now = datetime.now(timezone.utc)
+        stored_at = to_timestamp(now)
+        events = []
+        for ne in new_events:
+            event_id = new_event_id()
+            events.append(
+                memory_pb2.Event(
+                    id=event_id,
+                    scope=scope,
+                    role=ne.role,
+                    type=ne.type,
+                    content=ne.content,
+                    metadata=ne.metadata,
+                    timestamp=ne.timestamp if ne.HasField("timestamp") else stored_at,
+                    stored_at=stored_at,
+                    client_event_id=ne.event_id or event_id,
+                )
+            )
+        outcomes = await self.event_log.insert(events)
+        # Each stored event reaches Redis once; repeats of an event already applied skip Redis entirely.
+        to_apply: dict[str, memory_pb2.Event] = {}
+        for o in outcomes:
+            if not o.applied:
+                to_apply.setdefault(o.event.id, o.event)
+        if to_apply:
+            await self.apply(list(to_apply.values()))
+        return [
+            memory_pb2.StoreEventResponse(
+                event_id=o.event.id,
+                duplicate=o.duplicate,
+                task_id=chain_check_task_id(o.event.id) if self._triggers_check(o.event) else "",
+            )
+            for o in outcomes
+        ]
+
+    def _triggers_check(self, event: memory_pb2.Event) -> bool:
+        return self.enqueue_checks and is_user_message(event)
+
+    async def apply(self, events: Sequence[memory_pb2.Event]) -> None:
+        """The Redis step: append to the window and enqueue checks, atomically, idempotently."""
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        with redis_unavailable():
+            async with self.redis.pipeline(transaction=True) as pipe:
+                for e in events:
+                    await self.window.append(e, client=pipe)
+                    if self._triggers_check(e):
+                        await self.queue.enqueue(
+                            chain_check_task(scope=e.scope, event_id=e.id, trace_context=carrier), client=pipe
+                        )
+                await pipe.execute()
+        try:
+            await self.event_log.mark_applied(e.id for e in events)
+        except DependencyUnavailable:
+            log.warning("events reached Redis but could not be marked applied; the repair loop will mark them")
+
+    async def repair_pending(self, *, older_than: timedelta = timedelta(seconds=30)) -> int:
+        """Apply events whose Redis step never completed and whose client did not retry."""
+        pending = await self.event_log.pending(older_than=datetime.now(timezone.utc) - older_than)
+        if pending:
+            await self.apply(pending)
+            log.info("repaired %d pending events", len(pending))
+        return len(pending)
+
+    async def repair_forever(self, *, interval: float = 15.0) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.repair_pending()
+            except DependencyUnavailable as exc:
+                log.warning("pending repair skipped: %s", exc)

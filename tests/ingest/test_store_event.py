@@ -1,0 +1,141 @@
+"""StoreEvent / StoreEvents / GetContext against the real Redis and MongoDB-wire server."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import grpc
+import pytest
+
+from athena import keys
+from athena.client import AthenaClient, EventInput
+from athena.grpc_util import bad_request_violations
+from athena.memory.v1 import memory_pb2
+from athena_ingest.ingestor import Ingestor
+
+SCOPE = AthenaClient.scope("acme", "alice", "helper")
+
+
+async def test_stored_event_is_in_the_durable_log_and_the_window(client: AthenaClient, ingest: Ingestor) -> None:
+    result = await client.store_event(SCOPE, EventInput("user", "How do I rotate my API keys?"))
+
+    logged = await ingest.event_log.get(result.event_id)
+    assert logged is not None and logged.content == "How do I rotate my API keys?"
+    window = await client.get_context(SCOPE)
+    assert [e.id for e in window] == [result.event_id]
+    assert window[0].role == memory_pb2.ROLE_USER
+
+
+async def test_only_user_messages_enqueue_a_chain_check(client: AthenaClient, redis) -> None:
+    kinds = [("user", "message"), ("agent", "message"), ("agent", "thought"), ("agent", "action"), ("system", "observation"), ("user", "thought")]
+    results = [await client.store_event(SCOPE, EventInput(role, f"{role} {t}", type=t)) for role, t in kinds]
+
+    assert [bool(r.task_id) for r in results] == [True, False, False, False, False, False]
+    queue = await redis.lrange(keys.scope_queue_key("acme:alice:helper"), 0, -1)
+    assert len(queue) == 1
+    assert await redis.lrange(keys.DISPATCHER, 0, -1) == [b"acme:alice:helper"]
+
+
+async def test_repeated_event_id_stores_nothing_new_and_returns_the_original(client: AthenaClient, ingest: Ingestor, redis) -> None:
+    first = await client.store_event(SCOPE, EventInput("user", "hello there", event_id="client-1"))
+    again = await client.store_event(SCOPE, EventInput("user", "hello there (resent)", event_id="client-1"))
+
+    assert again.event_id == first.event_id
+    assert again.duplicate and not first.duplicate
+    assert await ingest.event_log.count({"client_event_id": "client-1"}) == 1
+    assert len(await client.get_context(SCOPE)) == 1
+    assert await redis.llen(keys.scope_queue_key("acme:alice:helper")) == 1
+
+
+async def test_same_event_id_in_another_scope_is_a_different_event(client: AthenaClient) -> None:
+    a = await client.store_event(SCOPE, EventInput("user", "one", event_id="shared"))
+    b = await client.store_event(AthenaClient.scope("acme", "bob", "helper"), EventInput("user", "two", event_id="shared"))
+    assert a.event_id != b.event_id and not b.duplicate
+
+
+async def test_store_events_keeps_order_and_deduplicates_per_event(client: AthenaClient, ingest: Ingestor) -> None:
+    await client.store_event(SCOPE, EventInput("user", "already here", event_id="e1"))
+    batch = [
+        EventInput("user", "already here", event_id="e1"),
+        EventInput("agent", "reply", event_id="e2"),
+        EventInput("user", "next question?", event_id="e3"),
+    ]
+    response = await client.store_events(SCOPE, batch)
+
+    assert [r.duplicate for r in response.results] == [True, False, False]
+    assert [r.task_id != "" for r in response.results] == [True, False, True]
+    window = await client.get_context(SCOPE)
+    assert [e.content for e in window] == ["already here", "reply", "next question?"]
+    assert await ingest.event_log.count({"tenant_id": "acme"}) == 3
+
+
+async def test_get_context_limit_returns_the_most_recent_events(client: AthenaClient) -> None:
+    await client.store_events(SCOPE, [EventInput("user", f"m{i}") for i in range(5)])
+    assert [e.content for e in await client.get_context(SCOPE, limit=2)] == ["m3", "m4"]
+
+
+async def test_client_timestamp_is_kept(client: AthenaClient) -> None:
+    when = datetime(2024, 5, 8, 13, 56, tzinfo=timezone.utc)
+    await client.store_event(SCOPE, EventInput("user", "dated", timestamp=when))
+    (event,) = await client.get_context(SCOPE)
+    assert event.timestamp.ToDatetime(tzinfo=timezone.utc) == when
+
+
+@pytest.mark.parametrize(
+    ("request_", "field"),
+    [
+        (memory_pb2.StoreEventRequest(event=memory_pb2.NewEvent(role=1, type=1, content="x")), "scope"),
+        (memory_pb2.StoreEventRequest(scope=memory_pb2.Scope(tenant_id="t", user_id="u"), event=memory_pb2.NewEvent(role=1, type=1, content="x")), "scope.agent_id"),
+        (memory_pb2.StoreEventRequest(scope=memory_pb2.Scope(tenant_id="t:x", user_id="u", agent_id="a"), event=memory_pb2.NewEvent(role=1, type=1, content="x")), "scope.tenant_id"),
+        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=9, type=1, content="x")), "event.role"),
+        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=0, content="x")), "event.type"),
+        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="   ")), "event.content"),
+        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="x" * 40000)), "event.content"),
+        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="bell\x07")), "event.content"),
+        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="x", metadata={f"k{i}": "v" for i in range(40)})), "event.metadata"),
+        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="x", metadata={"k": "v" * 2000})), "event.metadata[k]"),
+        (memory_pb2.StoreEventRequest(scope=SCOPE), "event"),
+    ],
+)
+async def test_bad_input_is_refused_with_the_field_named_and_nothing_written(
+    client: AthenaClient, ingest: Ingestor, redis, request_: memory_pb2.StoreEventRequest, field: str
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await client._stub.StoreEvent(request_, timeout=5)
+
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in [f for f, _ in bad_request_violations(err.value)]
+    assert await ingest.event_log.count({}) == 0
+    assert await redis.dbsize() == 0
+
+
+async def test_timestamp_far_in_the_future_is_refused(client: AthenaClient) -> None:
+    future = datetime.now(timezone.utc) + timedelta(days=2)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await client.store_event(SCOPE, EventInput("user", "from the future", timestamp=future))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert [f for f, _ in bad_request_violations(err.value)] == ["event.timestamp"]
+
+
+async def test_one_bad_event_in_a_batch_writes_nothing(client: AthenaClient, ingest: Ingestor, redis) -> None:
+    batch = [EventInput("user", "fine"), EventInput("user", ""), EventInput("agent", "fine too")]
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await client.store_events(SCOPE, batch)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert [f for f, _ in bad_request_violations(err.value)] == ["events[1].content"]
+    assert await ingest.event_log.count({}) == 0
+    assert await redis.dbsize() == 0
+
+
+async def test_health_and_reflection_are_served(ingest: Ingestor) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    async with grpc.aio.insecure_channel(ingest.target) as channel:  # type: ignore[attr-defined]
+        health = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="athena.memory.v1.MemoryService"), timeout=5)
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+        stream = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5
+        )
+        names = [s.name async for r in stream for s in r.list_services_response.service]
+        assert "athena.memory.v1.MemoryService" in names

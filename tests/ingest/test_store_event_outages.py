@@ -1,0 +1,91 @@
+"""What StoreEvent does when MongoDB or Redis is down: UNAVAILABLE, never a half-stored event."""
+
+from __future__ import annotations
+
+from typing import AsyncIterator
+
+import grpc
+import pytest
+
+from athena import keys
+from athena.client import AthenaClient, ClientOptions, EventInput
+from athena.config import load_settings
+from athena.local import MongoWireServer, RedisServer, free_port
+from athena.redis_util import connect_redis
+from athena_ingest.ingestor import Ingestor
+from athena_ingest.server import build_ingest
+
+SCOPE = AthenaClient.scope("acme", "alice", "helper")
+
+
+@pytest.fixture
+async def fragile_ingest(own_redis_server: RedisServer, own_mongo_server: MongoWireServer) -> AsyncIterator[tuple[Ingestor, str]]:
+    """Ingest against servers this test may stop."""
+    settings = load_settings(
+        redis_url=own_redis_server.url,
+        mongodb_uri=own_mongo_server.url,
+        ingest_grpc_port=free_port(),
+        grpc_bind_host="127.0.0.1",
+        mongodb_timeout_ms=1000,
+    )
+    host, ingestor = await build_ingest(settings)
+    await host.start()
+    yield ingestor, f"127.0.0.1:{host.bound_port}"
+    await host.shutdown()
+
+
+async def test_mongodb_down_gives_unavailable_and_writes_nothing(fragile_ingest, own_mongo_server: MongoWireServer, own_redis_server: RedisServer) -> None:
+    ingestor, target = fragile_ingest
+    own_mongo_server.stop()
+    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1)) as client:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await client.store_event(SCOPE, EventInput("user", "is anyone there?"))
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+    redis = connect_redis(own_redis_server.url)
+    assert await redis.dbsize() == 0
+    await redis.aclose()
+
+
+async def test_redis_down_after_the_log_write_converges_when_retried_with_the_same_event_id(
+    fragile_ingest, own_redis_server: RedisServer
+) -> None:
+    ingestor, target = fragile_ingest
+    event = EventInput("user", "please remember my seat preference", event_id="evt-42")
+    own_redis_server.stop()
+    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1)) as client:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await client.store_event(SCOPE, event)
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        # Defined outcome: the event is in the durable log, marked pending, and nowhere in Redis.
+        assert await ingestor.event_log.count({"client_event_id": "evt-42", "window_state": "pending"}) == 1
+
+        own_redis_server.start()
+        retried = await client.store_event(SCOPE, event)
+        again = await client.store_event(SCOPE, event)
+
+        assert retried.duplicate and again.duplicate and retried.event_id == again.event_id
+        assert await ingestor.event_log.count({"client_event_id": "evt-42", "window_state": "applied"}) == 1
+        assert [e.id for e in await client.get_context(SCOPE)] == [retried.event_id]
+    redis = connect_redis(own_redis_server.url)
+    assert await redis.llen(keys.scope_queue_key("acme:alice:helper")) == 1
+    await redis.aclose()
+
+
+async def test_pending_events_are_applied_by_the_repair_loop_when_the_client_never_retries(
+    fragile_ingest, own_redis_server: RedisServer
+) -> None:
+    from datetime import timedelta
+
+    ingestor, target = fragile_ingest
+    own_redis_server.stop()
+    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1)) as client:
+        with pytest.raises(grpc.aio.AioRpcError):
+            await client.store_event(SCOPE, EventInput("user", "abandoned by its client"))
+        own_redis_server.start()
+
+        repaired = await ingestor.repair_pending(older_than=timedelta(0))
+
+        assert repaired == 1
+        assert [e.content for e in await client.get_context(SCOPE)] == ["abandoned by its client"]
+        assert await ingestor.event_log.count({"window_state": "pending"}) == 0
+        assert await ingestor.repair_pending(older_than=timedelta(0)) == 0
