@@ -21,6 +21,7 @@ __all__ = [
     "scope_queue_key",
     "split_scope_id",
     "stm_applied_key",
+    "stm_handoff_key",
     "stm_window_key",
     "task_dedup_key",
     "task_result_key",
@@ -59,6 +60,9 @@ TASK_DEDUP_PREFIX = "cognitive_work_queue:dedup:"
 # --- short-term memory -----------------------------------------------------------------------------
 STM_WINDOW_PREFIX = "stm:v1:window:"
 """LIST per scope: the short-term window, stored events (protobuf athena.memory.v1.Event), oldest first."""
+STM_HANDOFF_PREFIX = "stm:v1:handoff:"
+"""HASH per cut (fields segment, decision): the segment (protobuf athena.internal.v1.Segment) cut out of
+the window and not yet accepted by formation. Written by the cut script, deleted once FormChain answered."""
 STM_APPLIED_PREFIX = "stm:v1:applied:"
 """STRING per event: marks that the event reached the window, so a retried StoreEvent appends it once."""
 
@@ -94,6 +98,10 @@ def task_result_key(scope: str, task_id: str) -> str:
 
 def stm_window_key(scope: str) -> str:
     return STM_WINDOW_PREFIX + scope
+
+
+def stm_handoff_key(scope: str, task_id: str) -> str:
+    return f"{STM_HANDOFF_PREFIX}{scope}:{task_id}"
 
 
 def stm_applied_key(scope: str, event_id: str) -> str:

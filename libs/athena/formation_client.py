@@ -1,0 +1,55 @@
+"""Client of the internal FormationService, used by cognition (FormChain) and ingest (search, chains)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Callable, TypeVar
+
+import grpc
+
+from athena.errors import DependencyUnavailable
+from athena.internal.v1 import formation_pb2, formation_pb2_grpc
+from athena.queue import Backoff, ExponentialFullJitter
+
+__all__ = ["FormationClient"]
+
+T = TypeVar("T")
+
+_TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
+
+
+class FormationClient:
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float = 30.0,
+        attempts: int = 3,
+        backoff: Backoff | None = None,
+        metadata: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self.timeout = timeout
+        self.attempts = attempts
+        self.backoff = backoff or ExponentialFullJitter(base=0.2, cap=2.0)
+        self.metadata = metadata
+        self._channel = grpc.aio.insecure_channel(target)
+        self.stub = formation_pb2_grpc.FormationServiceStub(self._channel)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def call(self, method: Callable[..., Awaitable[T]], request: Any, *, timeout: float | None = None) -> T:
+        """A few quick retries of transient failures; then DependencyUnavailable, for the caller's own backoff."""
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return await method(request, timeout=timeout or self.timeout, metadata=self.metadata)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() not in _TRANSIENT:
+                    raise
+                if attempt == self.attempts:
+                    raise DependencyUnavailable("formation", f"{exc.code().name}: {exc.details()}") from exc
+                await asyncio.sleep(self.backoff.compute(attempt))
+        raise AssertionError("unreachable")
+
+    async def form_chain(self, segment: formation_pb2.Segment) -> formation_pb2.FormChainResponse:
+        return await self.call(self.stub.FormChain, formation_pb2.FormChainRequest(segment=segment))

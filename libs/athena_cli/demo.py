@@ -1,0 +1,89 @@
+"""`athena demo`: replay the sample conversation through the public API and show what Athena made of it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from athena import keys
+from athena.client import AthenaClient
+from athena.queue import FairQueue
+from athena.redis_util import connect_redis
+from athena_cli.sample_conversation import SAMPLE_SCOPE, sample_conversation
+from athena_cli.stack import LocalStack
+
+__all__ = ["run_demo", "wait_until_processed"]
+
+
+async def wait_until_processed(redis_url: str, scope: str, task_ids: list[str], *, timeout: float) -> dict[str, dict[str, Any]]:
+    """Poll the task results until every task has a final outcome (or the timeout passes)."""
+    redis = connect_redis(redis_url)
+    results: dict[str, dict[str, Any]] = {}
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            raws = await redis.mget([keys.task_result_key(scope, t) for t in task_ids])
+            results = {t: json.loads(r) for t, r in zip(task_ids, raws) if r}
+            if all(results.get(t, {}).get("status") in ("done", "dead_lettered") for t in task_ids):
+                break
+            await asyncio.sleep(0.3)
+    finally:
+        await redis.aclose()
+    return results
+
+
+async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> None:
+    tenant, user, agent = SAMPLE_SCOPE
+    scope = AthenaClient.scope(tenant, user, agent)
+    turns = sample_conversation()
+    responses = []
+    async with AthenaClient(stack.ingest_target) as client:
+        with Progress(console=console, transient=False) as progress:
+            bar = progress.add_task("replaying the sample conversation", total=len(turns))
+            for turn in turns:
+                responses.append(await client.store_event(scope, turn))
+                progress.advance(bar)
+                # Roughly the pace of a real conversation, compressed.
+                await asyncio.sleep(0.05)
+        task_ids = [r.task_id for r in responses if r.task_id]
+        console.print(f"stored [bold]{len(responses)}[/bold] events; queued [bold]{len(task_ids)}[/bold] chain checks (one per user message)")
+
+        with console.status("waiting for cognition to decide every user message..."):
+            results = await wait_until_processed(
+                f"redis://127.0.0.1:{stack.ports.redis}/0", keys.scope_id(tenant, user, agent), task_ids, timeout=timeout
+            )
+
+        by_task = {r.task_id: (t, r) for t, r in zip(turns, responses) if r.task_id}
+        table = Table(title="chain-break decisions (one per user message)")
+        for col in ("user message", "decision", "path", "score", "segment handed to formation"):
+            table.add_column(col, overflow="fold")
+        for task_id in task_ids:
+            turn, _ = by_task[task_id]
+            res = results.get(task_id, {})
+            score = res.get("score")
+            seg = ""
+            if res.get("segment_id"):
+                seg = f"{res['segment_events']} events -> {res.get('formation_outcome', '')}"
+            elif res.get("status") == "dead_lettered":
+                seg = f"dead-lettered: {res.get('error', '')[:60]}"
+            table.add_row(
+                turn.content[:70],
+                res.get("decision", res.get("status", "pending")),
+                res.get("path", ""),
+                f"{score:.2f}" if isinstance(score, (int, float)) else "",
+                seg,
+            )
+        console.print(table)
+        window = await client.get_context(scope)
+        console.print(f"short-term window now holds {len(window)} events (the open segment)")
+
+    redis = connect_redis(f"redis://127.0.0.1:{stack.ports.redis}/0")
+    depth = await FairQueue(redis).depth()
+    await redis.aclose()
+    console.print(f"queue: ready={depth.ready} in_flight={depth.in_flight} delayed={depth.delayed} dead_lettered={depth.dead_lettered}")

@@ -1,0 +1,222 @@
+"""The `athena` command: run the local stack, the demo, services, the dead-letter tools and evaluations."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from athena.config import Settings, SettingsError, load_settings
+
+app = typer.Typer(help="Athena: a cognitive memory pipeline for AI agents.", no_args_is_help=True, add_completion=False)
+dlq_app = typer.Typer(help="Inspect and requeue dead-lettered tasks.", no_args_is_help=True)
+app.add_typer(dlq_app, name="dlq")
+console = Console()
+err_console = Console(stderr=True)
+
+for _module, _name in (("eval_cmd", "eval"), ("train_cmd", "train")):
+    try:
+        app.add_typer(importlib.import_module(f"athena_cli.commands.{_module}").app, name=_name)
+    except ModuleNotFoundError:  # pragma: no cover - optional command packs
+        pass
+
+
+def _settings() -> Settings:
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        err_console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def serve(service: str = typer.Argument(..., help="ingest | cognition | formation")) -> None:
+    """Run one service in the foreground (what each Kubernetes Deployment runs)."""
+    if service not in ("ingest", "cognition", "formation"):
+        raise typer.BadParameter("must be ingest, cognition or formation", param_hint="SERVICE")
+    _settings()
+    importlib.import_module(f"athena_{service}.server").main()
+
+
+@app.command()
+def dev(
+    data_dir: Path = typer.Option(Path("athena-data"), help="Where Redis, the MongoDB-wire server and Milvus Lite keep their files."),
+    redis_port: int = typer.Option(6380, envvar="ATHENA_DEV_REDIS_PORT", help="Port of the local redis-server."),
+    mongo_port: int = typer.Option(27018, envvar="ATHENA_DEV_MONGO_PORT", help="Port of the local nx-27017 server."),
+) -> None:
+    """Start the local stack in the foreground (Redis, nx-27017, Milvus Lite, the three services). Ctrl-C stops it."""
+    from athena_cli.stack import LocalStack, StackPorts
+
+    s = _settings()
+    ports = StackPorts(
+        redis=redis_port,
+        mongo=mongo_port,
+        ingest=s.ingest_grpc_port,
+        formation=s.formation_grpc_port,
+        cognition=s.cognition_grpc_port,
+        ingest_metrics=s.ingest_metrics_port,
+        formation_metrics=s.formation_metrics_port,
+        cognition_metrics=s.cognition_metrics_port,
+    )
+    stack = LocalStack(data_dir=data_dir, ports=ports)
+    with console.status("starting Redis, nx-27017 and the services (the embedding model takes a few seconds)..."):
+        try:
+            stack.start()
+        except BaseException:
+            stack.stop()
+            raise
+    _print_stack(stack)
+    console.print("[bold green]Athena is running.[/bold green] Ctrl-C stops everything.")
+    stop = {"now": False}
+
+    def _request_stop(*_: object) -> None:
+        stop["now"] = True
+
+    signal.signal(signal.SIGINT, _request_stop)
+    signal.signal(signal.SIGTERM, _request_stop)
+    try:
+        while not stop["now"]:
+            for name, proc in list(stack.procs.items()):
+                if proc.poll() is not None:
+                    err_console.print(f"[red]{name} exited ({proc.returncode}); see {stack.data_dir / (name + '.log')}[/red]")
+                    stop["now"] = True
+            time.sleep(0.5)
+    finally:
+        with console.status("stopping..."):
+            stack.stop()
+        console.print("stopped.")
+
+
+def _print_stack(stack: "object") -> None:
+    from athena_cli.stack import LocalStack
+
+    assert isinstance(stack, LocalStack)
+    table = Table(title="Athena local stack")
+    table.add_column("component")
+    table.add_column("address")
+    table.add_column("metrics")
+    p = stack.ports
+    table.add_row("ingest (public MemoryService)", f"127.0.0.1:{p.ingest}", f"http://127.0.0.1:{p.ingest_metrics}/metrics")
+    table.add_row("formation (FormationService)", f"127.0.0.1:{p.formation}", f"http://127.0.0.1:{p.formation_metrics}/metrics")
+    table.add_row("cognition (health)", f"127.0.0.1:{p.cognition}", f"http://127.0.0.1:{p.cognition_metrics}/metrics")
+    table.add_row("redis", f"redis://127.0.0.1:{p.redis}/0", "")
+    table.add_row("mongodb (nx-27017)", f"mongodb://127.0.0.1:{p.mongo}/", "")
+    table.add_row("milvus lite", str(stack.data_dir / "milvus" / "milvus.db"), "")
+    table.add_row("logs", str(stack.data_dir), "")
+    console.print(table)
+
+
+@app.command()
+def demo(
+    keep_data: bool = typer.Option(False, help="Keep the demo's data folder instead of deleting it."),
+    timeout: float = typer.Option(240.0, help="Seconds to wait for the pipeline to finish."),
+) -> None:
+    """Start a fresh local stack, replay a sample conversation through the public API, show what came of it."""
+    from athena_cli.demo import run_demo
+    from athena_cli.stack import LocalStack, StackPorts
+
+    data_dir = Path(tempfile.mkdtemp(prefix="athena-demo-"))
+    stack = LocalStack(data_dir=data_dir, ports=StackPorts.free(), env={"QUEUE_BACKOFF_BASE_SECONDS": "0.5", "QUEUE_BACKOFF_MAX_SECONDS": "5"})
+    with console.status("starting the local stack (Redis, nx-27017, Milvus Lite, ingest, cognition, formation)..."):
+        try:
+            stack.start()
+        except BaseException:
+            stack.stop()
+            raise
+    try:
+        asyncio.run(run_demo(stack, console=console, timeout=timeout))
+    finally:
+        with console.status("stopping the stack..."):
+            stack.stop()
+        if keep_data:
+            console.print(f"data kept in {data_dir}")
+        else:
+            import shutil
+
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@app.command("config")
+def config_cmd(markdown: bool = typer.Option(False, help="Print the README's configuration table.")) -> None:
+    """Show every setting, its environment variable, default and meaning (and validate the environment)."""
+    from athena_cli.config_table import settings_markdown
+
+    if markdown:
+        print(settings_markdown())
+        return
+    s = _settings()
+    table = Table(title="Athena settings (from the environment)")
+    for col in ("variable", "value", "default"):
+        table.add_column(col)
+    for name, field in Settings.model_fields.items():
+        table.add_row(name.upper(), repr(getattr(s, name)), repr(field.default))
+    console.print(table)
+
+
+def _queue(redis_url: Optional[str]):  # type: ignore[no-untyped-def]
+    from athena.queue import FairQueue
+    from athena.redis_util import connect_redis
+
+    return FairQueue(connect_redis(redis_url or _settings().redis_url))
+
+
+@dlq_app.command("list")
+def dlq_list(
+    redis_url: Optional[str] = typer.Option(None, help="Redis URL (default: REDIS_URL)."),
+    limit: int = typer.Option(100, help="Most entries to show."),
+) -> None:
+    """List dead-lettered tasks with their attempts and last error."""
+
+    async def run() -> None:
+        q = _queue(redis_url)
+        tasks = await q.dead_letters(count=limit)
+        await q.redis.aclose()
+        if not tasks:
+            console.print("the dead-letter list is empty")
+            return
+        table = Table(title=f"dead-lettered tasks ({len(tasks)})")
+        for col in ("task id", "type", "scope", "attempts", "last error"):
+            table.add_column(col)
+        for t in tasks:
+            table.add_row(t.id, t.type, f"{t.scope.tenant_id}/{t.scope.user_id}/{t.scope.agent_id}", str(t.attempt), t.last_error)
+        console.print(table)
+
+    asyncio.run(run())
+
+
+@dlq_app.command("replay")
+def dlq_replay(
+    task_id: list[str] = typer.Option([], "--task-id", help="Replay only these task ids (repeatable)."),
+    all_: bool = typer.Option(False, "--all", help="Replay every dead-lettered task."),
+    redis_url: Optional[str] = typer.Option(None, help="Redis URL (default: REDIS_URL)."),
+) -> None:
+    """Requeue dead-lettered tasks at the tail of their scopes, with a fresh attempt count."""
+    if not task_id and not all_:
+        raise typer.BadParameter("name --task-id ID (repeatable) or --all")
+
+    async def run() -> int:
+        q = _queue(redis_url)
+        n = await q.replay_dead_letters(task_ids=set(task_id) if task_id else None)
+        await q.redis.aclose()
+        return n
+
+    console.print(f"requeued {asyncio.run(run())} task(s)")
+
+
+def main() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    app()
+
+
+if __name__ == "__main__":
+    main()

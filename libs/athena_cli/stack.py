@@ -1,0 +1,191 @@
+"""The local stack: Redis, the MongoDB-wire server and the three services as child processes.
+
+`athena dev` runs it in the foreground, `athena demo` and `athena bench` start it for their run, and
+end-to-end tests start it on free ports. Every address reaches the services through the same env
+vars production uses, so nothing here is special to local runs except who starts the servers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from athena.local import MongoWireServer, RedisServer, free_port
+
+__all__ = ["LocalStack", "StackPorts", "ensure_redis_server_installed"]
+
+SERVICES = ("ingest", "cognition", "formation")
+
+
+@dataclass
+class StackPorts:
+    redis: int = 6380
+    mongo: int = 27018
+    ingest: int = 50051
+    formation: int = 50052
+    cognition: int = 50053
+    ingest_metrics: int = 9101
+    formation_metrics: int = 9102
+    cognition_metrics: int = 9103
+
+    @classmethod
+    def free(cls) -> "StackPorts":
+        return cls(*(free_port() for _ in range(8)))
+
+
+def ensure_redis_server_installed() -> None:
+    """Install Debian's redis-server when it is missing and we are root; otherwise say what to do."""
+    if shutil.which("redis-server") or Path("/usr/bin/redis-server").exists():
+        return
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        subprocess.run(["apt-get", "update", "-qq"], check=False)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "redis-server"], check=True)
+        return
+    raise SystemExit("redis-server is missing: install it with `sudo apt-get install redis-server` (or set REDIS_URL)")
+
+
+@dataclass
+class LocalStack:
+    data_dir: Path
+    ports: StackPorts = field(default_factory=StackPorts)
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment for the services (settings overrides)."""
+    services: tuple[str, ...] = SERVICES
+    redis: RedisServer | None = None
+    mongo: MongoWireServer | None = None
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.data_dir = Path(self.data_dir).resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def ingest_target(self) -> str:
+        return f"127.0.0.1:{self.ports.ingest}"
+
+    @property
+    def formation_target(self) -> str:
+        return f"127.0.0.1:{self.ports.formation}"
+
+    def service_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            {
+                "REDIS_URL": f"redis://127.0.0.1:{self.ports.redis}/0",
+                "MONGODB_URI": f"mongodb://127.0.0.1:{self.ports.mongo}/",
+                "MILVUS_URI": str(self.data_dir / "milvus" / "milvus.db"),
+                "INGEST_GRPC_PORT": str(self.ports.ingest),
+                "FORMATION_GRPC_PORT": str(self.ports.formation),
+                "COGNITION_GRPC_PORT": str(self.ports.cognition),
+                "INGEST_METRICS_PORT": str(self.ports.ingest_metrics),
+                "FORMATION_METRICS_PORT": str(self.ports.formation_metrics),
+                "COGNITION_METRICS_PORT": str(self.ports.cognition_metrics),
+                "FORMATION_ADDRESS": f"127.0.0.1:{self.ports.formation}",
+                "GRPC_BIND_HOST": "127.0.0.1",
+                "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1",
+                "TOKENIZERS_PARALLELISM": "false",
+            }
+        )
+        env.update(self.env)
+        return env
+
+    def start_dependencies(self) -> None:
+        ensure_redis_server_installed()
+        (self.data_dir / "milvus").mkdir(exist_ok=True)
+        self.redis = RedisServer(port=self.ports.redis, data_dir=self.data_dir / "redis")
+        self.redis.start()
+        self.mongo = MongoWireServer(port=self.ports.mongo, data_dir=self.data_dir / "mongo")
+        self.mongo.start()
+
+    def start_service(self, name: str) -> None:
+        log = open(self.data_dir / f"{name}.log", "ab")
+        self.procs[name] = subprocess.Popen(
+            [sys.executable, "-m", f"athena_{name}"],
+            env=self.service_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        log.close()
+
+    def port_of(self, name: str) -> int:
+        return int(getattr(self.ports, name))
+
+    def wait_serving(self, name: str, *, timeout: float = 120.0) -> None:
+        """Block until the service's health check answers SERVING."""
+        deadline = time.monotonic() + timeout
+        target = f"127.0.0.1:{self.port_of(name)}"
+        last = "no answer"
+        with grpc.insecure_channel(target) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while time.monotonic() < deadline:
+                proc = self.procs.get(name)
+                if proc is not None and proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited with {proc.returncode}; see {self.data_dir / (name + '.log')}:\n{self.log_tail(name)}")
+                try:
+                    status = stub.Check(health_pb2.HealthCheckRequest(service="readiness"), timeout=1).status
+                    if status == health_pb2.HealthCheckResponse.SERVING:
+                        return
+                    last = health_pb2.HealthCheckResponse.ServingStatus.Name(status)
+                except grpc.RpcError as exc:
+                    last = exc.code().name  # type: ignore[attr-defined]
+                time.sleep(0.2)
+        raise TimeoutError(f"{name} not SERVING after {timeout}s ({last}); log:\n{self.log_tail(name)}")
+
+    def log_tail(self, name: str, chars: int = 3000) -> str:
+        path = self.data_dir / f"{name}.log"
+        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+    def start(self, *, timeout: float = 180.0) -> None:
+        self.start_dependencies()
+        # Formation first: cognition hands segments to it.
+        for name in sorted(self.services, key=lambda n: {"formation": 0, "ingest": 1, "cognition": 2}[n]):
+            self.start_service(name)
+        for name in self.services:
+            self.wait_serving(name, timeout=timeout)
+
+    def stop_service(self, name: str, *, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        proc = self.procs.pop(name, None)
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(sig)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def kill_service(self, name: str) -> None:
+        self.stop_service(name, sig=signal.SIGKILL)
+
+    def stop(self) -> None:
+        for name in ("ingest", "cognition", "formation"):
+            self.stop_service(name)
+        for server in (self.mongo, self.redis):
+            if server is not None:
+                server.stop()
+
+    def __enter__(self) -> "LocalStack":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,3 @@
+from athena_cognition.server import main
+
+main()

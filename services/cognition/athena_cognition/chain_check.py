@@ -1,0 +1,147 @@
+"""The cognitive_chain_check task: does the newest user message continue the topic, or start a new one?
+
+Per task (seed: "Chain-break detection"): read the short-term window, decide with the detector, and on
+a break or force flush cut the completed segment out of the window and hand it to formation.
+
+Crash safety: the cut and the parking of the segment under a hand-off key happen in one Lua script,
+fenced on the window's head, so a retried task never cuts twice. A task that finds its own parked
+segment (formation was down, or the worker died after the cut) hands that segment off again without
+deciding anew. The segment id is derived from its scope and events, and FormChain is idempotent by
+segment id, so a repeated hand-off never forms two chains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from redis.asyncio import Redis
+
+from athena import keys
+from athena.embeddings import Embedder
+from athena.errors import PermanentTaskError, RetryableError
+from athena.events import ROLE_NAMES, TYPE_NAMES, scope_key, to_timestamp
+from athena.formation_client import FormationClient
+from athena.internal.v1 import formation_pb2, task_pb2
+from athena.memory.v1 import memory_pb2
+from athena.queue import CHAIN_CHECK
+from athena.redis_util import redis_unavailable
+from athena.stm import ShortTermWindow, parse_event
+from athena_cognition.detector import Arbiter, Decision, Scorer, Thresholds, Turn, decide
+
+__all__ = ["ChainCheckHandler", "DetectorSetup", "segment_id_for", "turn_of"]
+
+log = logging.getLogger("athena.cognition")
+
+
+@dataclass(frozen=True)
+class DetectorSetup:
+    scorer: Scorer
+    embedder: Embedder
+    thresholds: Thresholds
+    arbiter: Arbiter | None
+    max_events_before_flush: int
+
+
+def turn_of(event: memory_pb2.Event) -> Turn:
+    return Turn(
+        role=ROLE_NAMES.get(event.role, "system"),
+        type=TYPE_NAMES.get(event.type, "message"),
+        content=event.content,
+        metadata=dict(event.metadata),
+    )
+
+
+def segment_id_for(scope: str, events: list[memory_pb2.Event]) -> str:
+    digest = hashlib.sha256(f"{scope}|{events[0].id}|{events[-1].id}|{len(events)}".encode()).hexdigest()
+    return f"seg_{digest[:32]}"
+
+
+def _decision_fields(decision: Decision) -> dict[str, Any]:
+    return {
+        "decision": "break" if decision.is_break else "continue",
+        "path": decision.path,
+        "score": decision.score,
+        "scorer": decision.scorer,
+    }
+
+
+@dataclass
+class ChainCheckHandler:
+    redis: Redis
+    window: ShortTermWindow
+    detector: DetectorSetup
+    formation: FormationClient
+
+    async def __call__(self, task: task_pb2.Task) -> Mapping[str, Any]:
+        if task.type != CHAIN_CHECK or not task.HasField("chain_check"):
+            raise PermanentTaskError(f"unknown task type {task.type!r}")
+        scope = scope_key(task.scope)
+        handoff_key = keys.stm_handoff_key(scope, task.id)
+        with redis_unavailable():
+            parked = await self.redis.hgetall(handoff_key)
+        if parked:
+            # An earlier attempt already cut this segment; finish its hand-off.
+            segment = formation_pb2.Segment()
+            segment.ParseFromString(parked[b"segment"])
+            return await self._hand_off(segment, handoff_key, json.loads(parked[b"decision"]))
+
+        with redis_unavailable():
+            raws = await self.window.read_raw(task.scope)
+        events = [parse_event(r) for r in raws]
+        new_index = next((i for i, e in enumerate(events) if e.id == task.chain_check.event_id), None)
+        if new_index is None:
+            # Already cut into an earlier segment (or trimmed off the window): nothing left to decide.
+            return {"decision": "none", "path": "not_in_window"}
+
+        decision = await decide(
+            [turn_of(e) for e in events],
+            new_index=new_index,
+            scorer=self.detector.scorer,
+            embedder=self.detector.embedder,
+            thresholds=self.detector.thresholds,
+            arbiter=self.detector.arbiter,
+            max_events_before_flush=self.detector.max_events_before_flush,
+        )
+        fields = _decision_fields(decision)
+        if not decision.is_break or new_index == 0:
+            return fields
+
+        completed = events[:new_index]
+        segment = formation_pb2.Segment(
+            id=segment_id_for(scope, completed),
+            scope=task.scope,
+            events=completed,
+            reason=formation_pb2.CUT_REASON_FORCE_FLUSH if decision.path == "force_flush" else formation_pb2.CUT_REASON_TOPIC_BREAK,
+            cut_at=to_timestamp(datetime.now(timezone.utc)),
+        )
+        with redis_unavailable():
+            cut = await self.window.cut(
+                task.scope,
+                head=raws[:new_index],
+                handoff_key=handoff_key,
+                segment=segment.SerializeToString(),
+                decision=json.dumps(fields),
+            )
+        if not cut:
+            raise RetryableError("the window changed while deciding; deciding again")
+        log.info("cut segment %s (%d events) of %s: %s", segment.id, len(completed), scope, fields["path"])
+        return await self._hand_off(segment, handoff_key, fields)
+
+    async def _hand_off(self, segment: formation_pb2.Segment, handoff_key: str, fields: Mapping[str, Any]) -> Mapping[str, Any]:
+        # DependencyUnavailable from here fails the attempt: the task backs off, the segment stays parked.
+        response = await self.formation.form_chain(segment)
+        with redis_unavailable():
+            await self.redis.delete(handoff_key)
+        return {
+            **fields,
+            "segment_id": segment.id,
+            "segment_events": len(segment.events),
+            "formation_outcome": formation_pb2.FormOutcome.Name(response.outcome),
+            "chain_id": response.chain_id,
+            "formation_reason": response.reason,
+        }

@@ -1,0 +1,102 @@
+"""The cognition process: MEMORY_WORKER_COUNT chain-check workers, and gRPC health on COGNITION_GRPC_PORT."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from athena.config import Settings, load_settings
+from athena.embeddings import make_embedder
+from athena.formation_client import FormationClient
+from athena.grpc_util import DependencyCheck, ServiceHost
+from athena.llm import LLMArbiter, make_llm
+from athena.queue import ExponentialFullJitter, FairQueue, RetryPolicy, WorkerPool
+from athena.redis_util import connect_redis
+from athena.stm import ShortTermWindow
+from athena.telemetry import setup_logging, start_metrics
+from athena_cognition.chain_check import ChainCheckHandler, DetectorSetup
+from athena_cognition.detector import default_thresholds, make_scorer, Thresholds
+
+__all__ = ["build_cognition", "main", "serve"]
+
+log = logging.getLogger("athena.cognition")
+
+
+def detector_setup(settings: Settings) -> DetectorSetup:
+    scorer = make_scorer(settings.chain_scorer.value)
+    defaults = default_thresholds(settings.chain_scorer.value)
+    thresholds = Thresholds(
+        high=settings.chain_sim_high if settings.chain_sim_high is not None else defaults.high,
+        low=settings.chain_sim_low if settings.chain_sim_low is not None else defaults.low,
+    )
+    llm = make_llm(settings)
+    return DetectorSetup(
+        scorer=scorer,
+        embedder=make_embedder(settings),
+        thresholds=thresholds,
+        arbiter=LLMArbiter(llm) if llm is not None else None,
+        max_events_before_flush=settings.stm_max_events_before_flush,
+    )
+
+
+async def build_cognition(settings: Settings) -> tuple[ServiceHost, WorkerPool | None]:
+    # No socket timeout shorter than the blocking claim: BLMOVE waits up to 1 s.
+    redis = connect_redis(settings.redis_url, socket_timeout=10.0)
+    formation = FormationClient(settings.formation_address)
+    pool: WorkerPool | None = None
+    if settings.enable_memory_workers:
+        queue = FairQueue(
+            redis,
+            lease_seconds=settings.queue_lease_seconds,
+            result_ttl_seconds=settings.queue_result_ttl_seconds,
+            retry=RetryPolicy(
+                max_attempts=settings.queue_max_attempts,
+                backoff=ExponentialFullJitter(base=settings.queue_backoff_base_seconds, cap=settings.queue_backoff_max_seconds),
+            ),
+        )
+        setup = detector_setup(settings)
+        await setup.embedder.embed(["warm-up"])  # load the model before reporting SERVING
+        handler = ChainCheckHandler(
+            redis=redis,
+            window=ShortTermWindow(redis, max_events=settings.stm_window_max_events),
+            detector=setup,
+            formation=formation,
+        )
+        pool = WorkerPool(queue, handler, count=settings.memory_worker_count, task_timeout=settings.stm_task_timeout)
+    else:
+        log.warning("ENABLE_MEMORY_WORKERS=false: cognition is disabled; Athena is a plain short-term store")
+
+    async def stop_workers() -> None:
+        if pool is not None:
+            await pool.stop(grace=settings.grpc_shutdown_grace_seconds)
+        await formation.close()
+        await redis.aclose()
+
+    host = ServiceHost(
+        name="cognition",
+        port=settings.cognition_grpc_port,
+        bind_host=settings.grpc_bind_host,
+        checks=[DependencyCheck("redis", redis.ping)],
+        reflection=settings.grpc_reflection,
+        grace=1.0,
+        on_stop=[stop_workers],
+    )
+    return host, pool
+
+
+async def serve(settings: Settings) -> None:
+    host, pool = await build_cognition(settings)
+    if pool is not None:
+        await pool.start()
+    await host.run()
+
+
+def main() -> None:
+    settings = load_settings()
+    setup_logging("cognition", settings.log_level)
+    start_metrics(settings.cognition_metrics_port)
+    asyncio.run(serve(settings))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+from athena_formation.server import main
+
+main()

@@ -1,0 +1,134 @@
+"""The chains' embeddings in Milvus: one vector per chain, keyed by chain id, with its scope for filtering.
+
+Milvus Lite (a local file path as MILVUS_URI) or a Milvus server (http://host:19530): same client code.
+Only formation opens it (a Milvus Lite file admits one process). pymilvus is synchronous, so calls run
+in a worker thread to keep the event loop free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from pymilvus import DataType, MilvusClient
+
+from athena.errors import DependencyUnavailable
+
+__all__ = ["VectorHit", "VectorIndex"]
+
+_SAFE_VALUE = re.compile(r"^[A-Za-z0-9._@-]{1,128}$")
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    chain_id: str
+    similarity: float
+
+
+class VectorIndex:
+    def __init__(self, uri: str, *, collection: str = "cognitive_chains", dim: int = 384) -> None:
+        self.uri = uri
+        self.collection = collection
+        self.dim = dim
+        self._client: MilvusClient | None = None
+        self._lock = asyncio.Lock()
+
+    def _connect(self) -> MilvusClient:
+        if self._client is None:
+            if "://" not in self.uri:
+                Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
+            client = MilvusClient(self.uri)
+            if not client.has_collection(self.collection):
+                schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+                schema.add_field("chain_id", DataType.VARCHAR, is_primary=True, max_length=64)
+                schema.add_field("tenant_id", DataType.VARCHAR, max_length=128)
+                schema.add_field("user_id", DataType.VARCHAR, max_length=128)
+                schema.add_field("agent_id", DataType.VARCHAR, max_length=128)
+                schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dim)
+                index = client.prepare_index_params()
+                index.add_index("embedding", metric_type="COSINE", index_type="FLAT")
+                client.create_collection(self.collection, schema=schema, index_params=index)
+            # Search needs the collection loaded.
+            client.load_collection(self.collection)
+            self._client = client
+        return self._client
+
+    async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        async with self._lock:
+            try:
+                return await asyncio.to_thread(self._call, fn, *args, **kwargs)
+            except DependencyUnavailable:
+                raise
+            except Exception as exc:
+                self._client = None  # reconnect on the next call
+                raise DependencyUnavailable("milvus", f"{type(exc).__name__}: {exc}") from exc
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(self._connect(), *args, **kwargs)
+
+    async def open(self) -> None:
+        await self._run(lambda c: None)
+
+    async def ping(self) -> bool:
+        await self._run(lambda c: c.has_collection(self.collection))
+        return True
+
+    async def upsert(self, *, chain_id: str, tenant_id: str, user_id: str, agent_id: str, embedding: np.ndarray) -> None:
+        row = {
+            "chain_id": chain_id,
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "agent_id": agent_id,
+            "embedding": np.asarray(embedding, dtype=np.float32).tolist(),
+        }
+        await self._run(lambda c: c.upsert(self.collection, [row]))
+
+    async def delete(self, chain_ids: Sequence[str]) -> None:
+        if chain_ids:
+            ids = list(chain_ids)
+            await self._run(lambda c: c.delete(self.collection, ids=ids))
+
+    async def existing(self, chain_ids: Sequence[str]) -> set[str]:
+        if not chain_ids:
+            return set()
+        ids = list(chain_ids)
+        rows = await self._run(lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id"]))
+        return {r["chain_id"] for r in rows}
+
+    async def search(
+        self,
+        embedding: np.ndarray,
+        *,
+        tenant_id: str,
+        user_id: str,
+        agent_id: str | None = None,
+        limit: int = 10,
+    ) -> list[VectorHit]:
+        for value in (tenant_id, user_id, agent_id or "x"):
+            if not _SAFE_VALUE.match(value):
+                raise ValueError("scope ids must be validated before they reach a Milvus filter")
+        expr = f'tenant_id == "{tenant_id}" and user_id == "{user_id}"'
+        if agent_id:
+            expr += f' and agent_id == "{agent_id}"'
+        vector = np.asarray(embedding, dtype=np.float32).tolist()
+        result = await self._run(
+            lambda c: c.search(
+                self.collection,
+                data=[vector],
+                limit=limit,
+                filter=expr,
+                output_fields=["chain_id"],
+                search_params={"metric_type": "COSINE"},
+            )
+        )
+        return [VectorHit(chain_id=h["id"] if "id" in h else h["chain_id"], similarity=float(h["distance"])) for h in result[0]]
+
+    async def close(self) -> None:
+        if self._client is not None:
+            client = self._client
+            self._client = None
+            await asyncio.to_thread(client.close)

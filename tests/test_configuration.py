@@ -1,0 +1,64 @@
+"""Settings: the seeds' variables with their documented defaults, validation naming the variable, the README table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from athena.config import Settings, SettingsError, load_settings
+from athena_cli.config_table import settings_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SEED_DEFAULTS = {
+    "stm_task_timeout": 300.0,
+    "memory_worker_count": 2,
+    "enable_memory_workers": True,
+    "stm_max_events_before_flush": 20,
+    "topic_analysis_max_topics": 3,
+    "topic_analysis_min_confidence": 0.6,
+    "topic_analysis_llm_timeout": 20.0,
+    "mtm_quality_min_score": 0.5,
+    "session_max_age_hours": 72.0,
+    "session_max_chains_per_user": 100,
+    "session_merge_min_confidence": 0.7,
+    "session_similarity_threshold": 0.6,
+    "queue_max_attempts": 3,
+    "queue_result_ttl_seconds": 3600,
+}
+
+
+def test_seed_variables_have_the_documented_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(SEED_DEFAULTS) + ["memory_os_mtm_quality_mode"]:
+        monkeypatch.delenv(name.upper(), raising=False)
+    s = load_settings()
+    assert {k: getattr(s, k) for k in SEED_DEFAULTS} == SEED_DEFAULTS
+    assert s.memory_os_mtm_quality_mode.value == "balanced"
+
+
+def test_environment_variables_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_WORKER_COUNT", "5")
+    monkeypatch.setenv("ENABLE_MEMORY_WORKERS", "false")
+    monkeypatch.setenv("CHAIN_SIM_HIGH", "0.8")
+    s = load_settings()
+    assert (s.memory_worker_count, s.enable_memory_workers, s.chain_sim_high) == (5, False, 0.8)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("MEMORY_WORKER_COUNT", "zero"), ("CHAIN_SIM_LOW", "1.5"), ("MEMORY_OS_MTM_QUALITY_MODE", "sloppy"), ("INGEST_GRPC_PORT", "70000")],
+)
+def test_a_bad_value_stops_start_up_with_the_variable_named(monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError, match=variable):
+        load_settings()
+
+
+def test_readme_configuration_table_matches_the_settings() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert settings_markdown() in readme, "regenerate the table with `athena config --markdown`"
+
+
+def test_every_setting_is_documented() -> None:
+    assert all(field.description for field in Settings.model_fields.values())
