@@ -182,6 +182,18 @@ class Settings(BaseSettings):
     session_similarity_threshold: Fraction = 0.6
     """Merge only if SimilarityScore reaches this (seed SESSION_SIMILARITY_THRESHOLD)."""
 
+    # --- heat and lifecycle -------------------------------------------------------------------------
+    heat_half_life_hours: float = Field(default=168.0, gt=0)
+    """Heat halves every this many hours without access: heat = (importance + HEAT_RECALL_WEIGHT x recall_strength) x 0.5 ** (hours since last access / half-life)."""
+    heat_recall_weight: float = Field(default=0.5, ge=0)
+    """Weight of recall_strength (1 - exp(-recalls / 3)) in heat."""
+    heat_archive_threshold: float = Field(default=0.05, ge=0)
+    """The archiver archives active chains whose heat fell below this."""
+    archive_min_age_hours: float = Field(default=24.0, ge=0)
+    """Chains younger than this are never archived."""
+    archiver_interval_seconds: float = Field(default=3600.0, gt=0)
+    """How often formation's archiver looks for cold chains."""
+
     # --- observability ----------------------------------------------------------------------------
     log_level: str = "INFO"
     """Python log level of every service."""

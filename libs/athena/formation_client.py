@@ -8,6 +8,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 import grpc
 
 from athena.errors import DependencyUnavailable
+from athena.grpc_util import error_from_rpc
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.queue import Backoff, ExponentialFullJitter
 
@@ -45,6 +46,9 @@ class FormationClient:
                 return await method(request, timeout=timeout or self.timeout, metadata=self.metadata)
             except grpc.aio.AioRpcError as exc:
                 if exc.code() not in _TRANSIENT:
+                    mapped = error_from_rpc(exc)
+                    if mapped is not None:
+                        raise mapped from exc
                     raise
                 if attempt == self.attempts:
                     raise DependencyUnavailable("formation", f"{exc.code().name}: {exc.details()}") from exc

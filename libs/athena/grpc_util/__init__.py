@@ -1,6 +1,6 @@
 """What every Athena gRPC service shares: error mapping, server assembly, health and shutdown."""
 
-from athena.grpc_util._errors import ErrorMappingInterceptor, bad_request_violations, status_code_for
+from athena.grpc_util._errors import ErrorMappingInterceptor, bad_request_violations, error_from_rpc, status_code_for
 from athena.grpc_util._server import DependencyCheck, ServiceHost
 
 __all__ = [
@@ -8,5 +8,6 @@ __all__ = [
     "ErrorMappingInterceptor",
     "ServiceHost",
     "bad_request_violations",
+    "error_from_rpc",
     "status_code_for",
 ]

@@ -13,6 +13,7 @@ from grpc_status import rpc_status
 from athena.errors import (
     AthenaError,
     DependencyUnavailable,
+    FieldViolation,
     InvalidArgument,
     NotFound,
     PermanentTaskError,
@@ -21,7 +22,7 @@ from athena.errors import (
     Unauthenticated,
 )
 
-__all__ = ["ErrorMappingInterceptor", "bad_request_violations", "status_code_for"]
+__all__ = ["ErrorMappingInterceptor", "bad_request_violations", "error_from_rpc", "status_code_for"]
 
 log = logging.getLogger("athena.grpc")
 
@@ -75,6 +76,21 @@ def bad_request_violations(error: grpc.aio.AioRpcError | grpc.RpcError) -> list[
             detail.Unpack(br)
             out.extend((v.field, v.description) for v in br.field_violations)
     return out
+
+
+def error_from_rpc(error: grpc.aio.AioRpcError) -> AthenaError | None:
+    """The Athena error an internal call's status stands for, so a forwarding service passes it on."""
+    code = error.code()
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        violations = [FieldViolation(f, d) for f, d in bad_request_violations(error)]
+        return InvalidArgument(violations or [FieldViolation("request", error.details() or "invalid")])
+    simple: dict[grpc.StatusCode, type[AthenaError]] = {
+        grpc.StatusCode.NOT_FOUND: NotFound,
+        grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+        grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    }
+    kind = simple.get(code)
+    return kind(error.details() or code.name) if kind else None
 
 
 class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):

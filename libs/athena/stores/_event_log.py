@@ -53,13 +53,13 @@ class EventLog:
             await self.collection.create_index(
                 [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("agent_id", ASCENDING), ("client_event_id", ASCENDING)],
                 unique=True,
-                name="uniq_scope_client_event_id",
+                name="ix_uniq_scope_client_event_id",
             )
             await self.collection.create_index(
                 [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("agent_id", ASCENDING), ("timestamp", ASCENDING)],
-                name="scope_timestamp",
+                name="ix_scope_timestamp",
             )
-            await self.collection.create_index([("window_state", ASCENDING), ("stored_at", ASCENDING)], name="window_state")
+            await self.collection.create_index([("window_state", ASCENDING), ("stored_at", ASCENDING)], name="ix_window_state_stored_at")
         self._indexes_ready = True
 
     async def insert(self, events: Sequence[memory_pb2.Event]) -> list[InsertOutcome]:

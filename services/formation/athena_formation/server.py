@@ -3,31 +3,58 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from athena.config import Settings, load_settings
+from athena.embeddings import make_embedder
 from athena.grpc_util import DependencyCheck, ServiceHost
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
+from athena.llm import make_llm
 from athena.stores import connect_mongo
 from athena.telemetry import setup_logging, start_metrics
+from athena_formation.archiver import Archiver
+from athena_formation.chain_store import ChainStore
+from athena_formation.former import ChainFormer
+from athena_formation.heat import HeatModel
+from athena_formation.recall import Recall
 from athena_formation.servicer import FormationServicer
 from athena_formation.vector_index import VectorIndex
 
-__all__ = ["build_formation", "main", "serve"]
+__all__ = ["Formation", "build_formation", "main", "serve"]
 
 SERVICE_NAME = formation_pb2.DESCRIPTOR.services_by_name["FormationService"].full_name
 
 
-async def build_formation(settings: Settings) -> ServiceHost:
+@dataclass
+class Formation:
+    host: ServiceHost
+    former: ChainFormer
+    recall: Recall
+    archiver: Archiver
+    store: ChainStore
+    vectors: VectorIndex
+
+
+async def build_formation(settings: Settings) -> Formation:
     mongo = connect_mongo(settings)
     vectors = VectorIndex(settings.milvus_uri, collection=settings.milvus_collection, dim=settings.embedding_dim)
     await vectors.open()
-    servicer = FormationServicer(settings=settings, mongo=mongo, vectors=vectors)
+    store = ChainStore(mongo, settings.mongodb_database)
+    embedder = make_embedder(settings)
+    await embedder.embed(["warm-up"])  # load the model before reporting SERVING
+    heat = HeatModel(half_life_hours=settings.heat_half_life_hours, recall_weight=settings.heat_recall_weight)
+    former = ChainFormer(settings=settings, store=store, vectors=vectors, embedder=embedder, llm=make_llm(settings))
+    recall = Recall(store=store, vectors=vectors, embedder=embedder, heat=heat)
+    archiver = Archiver(
+        store=store, vectors=vectors, heat=heat, threshold=settings.heat_archive_threshold, min_age_hours=settings.archive_min_age_hours
+    )
+    servicer = FormationServicer(former=former, recall=recall)
 
     async def close() -> None:
         await vectors.close()
         await mongo.close()
 
-    return ServiceHost(
+    host = ServiceHost(
         name="formation",
         port=settings.formation_grpc_port,
         bind_host=settings.grpc_bind_host,
@@ -41,11 +68,16 @@ async def build_formation(settings: Settings) -> ServiceHost:
         grace=settings.grpc_shutdown_grace_seconds,
         on_stop=[close],
     )
+    return Formation(host=host, former=former, recall=recall, archiver=archiver, store=store, vectors=vectors)
 
 
 async def serve(settings: Settings) -> None:
-    host = await build_formation(settings)
-    await host.run()
+    formation = await build_formation(settings)
+    archiving = asyncio.create_task(formation.archiver.run_forever(interval=settings.archiver_interval_seconds))
+    try:
+        await formation.host.run()
+    finally:
+        archiving.cancel()
 
 
 def main() -> None:

@@ -1,26 +1,30 @@
-"""FormationService: segments in, chains out."""
+"""FormationService: segments in, chains out; and the chain RPCs ingest forwards."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 
-from athena.config import Settings
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
-from athena_formation.vector_index import VectorIndex
+from athena.memory.v1 import memory_pb2
+from athena_formation.former import ChainFormer
+from athena_formation.recall import Recall
 
 __all__ = ["FormationServicer"]
 
 
 class FormationServicer(formation_pb2_grpc.FormationServiceServicer):
-    def __init__(self, *, settings: Settings, mongo: Any, vectors: VectorIndex) -> None:
-        self.settings = settings
-        self.mongo = mongo
-        self.vectors = vectors
+    def __init__(self, *, former: ChainFormer, recall: Recall) -> None:
+        self.former = former
+        self.recall = recall
 
-    async def FormChain(
-        self, request: formation_pb2.FormChainRequest, context: grpc.aio.ServicerContext
-    ) -> formation_pb2.FormChainResponse:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "chain formation is not implemented yet")
-        raise AssertionError("unreachable")
+    async def FormChain(self, request: formation_pb2.FormChainRequest, context: grpc.aio.ServicerContext) -> formation_pb2.FormChainResponse:
+        return await self.former.form(request.segment)
+
+    async def SearchMemory(self, request: memory_pb2.SearchMemoryRequest, context: grpc.aio.ServicerContext) -> memory_pb2.SearchMemoryResponse:
+        return await self.recall.search(request)
+
+    async def GetChain(self, request: memory_pb2.GetChainRequest, context: grpc.aio.ServicerContext) -> memory_pb2.Chain:
+        return await self.recall.get_chain(request)
+
+    async def ListChains(self, request: memory_pb2.ListChainsRequest, context: grpc.aio.ServicerContext) -> memory_pb2.ListChainsResponse:
+        return await self.recall.list_chains(request)

@@ -99,6 +99,13 @@ class VectorIndex:
         rows = await self._run(lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id"]))
         return {r["chain_id"] for r in rows}
 
+    async def vectors(self, chain_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        if not chain_ids:
+            return {}
+        ids = list(chain_ids)
+        rows = await self._run(lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id", "embedding"]))
+        return {r["chain_id"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
+
     async def search(
         self,
         embedding: np.ndarray,

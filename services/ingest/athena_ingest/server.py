@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from athena.config import Settings, load_settings
+from athena.formation_client import FormationClient
 from athena.grpc_util import DependencyCheck, ServiceHost
 from athena.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena.queue import FairQueue, RetryPolicy
@@ -40,9 +41,11 @@ async def build_ingest(settings: Settings) -> tuple[ServiceHost, Ingestor]:
         limits=Limits.from_settings(settings),
         enqueue_checks=settings.enable_memory_workers,
     )
-    servicer = MemoryServicer(ingestor=ingestor, window=window)
+    formation = FormationClient(settings.formation_address, timeout=10.0)
+    servicer = MemoryServicer(ingestor=ingestor, window=window, formation=formation)
 
     async def close() -> None:
+        await formation.close()
         await redis.aclose()
         await mongo.close()
 

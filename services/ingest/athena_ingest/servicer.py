@@ -5,11 +5,19 @@ from __future__ import annotations
 import grpc
 
 from athena.errors import FieldViolation
+from athena.formation_client import FormationClient
 from athena.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow
 from athena_ingest.ingestor import Ingestor
-from athena_ingest.validation import raise_if_any, validate_scope
+from athena_ingest.validation import (
+    MAX_SEARCH_LIMIT,
+    raise_if_any,
+    validate_get_chain,
+    validate_list_chains,
+    validate_scope,
+    validate_search,
+)
 
 __all__ = ["MemoryServicer"]
 
@@ -17,9 +25,10 @@ _MAX_CONTEXT_LIMIT = 1000
 
 
 class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
-    def __init__(self, *, ingestor: Ingestor, window: ShortTermWindow) -> None:
+    def __init__(self, *, ingestor: Ingestor, window: ShortTermWindow, formation: FormationClient) -> None:
         self.ingestor = ingestor
         self.window = window
+        self.formation = formation
 
     async def StoreEvent(
         self, request: memory_pb2.StoreEventRequest, context: grpc.aio.ServicerContext

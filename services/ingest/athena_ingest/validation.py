@@ -13,7 +13,20 @@ from athena.errors import FieldViolation, InvalidArgument
 from athena.events import ROLE_NAMES, TYPE_NAMES, timestamp_of
 from athena.memory.v1 import memory_pb2
 
-__all__ = ["Limits", "validate_new_event", "validate_scope", "raise_if_any"]
+__all__ = [
+    "Limits",
+    "raise_if_any",
+    "validate_get_chain",
+    "validate_list_chains",
+    "validate_new_event",
+    "validate_scope",
+    "validate_search",
+]
+
+MAX_QUERY_BYTES = 4096
+MAX_SEARCH_LIMIT = 100
+MAX_PAGE_SIZE = 200
+MAX_METADATA_FILTERS = 8
 
 _ID = re.compile(r"^[A-Za-z0-9._@-]{1,128}$")
 _EARLIEST = datetime(1990, 1, 1, tzinfo=timezone.utc)
@@ -46,12 +59,16 @@ def raise_if_any(violations: Sequence[FieldViolation]) -> None:
         raise InvalidArgument(list(violations))
 
 
-def validate_scope(scope: memory_pb2.Scope, *, has_scope: bool, field: str = "scope") -> list[FieldViolation]:
+def validate_scope(
+    scope: memory_pb2.Scope, *, has_scope: bool, field: str = "scope", agent_optional: bool = False
+) -> list[FieldViolation]:
     if not has_scope:
         return [FieldViolation(field, "is required")]
     out = []
     for name in ("tenant_id", "user_id", "agent_id"):
         value = getattr(scope, name)
+        if not value and name == "agent_id" and agent_optional:
+            continue
         if not value:
             out.append(FieldViolation(f"{field}.{name}", "is required"))
         elif not _ID.match(value):
@@ -107,4 +124,49 @@ def validate_new_event(event: memory_pb2.NewEvent, *, field: str, limits: Limits
             )
     if event.event_id and not _ID.match(event.event_id):
         out.append(FieldViolation(f"{field}.event_id", "must be 1-128 characters of A-Z a-z 0-9 . _ @ -"))
+    return out
+
+
+def _validate_query(query: str, field: str = "query") -> list[FieldViolation]:
+    if not query.strip():
+        return [FieldViolation(field, "must not be empty")]
+    if len(query.encode("utf-8")) > MAX_QUERY_BYTES:
+        return [FieldViolation(field, f"must be at most {MAX_QUERY_BYTES} bytes")]
+    if _has_bad_control(query):
+        return [FieldViolation(field, "must not contain control characters other than tab and newline")]
+    return []
+
+
+def validate_search(request: memory_pb2.SearchMemoryRequest) -> list[FieldViolation]:
+    out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
+    out += _validate_query(request.query)
+    if not 0 <= request.limit <= MAX_SEARCH_LIMIT:
+        out.append(FieldViolation("limit", f"must be between 0 and {MAX_SEARCH_LIMIT} (0: default 5)"))
+    if not -1.0 <= request.similarity_threshold <= 1.0:
+        out.append(FieldViolation("similarity_threshold", "must be between -1 and 1"))
+    if len(request.metadata_filters) > MAX_METADATA_FILTERS:
+        out.append(FieldViolation("metadata_filters", f"must have at most {MAX_METADATA_FILTERS} entries"))
+    for key, value in request.metadata_filters.items():
+        if not key or len(key) > 128 or len(value) > 1024 or _has_bad_control(key + value) or "." in key or key.startswith("$"):
+            out.append(FieldViolation(f"metadata_filters[{key[:40]}]", "key must be 1-128 characters without '.', '$' or control characters; value at most 1024"))
+    return out
+
+
+def validate_get_chain(request: memory_pb2.GetChainRequest) -> list[FieldViolation]:
+    out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
+    if not request.chain_id:
+        out.append(FieldViolation("chain_id", "is required"))
+    elif not _ID.match(request.chain_id):
+        out.append(FieldViolation("chain_id", "is not a chain id"))
+    return out
+
+
+def validate_list_chains(request: memory_pb2.ListChainsRequest) -> list[FieldViolation]:
+    out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
+    if not 0 <= request.page_size <= MAX_PAGE_SIZE:
+        out.append(FieldViolation("page_size", f"must be between 0 and {MAX_PAGE_SIZE} (0: default 20)"))
+    if request.status not in (memory_pb2.CHAIN_STATUS_UNSPECIFIED, memory_pb2.CHAIN_STATUS_ACTIVE, memory_pb2.CHAIN_STATUS_ARCHIVED):
+        out.append(FieldViolation("status", "must be CHAIN_STATUS_ACTIVE, CHAIN_STATUS_ARCHIVED or unspecified"))
+    if len(request.page_token) > 512:
+        out.append(FieldViolation("page_token", "is not a token this service issued"))
     return out

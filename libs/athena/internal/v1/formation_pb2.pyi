@@ -128,21 +128,27 @@ class FormChainResponse(_message.Message):
     OUTCOME_FIELD_NUMBER: _builtins.int
     CHAIN_ID_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    QUALITY_FIELD_NUMBER: _builtins.int
     outcome: Global___FormOutcome.ValueType
     chain_id: _builtins.str
     """The chain created or merged into; empty when rejected."""
     reason: _builtins.str
     """Why it was rejected, when it was."""
+    @_builtins.property
+    def quality(self) -> _memory_pb2.QualityScores:
+        """The quality gate's scores of the segment."""
+
     def __init__(
         self,
         *,
         outcome: Global___FormOutcome.ValueType = ...,
         chain_id: _builtins.str = ...,
         reason: _builtins.str = ...,
+        quality: _memory_pb2.QualityScores | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["quality", b"quality"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_id", b"chain_id", "outcome", b"outcome", "reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_id", b"chain_id", "outcome", b"outcome", "quality", b"quality", "reason", b"reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

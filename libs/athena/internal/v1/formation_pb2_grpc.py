@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from athena.internal.v1 import formation_pb2 as athena_dot_internal_dot_v1_dot_formation__pb2
+from athena.memory.v1 import memory_pb2 as athena_dot_memory_dot_v1_dot_memory__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -40,6 +41,21 @@ class FormationServiceStub:
                 request_serializer=athena_dot_internal_dot_v1_dot_formation__pb2.FormChainRequest.SerializeToString,
                 response_deserializer=athena_dot_internal_dot_v1_dot_formation__pb2.FormChainResponse.FromString,
                 _registered_method=True)
+        self.SearchMemory = channel.unary_unary(
+                '/athena.internal.v1.FormationService/SearchMemory',
+                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.SerializeToString,
+                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
+                _registered_method=True)
+        self.GetChain = channel.unary_unary(
+                '/athena.internal.v1.FormationService/GetChain',
+                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
+                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+                _registered_method=True)
+        self.ListChains = channel.unary_unary(
+                '/athena.internal.v1.FormationService/ListChains',
+                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
+                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
+                _registered_method=True)
 
 
 class FormationServiceServicer:
@@ -53,6 +69,25 @@ class FormationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SearchMemory(self, request, context):
+        """The public chain RPCs, forwarded by ingest after validation (formation owns Milvus).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetChain(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListChains(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FormationServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -60,6 +95,21 @@ def add_FormationServiceServicer_to_server(servicer, server):
                     servicer.FormChain,
                     request_deserializer=athena_dot_internal_dot_v1_dot_formation__pb2.FormChainRequest.FromString,
                     response_serializer=athena_dot_internal_dot_v1_dot_formation__pb2.FormChainResponse.SerializeToString,
+            ),
+            'SearchMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchMemory,
+                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.FromString,
+                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.SerializeToString,
+            ),
+            'GetChain': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetChain,
+                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.FromString,
+                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
+            ),
+            'ListChains': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListChains,
+                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.FromString,
+                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -90,6 +140,87 @@ class FormationService:
             '/athena.internal.v1.FormationService/FormChain',
             athena_dot_internal_dot_v1_dot_formation__pb2.FormChainRequest.SerializeToString,
             athena_dot_internal_dot_v1_dot_formation__pb2.FormChainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/SearchMemory',
+            athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.SerializeToString,
+            athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetChain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/GetChain',
+            athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
+            athena_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListChains(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/ListChains',
+            athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
+            athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -4,6 +4,7 @@ isort:skip_file
 Internal contract between cognition and formation."""
 
 from athena.internal.v1 import formation_pb2 as _formation_pb2
+from athena.memory.v1 import memory_pb2 as _memory_pb2
 from collections import abc as _abc
 from grpc import aio as _aio
 import abc as _abc_1
@@ -35,6 +36,10 @@ class FormationServiceStub:
     def __new__(cls, channel: _aio.Channel) -> FormationServiceAsyncStub: ...
     FormChain: _grpc.UnaryUnaryMultiCallable[_formation_pb2.FormChainRequest, _formation_pb2.FormChainResponse]
     """Idempotent by segment id: a retried call returns the first outcome and writes nothing new."""
+    SearchMemory: _grpc.UnaryUnaryMultiCallable[_memory_pb2.SearchMemoryRequest, _memory_pb2.SearchMemoryResponse]
+    """The public chain RPCs, forwarded by ingest after validation (formation owns Milvus)."""
+    GetChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]
+    ListChains: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]
 
 @_typing.type_check_only
 class FormationServiceAsyncStub(FormationServiceStub):
@@ -43,6 +48,10 @@ class FormationServiceAsyncStub(FormationServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     FormChain: _aio.UnaryUnaryMultiCallable[_formation_pb2.FormChainRequest, _formation_pb2.FormChainResponse]  # type: ignore[assignment]
     """Idempotent by segment id: a retried call returns the first outcome and writes nothing new."""
+    SearchMemory: _aio.UnaryUnaryMultiCallable[_memory_pb2.SearchMemoryRequest, _memory_pb2.SearchMemoryResponse]  # type: ignore[assignment]
+    """The public chain RPCs, forwarded by ingest after validation (formation owns Milvus)."""
+    GetChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]  # type: ignore[assignment]
+    ListChains: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]  # type: ignore[assignment]
 
 class FormationServiceServicer(metaclass=_abc_1.ABCMeta):
     """FormationService turns finished topic segments into cognitive chains."""
@@ -54,5 +63,27 @@ class FormationServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_formation_pb2.FormChainResponse, _abc.Awaitable[_formation_pb2.FormChainResponse]]:
         """Idempotent by segment id: a retried call returns the first outcome and writes nothing new."""
+
+    @_abc_1.abstractmethod
+    def SearchMemory(
+        self,
+        request: _memory_pb2.SearchMemoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.SearchMemoryResponse, _abc.Awaitable[_memory_pb2.SearchMemoryResponse]]:
+        """The public chain RPCs, forwarded by ingest after validation (formation owns Milvus)."""
+
+    @_abc_1.abstractmethod
+    def GetChain(
+        self,
+        request: _memory_pb2.GetChainRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.Chain, _abc.Awaitable[_memory_pb2.Chain]]: ...
+
+    @_abc_1.abstractmethod
+    def ListChains(
+        self,
+        request: _memory_pb2.ListChainsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.ListChainsResponse, _abc.Awaitable[_memory_pb2.ListChainsResponse]]: ...
 
 def add_FormationServiceServicer_to_server(servicer: FormationServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61thena/memory/v1/memory.proto\x12\x10\x61thena.memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"=\n\x05Scope\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"\x9a\x02\n\x08NewEvent\x12$\n\x04role\x18\x01 \x01(\x0e\x32\x16.athena.memory.v1.Role\x12)\n\x04type\x18\x02 \x01(\x0e\x32\x1b.athena.memory.v1.EventType\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\t\x12:\n\x08metadata\x18\x04 \x03(\x0b\x32(.athena.memory.v1.NewEvent.MetadataEntry\x12-\n\ttimestamp\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08\x65vent_id\x18\x06 \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xfe\x02\n\x05\x45vent\x12\n\n\x02id\x18\x01 \x01(\t\x12&\n\x05scope\x18\x02 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12$\n\x04role\x18\x03 \x01(\x0e\x32\x16.athena.memory.v1.Role\x12)\n\x04type\x18\x04 \x01(\x0e\x32\x1b.athena.memory.v1.EventType\x12\x0f\n\x07\x63ontent\x18\x05 \x01(\t\x12\x37\n\x08metadata\x18\x06 \x03(\x0b\x32%.athena.memory.v1.Event.MetadataEntry\x12-\n\ttimestamp\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tstored_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x63lient_event_id\x18\t \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"f\n\x11StoreEventRequest\x12&\n\x05scope\x18\x01 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12)\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x1a.athena.memory.v1.NewEvent\"J\n\x12StoreEventResponse\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x0f\n\x07task_id\x18\x03 \x01(\t\"h\n\x12StoreEventsRequest\x12&\n\x05scope\x18\x01 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12*\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1a.athena.memory.v1.NewEvent\"L\n\x13StoreEventsResponse\x12\x35\n\x07results\x18\x01 \x03(\x0b\x32$.athena.memory.v1.StoreEventResponse\"J\n\x11GetContextRequest\x12&\n\x05scope\x18\x01 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12\r\n\x05limit\x18\x02 \x01(\x05\"=\n\x12GetContextResponse\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x17.athena.memory.v1.Event*L\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\r\n\tROLE_USER\x10\x01\x12\x0e\n\nROLE_AGENT\x10\x02\x12\x0f\n\x0bROLE_SYSTEM\x10\x03*\x8a\x01\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45VENT_TYPE_MESSAGE\x10\x01\x12\x16\n\x12\x45VENT_TYPE_THOUGHT\x10\x02\x12\x15\n\x11\x45VENT_TYPE_ACTION\x10\x03\x12\x1a\n\x16\x45VENT_TYPE_OBSERVATION\x10\x04\x32\x9d\x02\n\rMemoryService\x12W\n\nStoreEvent\x12#.athena.memory.v1.StoreEventRequest\x1a$.athena.memory.v1.StoreEventResponse\x12Z\n\x0bStoreEvents\x12$.athena.memory.v1.StoreEventsRequest\x1a%.athena.memory.v1.StoreEventsResponse\x12W\n\nGetContext\x12#.athena.memory.v1.GetContextRequest\x1a$.athena.memory.v1.GetContextResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61thena/memory/v1/memory.proto\x12\x10\x61thena.memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"=\n\x05Scope\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"\x9a\x02\n\x08NewEvent\x12$\n\x04role\x18\x01 \x01(\x0e\x32\x16.athena.memory.v1.Role\x12)\n\x04type\x18\x02 \x01(\x0e\x32\x1b.athena.memory.v1.EventType\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\t\x12:\n\x08metadata\x18\x04 \x03(\x0b\x32(.athena.memory.v1.NewEvent.MetadataEntry\x12-\n\ttimestamp\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08\x65vent_id\x18\x06 \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xfe\x02\n\x05\x45vent\x12\n\n\x02id\x18\x01 \x01(\t\x12&\n\x05scope\x18\x02 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12$\n\x04role\x18\x03 \x01(\x0e\x32\x16.athena.memory.v1.Role\x12)\n\x04type\x18\x04 \x01(\x0e\x32\x1b.athena.memory.v1.EventType\x12\x0f\n\x07\x63ontent\x18\x05 \x01(\t\x12\x37\n\x08metadata\x18\x06 \x03(\x0b\x32%.athena.memory.v1.Event.MetadataEntry\x12-\n\ttimestamp\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tstored_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x63lient_event_id\x18\t \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"f\n\x11StoreEventRequest\x12&\n\x05scope\x18\x01 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12)\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x1a.athena.memory.v1.NewEvent\"J\n\x12StoreEventResponse\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x0f\n\x07task_id\x18\x03 \x01(\t\"h\n\x12StoreEventsRequest\x12&\n\x05scope\x18\x01 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12*\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1a.athena.memory.v1.NewEvent\"L\n\x13StoreEventsResponse\x12\x35\n\x07results\x18\x01 \x03(\x0b\x32$.athena.memory.v1.StoreEventResponse\"n\n\x11GetContextRequest\x12&\n\x05scope\x18\x01 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\r\n\x05query\x18\x03 \x01(\t\x12\x13\n\x0b\x63hain_limit\x18\x04 \x01(\x05\"s\n\x12GetContextResponse\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x17.athena.memory.v1.Event\x12\x34\n\x0frelevant_chains\x18\x02 \x03(\x0b\x32\x1b.athena.memory.v1.SearchHit\")\n\x05Topic\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nconfidence\x18\x02 \x01(\x01\"$\n\x06\x45ntity\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\"\x89\x01\n\rQualityScores\x12\x11\n\tcoherence\x18\x01 \x01(\x01\x12\x14\n\x0c\x63ompleteness\x18\x02 \x01(\x01\x12\x11\n\trelevance\x18\x03 \x01(\x01\x12\x12\n\nengagement\x18\x04 \x01(\x01\x12\x17\n\x0f\x63ognitive_depth\x18\x05 \x01(\x01\x12\x0f\n\x07overall\x18\x06 \x01(\x01\"\xbb\x05\n\x05\x43hain\x12\n\n\x02id\x18\x01 \x01(\t\x12&\n\x05scope\x18\x02 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12\r\n\x05topic\x18\x03 \x01(\t\x12*\n\tsubtopics\x18\x04 \x03(\x0b\x32\x17.athena.memory.v1.Topic\x12\x0f\n\x07summary\x18\x05 \x01(\t\x12*\n\x08\x65ntities\x18\x06 \x03(\x0b\x32\x18.athena.memory.v1.Entity\x12\x30\n\x07quality\x18\x07 \x01(\x0b\x32\x1f.athena.memory.v1.QualityScores\x12\x12\n\nheat_score\x18\x08 \x01(\x01\x12\x17\n\x0frecall_strength\x18\t \x01(\x01\x12\x11\n\tlifecycle\x18\n \x01(\t\x12-\n\x06status\x18\x0b \x01(\x0e\x32\x1d.athena.memory.v1.ChainStatus\x12.\n\ncreated_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10last_accessed_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x66irst_event_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\rlast_event_at\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tevent_ids\x18\x11 \x03(\t\x12\x13\n\x0b\x65vent_count\x18\x12 \x01(\x05\x12\x13\n\x0bmerge_count\x18\x13 \x01(\x05\x12\x15\n\ranalysis_path\x18\x14 \x01(\t\x12\x14\n\x0crecall_count\x18\x15 \x01(\x05\"\x87\x02\n\x13SearchMemoryRequest\x12&\n\x05scope\x18\x01 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\x12\x1c\n\x14similarity_threshold\x18\x04 \x01(\x01\x12T\n\x10metadata_filters\x18\x05 \x03(\x0b\x32:.athena.memory.v1.SearchMemoryRequest.MetadataFiltersEntry\x1a\x36\n\x14MetadataFiltersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"k\n\tSearchHit\x12&\n\x05\x63hain\x18\x01 \x01(\x0b\x32\x17.athena.memory.v1.Chain\x12\x12\n\nsimilarity\x18\x02 \x01(\x01\x12\x0b\n\x03why\x18\x03 \x01(\t\x12\x15\n\rmatched_terms\x18\x04 \x03(\t\"A\n\x14SearchMemoryResponse\x12)\n\x04hits\x18\x01 \x03(\x0b\x32\x1b.athena.memory.v1.SearchHit\"K\n\x0fGetChainRequest\x12&\n\x05scope\x18\x01 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12\x10\n\x08\x63hain_id\x18\x02 \x01(\t\"\x91\x01\n\x11ListChainsRequest\x12&\n\x05scope\x18\x01 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12-\n\x06status\x18\x02 \x01(\x0e\x32\x1d.athena.memory.v1.ChainStatus\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"V\n\x12ListChainsResponse\x12\'\n\x06\x63hains\x18\x01 \x03(\x0b\x32\x17.athena.memory.v1.Chain\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*L\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\r\n\tROLE_USER\x10\x01\x12\x0e\n\nROLE_AGENT\x10\x02\x12\x0f\n\x0bROLE_SYSTEM\x10\x03*\x8a\x01\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45VENT_TYPE_MESSAGE\x10\x01\x12\x16\n\x12\x45VENT_TYPE_THOUGHT\x10\x02\x12\x15\n\x11\x45VENT_TYPE_ACTION\x10\x03\x12\x1a\n\x16\x45VENT_TYPE_OBSERVATION\x10\x04*_\n\x0b\x43hainStatus\x12\x1c\n\x18\x43HAIN_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43HAIN_STATUS_ACTIVE\x10\x01\x12\x19\n\x15\x43HAIN_STATUS_ARCHIVED\x10\x02\x32\x9d\x04\n\rMemoryService\x12W\n\nStoreEvent\x12#.athena.memory.v1.StoreEventRequest\x1a$.athena.memory.v1.StoreEventResponse\x12Z\n\x0bStoreEvents\x12$.athena.memory.v1.StoreEventsRequest\x1a%.athena.memory.v1.StoreEventsResponse\x12W\n\nGetContext\x12#.athena.memory.v1.GetContextRequest\x1a$.athena.memory.v1.GetContextResponse\x12]\n\x0cSearchMemory\x12%.athena.memory.v1.SearchMemoryRequest\x1a&.athena.memory.v1.SearchMemoryResponse\x12\x46\n\x08GetChain\x12!.athena.memory.v1.GetChainRequest\x1a\x17.athena.memory.v1.Chain\x12W\n\nListChains\x12#.athena.memory.v1.ListChainsRequest\x1a$.athena.memory.v1.ListChainsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,10 +36,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NEWEVENT_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_EVENT_METADATAENTRY']._loaded_options = None
   _globals['_EVENT_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_ROLE']._serialized_start=1320
-  _globals['_ROLE']._serialized_end=1396
-  _globals['_EVENTTYPE']._serialized_start=1399
-  _globals['_EVENTTYPE']._serialized_end=1537
+  _globals['_SEARCHMEMORYREQUEST_METADATAFILTERSENTRY']._loaded_options = None
+  _globals['_SEARCHMEMORYREQUEST_METADATAFILTERSENTRY']._serialized_options = b'8\001'
+  _globals['_ROLE']._serialized_start=3088
+  _globals['_ROLE']._serialized_end=3164
+  _globals['_EVENTTYPE']._serialized_start=3167
+  _globals['_EVENTTYPE']._serialized_end=3305
+  _globals['_CHAINSTATUS']._serialized_start=3307
+  _globals['_CHAINSTATUS']._serialized_end=3402
   _globals['_SCOPE']._serialized_start=84
   _globals['_SCOPE']._serialized_end=145
   _globals['_NEWEVENT']._serialized_start=148
@@ -59,9 +63,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_STOREEVENTSRESPONSE']._serialized_start=1103
   _globals['_STOREEVENTSRESPONSE']._serialized_end=1179
   _globals['_GETCONTEXTREQUEST']._serialized_start=1181
-  _globals['_GETCONTEXTREQUEST']._serialized_end=1255
-  _globals['_GETCONTEXTRESPONSE']._serialized_start=1257
-  _globals['_GETCONTEXTRESPONSE']._serialized_end=1318
-  _globals['_MEMORYSERVICE']._serialized_start=1540
-  _globals['_MEMORYSERVICE']._serialized_end=1825
+  _globals['_GETCONTEXTREQUEST']._serialized_end=1291
+  _globals['_GETCONTEXTRESPONSE']._serialized_start=1293
+  _globals['_GETCONTEXTRESPONSE']._serialized_end=1408
+  _globals['_TOPIC']._serialized_start=1410
+  _globals['_TOPIC']._serialized_end=1451
+  _globals['_ENTITY']._serialized_start=1453
+  _globals['_ENTITY']._serialized_end=1489
+  _globals['_QUALITYSCORES']._serialized_start=1492
+  _globals['_QUALITYSCORES']._serialized_end=1629
+  _globals['_CHAIN']._serialized_start=1632
+  _globals['_CHAIN']._serialized_end=2331
+  _globals['_SEARCHMEMORYREQUEST']._serialized_start=2334
+  _globals['_SEARCHMEMORYREQUEST']._serialized_end=2597
+  _globals['_SEARCHMEMORYREQUEST_METADATAFILTERSENTRY']._serialized_start=2543
+  _globals['_SEARCHMEMORYREQUEST_METADATAFILTERSENTRY']._serialized_end=2597
+  _globals['_SEARCHHIT']._serialized_start=2599
+  _globals['_SEARCHHIT']._serialized_end=2706
+  _globals['_SEARCHMEMORYRESPONSE']._serialized_start=2708
+  _globals['_SEARCHMEMORYRESPONSE']._serialized_end=2773
+  _globals['_GETCHAINREQUEST']._serialized_start=2775
+  _globals['_GETCHAINREQUEST']._serialized_end=2850
+  _globals['_LISTCHAINSREQUEST']._serialized_start=2853
+  _globals['_LISTCHAINSREQUEST']._serialized_end=2998
+  _globals['_LISTCHAINSRESPONSE']._serialized_start=3000
+  _globals['_LISTCHAINSRESPONSE']._serialized_end=3086
+  _globals['_MEMORYSERVICE']._serialized_start=3405
+  _globals['_MEMORYSERVICE']._serialized_end=3946
 # @@protoc_insertion_point(module_scope)

@@ -60,6 +60,23 @@ EVENT_TYPE_ACTION: EventType.ValueType  # 3
 EVENT_TYPE_OBSERVATION: EventType.ValueType  # 4
 Global___EventType: _TypeAlias = EventType  # noqa: Y015
 
+class _ChainStatus:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ChainStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ChainStatus.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CHAIN_STATUS_UNSPECIFIED: _ChainStatus.ValueType  # 0
+    CHAIN_STATUS_ACTIVE: _ChainStatus.ValueType  # 1
+    CHAIN_STATUS_ARCHIVED: _ChainStatus.ValueType  # 2
+
+class ChainStatus(_ChainStatus, metaclass=_ChainStatusEnumTypeWrapper): ...
+
+CHAIN_STATUS_UNSPECIFIED: ChainStatus.ValueType  # 0
+CHAIN_STATUS_ACTIVE: ChainStatus.ValueType  # 1
+CHAIN_STATUS_ARCHIVED: ChainStatus.ValueType  # 2
+Global___ChainStatus: _TypeAlias = ChainStatus  # noqa: Y015
+
 @_typing.final
 class Scope(_message.Message):
     """Who a memory belongs to. Every id: 1-128 characters of [A-Za-z0-9._@-]."""
@@ -328,8 +345,14 @@ class GetContextRequest(_message.Message):
 
     SCOPE_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    QUERY_FIELD_NUMBER: _builtins.int
+    CHAIN_LIMIT_FIELD_NUMBER: _builtins.int
     limit: _builtins.int
     """How many of the most recent events to return; 0 means the whole window."""
+    query: _builtins.str
+    """Optional: also return the chains most relevant to this text."""
+    chain_limit: _builtins.int
+    """How many relevant chains at most (default 3) when query is set."""
     @_builtins.property
     def scope(self) -> Global___Scope: ...
     def __init__(
@@ -337,10 +360,12 @@ class GetContextRequest(_message.Message):
         *,
         scope: Global___Scope | None = ...,
         limit: _builtins.int = ...,
+        query: _builtins.str = ...,
+        chain_limit: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "scope", b"scope"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_limit", b"chain_limit", "limit", b"limit", "query", b"query", "scope", b"scope"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -351,19 +376,399 @@ class GetContextResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     EVENTS_FIELD_NUMBER: _builtins.int
+    RELEVANT_CHAINS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___Event]:
         """Oldest first."""
+
+    @_builtins.property
+    def relevant_chains(self) -> _containers.RepeatedCompositeFieldContainer[Global___SearchHit]:
+        """The chains most relevant to the query, best first (only when a query was given)."""
 
     def __init__(
         self,
         *,
         events: _abc.Iterable[Global___Event] | None = ...,
+        relevant_chains: _abc.Iterable[Global___SearchHit] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "relevant_chains", b"relevant_chains"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetContextResponse: _TypeAlias = GetContextResponse  # noqa: Y015
+
+@_typing.final
+class Topic(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    CONFIDENCE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    confidence: _builtins.float
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        confidence: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["confidence", b"confidence", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Topic: _TypeAlias = Topic  # noqa: Y015
+
+@_typing.final
+class Entity(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    kind: _builtins.str
+    """person, organization, product, code, url, email, quantity, version, date, place, other"""
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        kind: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Entity: _TypeAlias = Entity  # noqa: Y015
+
+@_typing.final
+class QualityScores(_message.Message):
+    """The quality gate's five metrics and the overall score, each in [0, 1]."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COHERENCE_FIELD_NUMBER: _builtins.int
+    COMPLETENESS_FIELD_NUMBER: _builtins.int
+    RELEVANCE_FIELD_NUMBER: _builtins.int
+    ENGAGEMENT_FIELD_NUMBER: _builtins.int
+    COGNITIVE_DEPTH_FIELD_NUMBER: _builtins.int
+    OVERALL_FIELD_NUMBER: _builtins.int
+    coherence: _builtins.float
+    completeness: _builtins.float
+    relevance: _builtins.float
+    engagement: _builtins.float
+    cognitive_depth: _builtins.float
+    overall: _builtins.float
+    """0.4 x coherence + 0.3 x completeness + 0.3 x relevance"""
+    def __init__(
+        self,
+        *,
+        coherence: _builtins.float = ...,
+        completeness: _builtins.float = ...,
+        relevance: _builtins.float = ...,
+        engagement: _builtins.float = ...,
+        cognitive_depth: _builtins.float = ...,
+        overall: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cognitive_depth", b"cognitive_depth", "coherence", b"coherence", "completeness", b"completeness", "engagement", b"engagement", "overall", b"overall", "relevance", b"relevance"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QualityScores: _TypeAlias = QualityScores  # noqa: Y015
+
+@_typing.final
+class Chain(_message.Message):
+    """A cognitive chain: the distilled memory of one topic."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
+    TOPIC_FIELD_NUMBER: _builtins.int
+    SUBTOPICS_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    ENTITIES_FIELD_NUMBER: _builtins.int
+    QUALITY_FIELD_NUMBER: _builtins.int
+    HEAT_SCORE_FIELD_NUMBER: _builtins.int
+    RECALL_STRENGTH_FIELD_NUMBER: _builtins.int
+    LIFECYCLE_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    UPDATED_AT_FIELD_NUMBER: _builtins.int
+    LAST_ACCESSED_AT_FIELD_NUMBER: _builtins.int
+    FIRST_EVENT_AT_FIELD_NUMBER: _builtins.int
+    LAST_EVENT_AT_FIELD_NUMBER: _builtins.int
+    EVENT_IDS_FIELD_NUMBER: _builtins.int
+    EVENT_COUNT_FIELD_NUMBER: _builtins.int
+    MERGE_COUNT_FIELD_NUMBER: _builtins.int
+    ANALYSIS_PATH_FIELD_NUMBER: _builtins.int
+    RECALL_COUNT_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    topic: _builtins.str
+    summary: _builtins.str
+    heat_score: _builtins.float
+    recall_strength: _builtins.float
+    lifecycle: _builtins.str
+    """new | warm | cooling | cold (from heat), archived once archived"""
+    status: Global___ChainStatus.ValueType
+    event_count: _builtins.int
+    merge_count: _builtins.int
+    """How many segments were merged into it after the first."""
+    analysis_path: _builtins.str
+    """"llm" or "heuristic": what produced topic, entities and summary."""
+    recall_count: _builtins.int
+    @_builtins.property
+    def scope(self) -> Global___Scope: ...
+    @_builtins.property
+    def subtopics(self) -> _containers.RepeatedCompositeFieldContainer[Global___Topic]: ...
+    @_builtins.property
+    def entities(self) -> _containers.RepeatedCompositeFieldContainer[Global___Entity]: ...
+    @_builtins.property
+    def quality(self) -> Global___QualityScores: ...
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def updated_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def last_accessed_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def first_event_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def last_event_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def event_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The cognitive_events that belong to the chain, oldest first."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        scope: Global___Scope | None = ...,
+        topic: _builtins.str = ...,
+        subtopics: _abc.Iterable[Global___Topic] | None = ...,
+        summary: _builtins.str = ...,
+        entities: _abc.Iterable[Global___Entity] | None = ...,
+        quality: Global___QualityScores | None = ...,
+        heat_score: _builtins.float = ...,
+        recall_strength: _builtins.float = ...,
+        lifecycle: _builtins.str = ...,
+        status: Global___ChainStatus.ValueType = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+        updated_at: _timestamp_pb2.Timestamp | None = ...,
+        last_accessed_at: _timestamp_pb2.Timestamp | None = ...,
+        first_event_at: _timestamp_pb2.Timestamp | None = ...,
+        last_event_at: _timestamp_pb2.Timestamp | None = ...,
+        event_ids: _abc.Iterable[_builtins.str] | None = ...,
+        event_count: _builtins.int = ...,
+        merge_count: _builtins.int = ...,
+        analysis_path: _builtins.str = ...,
+        recall_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "first_event_at", b"first_event_at", "last_accessed_at", b"last_accessed_at", "last_event_at", b"last_event_at", "quality", b"quality", "scope", b"scope", "updated_at", b"updated_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["analysis_path", b"analysis_path", "created_at", b"created_at", "entities", b"entities", "event_count", b"event_count", "event_ids", b"event_ids", "first_event_at", b"first_event_at", "heat_score", b"heat_score", "id", b"id", "last_accessed_at", b"last_accessed_at", "last_event_at", b"last_event_at", "lifecycle", b"lifecycle", "merge_count", b"merge_count", "quality", b"quality", "recall_count", b"recall_count", "recall_strength", b"recall_strength", "scope", b"scope", "status", b"status", "subtopics", b"subtopics", "summary", b"summary", "topic", b"topic", "updated_at", b"updated_at"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Chain: _TypeAlias = Chain  # noqa: Y015
+
+@_typing.final
+class SearchMemoryRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MetadataFiltersEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    QUERY_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    SIMILARITY_THRESHOLD_FIELD_NUMBER: _builtins.int
+    METADATA_FILTERS_FIELD_NUMBER: _builtins.int
+    query: _builtins.str
+    limit: _builtins.int
+    """Most hits (default 5, at most 100)."""
+    similarity_threshold: _builtins.float
+    """Hits below this cosine similarity are dropped (default 0: none)."""
+    @_builtins.property
+    def scope(self) -> Global___Scope:
+        """tenant_id and user_id are required; agent_id is optional (empty: all of the user's agents)."""
+
+    @_builtins.property
+    def metadata_filters(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Only chains holding an event with each of these metadata key/value pairs."""
+
+    def __init__(
+        self,
+        *,
+        scope: Global___Scope | None = ...,
+        query: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        similarity_threshold: _builtins.float = ...,
+        metadata_filters: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "metadata_filters", b"metadata_filters", "query", b"query", "scope", b"scope", "similarity_threshold", b"similarity_threshold"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchMemoryRequest: _TypeAlias = SearchMemoryRequest  # noqa: Y015
+
+@_typing.final
+class SearchHit(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHAIN_FIELD_NUMBER: _builtins.int
+    SIMILARITY_FIELD_NUMBER: _builtins.int
+    WHY_FIELD_NUMBER: _builtins.int
+    MATCHED_TERMS_FIELD_NUMBER: _builtins.int
+    similarity: _builtins.float
+    """Cosine similarity between the query and the chain's embedding."""
+    why: _builtins.str
+    """Why it matched, for people: similarity and the query terms found in the chain."""
+    @_builtins.property
+    def chain(self) -> Global___Chain: ...
+    @_builtins.property
+    def matched_terms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        chain: Global___Chain | None = ...,
+        similarity: _builtins.float = ...,
+        why: _builtins.str = ...,
+        matched_terms: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["chain", b"chain"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain", b"chain", "matched_terms", b"matched_terms", "similarity", b"similarity", "why", b"why"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchHit: _TypeAlias = SearchHit  # noqa: Y015
+
+@_typing.final
+class SearchMemoryResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HITS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def hits(self) -> _containers.RepeatedCompositeFieldContainer[Global___SearchHit]:
+        """Best first."""
+
+    def __init__(
+        self,
+        *,
+        hits: _abc.Iterable[Global___SearchHit] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hits", b"hits"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchMemoryResponse: _TypeAlias = SearchMemoryResponse  # noqa: Y015
+
+@_typing.final
+class GetChainRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    CHAIN_ID_FIELD_NUMBER: _builtins.int
+    chain_id: _builtins.str
+    @_builtins.property
+    def scope(self) -> Global___Scope:
+        """tenant_id and user_id are required; agent_id optional."""
+
+    def __init__(
+        self,
+        *,
+        scope: Global___Scope | None = ...,
+        chain_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_id", b"chain_id", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetChainRequest: _TypeAlias = GetChainRequest  # noqa: Y015
+
+@_typing.final
+class ListChainsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    status: Global___ChainStatus.ValueType
+    """CHAIN_STATUS_UNSPECIFIED lists every status."""
+    page_size: _builtins.int
+    """Default 20, at most 200."""
+    page_token: _builtins.str
+    """From a previous response's next_page_token."""
+    @_builtins.property
+    def scope(self) -> Global___Scope:
+        """tenant_id and user_id are required; agent_id optional."""
+
+    def __init__(
+        self,
+        *,
+        scope: Global___Scope | None = ...,
+        status: Global___ChainStatus.ValueType = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "scope", b"scope", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListChainsRequest: _TypeAlias = ListChainsRequest  # noqa: Y015
+
+@_typing.final
+class ListChainsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHAINS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Empty on the last page."""
+    @_builtins.property
+    def chains(self) -> _containers.RepeatedCompositeFieldContainer[Global___Chain]: ...
+    def __init__(
+        self,
+        *,
+        chains: _abc.Iterable[Global___Chain] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chains", b"chains", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListChainsResponse: _TypeAlias = ListChainsResponse  # noqa: Y015

@@ -50,6 +50,21 @@ class MemoryServiceStub:
                 request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetContextRequest.SerializeToString,
                 response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetContextResponse.FromString,
                 _registered_method=True)
+        self.SearchMemory = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/SearchMemory',
+                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.SerializeToString,
+                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
+                _registered_method=True)
+        self.GetChain = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/GetChain',
+                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
+                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+                _registered_method=True)
+        self.ListChains = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/ListChains',
+                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
+                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -73,7 +88,29 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetContext(self, request, context):
-        """The recent short-term window of a scope, oldest first.
+        """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SearchMemory(self, request, context):
+        """Chains of a tenant's user (agent optional) ranked by cosine similarity to the query.
+        A recall warms the chains it returns.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetChain(self, request, context):
+        """One chain, active or archived.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListChains(self, request, context):
+        """A scope's chains, most recent first, paged, filterable by status.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -96,6 +133,21 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.GetContext,
                     request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetContextRequest.FromString,
                     response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetContextResponse.SerializeToString,
+            ),
+            'SearchMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchMemory,
+                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.FromString,
+                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.SerializeToString,
+            ),
+            'GetChain': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetChain,
+                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.FromString,
+                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
+            ),
+            'ListChains': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListChains,
+                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.FromString,
+                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -180,6 +232,87 @@ class MemoryService:
             '/athena.memory.v1.MemoryService/GetContext',
             athena_dot_memory_dot_v1_dot_memory__pb2.GetContextRequest.SerializeToString,
             athena_dot_memory_dot_v1_dot_memory__pb2.GetContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/SearchMemory',
+            athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.SerializeToString,
+            athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetChain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/GetChain',
+            athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
+            athena_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListChains(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/ListChains',
+            athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
+            athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
             options,
             channel_credentials,
             insecure,

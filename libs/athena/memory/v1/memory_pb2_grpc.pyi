@@ -42,7 +42,15 @@ class MemoryServiceStub:
     The batch is validated whole before anything is written.
     """
     GetContext: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetContextRequest, _memory_pb2.GetContextResponse]
-    """The recent short-term window of a scope, oldest first."""
+    """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains."""
+    SearchMemory: _grpc.UnaryUnaryMultiCallable[_memory_pb2.SearchMemoryRequest, _memory_pb2.SearchMemoryResponse]
+    """Chains of a tenant's user (agent optional) ranked by cosine similarity to the query.
+    A recall warms the chains it returns.
+    """
+    GetChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]
+    """One chain, active or archived."""
+    ListChains: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]
+    """A scope's chains, most recent first, paged, filterable by status."""
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -58,7 +66,15 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     The batch is validated whole before anything is written.
     """
     GetContext: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetContextRequest, _memory_pb2.GetContextResponse]  # type: ignore[assignment]
-    """The recent short-term window of a scope, oldest first."""
+    """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains."""
+    SearchMemory: _aio.UnaryUnaryMultiCallable[_memory_pb2.SearchMemoryRequest, _memory_pb2.SearchMemoryResponse]  # type: ignore[assignment]
+    """Chains of a tenant's user (agent optional) ranked by cosine similarity to the query.
+    A recall warms the chains it returns.
+    """
+    GetChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]  # type: ignore[assignment]
+    """One chain, active or archived."""
+    ListChains: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]  # type: ignore[assignment]
+    """A scope's chains, most recent first, paged, filterable by status."""
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     """MemoryService is the one public endpoint (served by the ingest service)."""
@@ -89,6 +105,32 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_pb2.GetContextRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_pb2.GetContextResponse, _abc.Awaitable[_memory_pb2.GetContextResponse]]:
-        """The recent short-term window of a scope, oldest first."""
+        """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains."""
+
+    @_abc_1.abstractmethod
+    def SearchMemory(
+        self,
+        request: _memory_pb2.SearchMemoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.SearchMemoryResponse, _abc.Awaitable[_memory_pb2.SearchMemoryResponse]]:
+        """Chains of a tenant's user (agent optional) ranked by cosine similarity to the query.
+        A recall warms the chains it returns.
+        """
+
+    @_abc_1.abstractmethod
+    def GetChain(
+        self,
+        request: _memory_pb2.GetChainRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.Chain, _abc.Awaitable[_memory_pb2.Chain]]:
+        """One chain, active or archived."""
+
+    @_abc_1.abstractmethod
+    def ListChains(
+        self,
+        request: _memory_pb2.ListChainsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.ListChainsResponse, _abc.Awaitable[_memory_pb2.ListChainsResponse]]:
+        """A scope's chains, most recent first, paged, filterable by status."""
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

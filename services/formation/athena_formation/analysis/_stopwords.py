@@ -8,7 +8,7 @@ A *content word* is a word in neither list.
 
 from __future__ import annotations
 
-__all__ = ["SMALLTALK", "STOPWORDS", "is_content_word"]
+__all__ = ["FUNCTION_WORDS", "SMALLTALK", "STOPWORDS", "is_content_word"]
 
 _FUNCTION = """
 a about above across after afterwards again against all almost alone along already also although always am
@@ -53,6 +53,7 @@ taking talk talked talking tell telling tells thank thanks thing things think th
 today told took tried tries true try trying turn turned understand understood use used useful uses using
 usually want wanted wanting wants way ways well went whole wish wonder wondering word work worked working works
 worry would wrong yeah yes yet yep yup absolutely awesome cool glad happy sounds sound wow oh ah uh um
+worth older newer bigger larger smaller higher lower faster slower worse earlier later longer shorter
 """
 
 _SMALLTALK = """
@@ -64,6 +65,7 @@ fantastic glad happy hear sounds sound got it noted understood np problem worrie
 definitely totally agreed agree same too also again much very really so just day today have nice
 """
 
+FUNCTION_WORDS: frozenset[str] = frozenset(_FUNCTION.split())
 STOPWORDS: frozenset[str] = frozenset((_FUNCTION + _GENERAL).split())
 SMALLTALK: frozenset[str] = frozenset(_SMALLTALK.split())
 

@@ -1,0 +1,168 @@
+"""MongoDB side of formation: `cognitive_chains`, the formation records, and the events' back-references.
+
+`formation_outcomes` holds one record per segment (its id is the segment id): first the plan
+(create / merge into X / reject, with the analysis and quality scores), then `state: done`. That
+record is what makes FormChain idempotent and resumable: a retried call returns the recorded outcome,
+and a call that died half-way carries out the same plan again. Rejections stay there with their
+scores and reason, so an operator can see why a segment was not remembered.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Mapping, Sequence
+
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
+from pymongo.errors import DuplicateKeyError
+
+from athena.stores import mongo_unavailable
+
+__all__ = ["CHAINS", "ChainStore", "OUTCOMES"]
+
+CHAINS = "cognitive_chains"
+OUTCOMES = "formation_outcomes"
+EVENTS = "cognitive_events"
+
+
+class ChainStore:
+    def __init__(self, client: AsyncMongoClient[dict[str, Any]], database: str) -> None:
+        db = client[database]
+        self.chains = db[CHAINS]
+        self.outcomes = db[OUTCOMES]
+        self.events = db[EVENTS]
+        self._indexes_ready = False
+
+    async def ensure_indexes(self) -> None:
+        if self._indexes_ready:
+            return
+        with mongo_unavailable():
+            await self.chains.create_index(
+                [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("agent_id", ASCENDING), ("status", ASCENDING), ("last_event_at", DESCENDING)],
+                name="ix_scope_status_recent",
+            )
+            await self.chains.create_index([("status", ASCENDING), ("last_accessed_at", ASCENDING)], name="ix_status_access")
+            await self.outcomes.create_index([("tenant_id", ASCENDING), ("user_id", ASCENDING), ("outcome", ASCENDING)], name="ix_scope_outcome")
+        self._indexes_ready = True
+
+    # --- formation records -----------------------------------------------------------------------
+    async def outcome(self, segment_id: str) -> dict[str, Any] | None:
+        with mongo_unavailable():
+            return await self.outcomes.find_one({"_id": segment_id})
+
+    async def record_plan(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """Insert the plan; if another call recorded one first, return that one instead."""
+        await self.ensure_indexes()
+        with mongo_unavailable():
+            try:
+                await self.outcomes.insert_one(dict(record))
+                return dict(record)
+            except DuplicateKeyError:
+                existing = await self.outcomes.find_one({"_id": record["_id"]})
+                assert existing is not None
+                return existing
+
+    async def finish(self, segment_id: str, updates: Mapping[str, Any]) -> None:
+        with mongo_unavailable():
+            await self.outcomes.update_one({"_id": segment_id}, {"$set": {"state": "done", **updates}})
+
+    # --- chains ----------------------------------------------------------------------------------
+    async def get(self, chain_id: str) -> dict[str, Any] | None:
+        with mongo_unavailable():
+            return await self.chains.find_one({"_id": chain_id})
+
+    async def get_many(self, chain_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not chain_ids:
+            return {}
+        with mongo_unavailable():
+            return {d["_id"]: d async for d in self.chains.find({"_id": {"$in": list(chain_ids)}})}
+
+    async def insert_new(self, doc: Mapping[str, Any]) -> None:
+        """Insert a new chain; a retry that finds it already there leaves it as it is."""
+        with mongo_unavailable():
+            await self.chains.update_one({"_id": doc["_id"]}, {"$setOnInsert": dict(doc)}, upsert=True)
+
+    async def apply_merge(self, chain: Mapping[str, Any], segment_id: str, updates: Mapping[str, Any], event_ids: Sequence[str]) -> bool:
+        """Fold a segment into a chain once. The lists are rebuilt here and the write is guarded by the
+        chain's version (array operators differ between MongoDB and the MongoDB-wire server)."""
+        if segment_id in chain.get("segment_ids", []):
+            return False
+        fields = {
+            **updates,
+            "event_ids": [*chain.get("event_ids", []), *event_ids],
+            "segment_ids": [*chain.get("segment_ids", []), segment_id],
+            "merge_count": int(chain.get("merge_count", 0)) + 1,
+            "event_count": int(chain.get("event_count", 0)) + len(event_ids),
+            "version": int(chain.get("version", 0)) + 1,
+        }
+        with mongo_unavailable():
+            result = await self.chains.update_one({"_id": chain["_id"], "version": int(chain.get("version", 0))}, {"$set": fields})
+        return result.modified_count == 1
+
+    async def set_fields(self, chain_id: str, fields: Mapping[str, Any]) -> dict[str, Any] | None:
+        with mongo_unavailable():
+            return await self.chains.find_one_and_update(
+                {"_id": chain_id}, {"$set": dict(fields)}, return_document=ReturnDocument.AFTER
+            )
+
+    async def record_recall(self, chain_id: str, fields: Mapping[str, Any]) -> None:
+        with mongo_unavailable():
+            await self.chains.update_one({"_id": chain_id}, {"$set": dict(fields), "$inc": {"recall_count": 1}})
+
+    async def merge_candidates(
+        self, *, tenant_id: str, user_id: str, agent_id: str, since: datetime, limit: int
+    ) -> list[dict[str, Any]]:
+        with mongo_unavailable():
+            cursor = (
+                self.chains.find(
+                    {
+                        "tenant_id": tenant_id,
+                        "user_id": user_id,
+                        "agent_id": agent_id,
+                        "status": "active",
+                        "embedding_state": "indexed",
+                        "last_event_at": {"$gte": since},
+                    }
+                )
+                .sort("last_event_at", DESCENDING)
+                .limit(limit)
+            )
+            return [d async for d in cursor]
+
+    async def list(
+        self, *, query: Mapping[str, Any], skip: int, limit: int
+    ) -> list[dict[str, Any]]:
+        with mongo_unavailable():
+            cursor = self.chains.find(dict(query)).sort([("last_event_at", DESCENDING), ("_id", ASCENDING)]).skip(skip).limit(limit)
+            return [d async for d in cursor]
+
+    async def pending_embeddings(self, *, older_than: datetime) -> list[dict[str, Any]]:
+        with mongo_unavailable():
+            cursor = self.chains.find({"embedding_state": "pending", "updated_at": {"$lt": older_than}}).limit(100)
+            return [d async for d in cursor]
+
+    async def cold_candidates(self, *, accessed_before: datetime, limit: int = 500) -> list[dict[str, Any]]:
+        with mongo_unavailable():
+            cursor = self.chains.find({"status": "active", "last_accessed_at": {"$lt": accessed_before}}).limit(limit)
+            return [d async for d in cursor]
+
+    # --- events ----------------------------------------------------------------------------------
+    async def events_of(self, event_ids: Sequence[str]) -> list[dict[str, Any]]:
+        with mongo_unavailable():
+            docs = {d["_id"]: d async for d in self.events.find({"_id": {"$in": list(event_ids)}})}
+        return [docs[i] for i in event_ids if i in docs]
+
+    async def mark_events(self, event_ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+        with mongo_unavailable():
+            await self.events.update_many({"_id": {"$in": list(event_ids)}}, {"$set": dict(fields)})
+
+    async def events_with_metadata(self, *, tenant_id: str, user_id: str, filters: Mapping[str, str]) -> set[str]:
+        """Chain ids of the user's events carrying every metadata pair in `filters`."""
+        query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "chain_id": {"$exists": True}}
+        for k, v in filters.items():
+            query[f"metadata.{k}"] = v
+        with mongo_unavailable():
+            return {d["chain_id"] async for d in self.events.find(query, {"chain_id": 1})}
+
+
+def cutoff(now: datetime, hours: float) -> datetime:
+    return now - timedelta(hours=hours)

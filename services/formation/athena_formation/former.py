@@ -1,0 +1,353 @@
+"""FormChain: analysis → quality gate → merge-or-create → chain in MongoDB and its embedding in Milvus.
+
+Order of writes, so that a crash or retry between the stores never leaves a chain without its
+embedding or an embedding without its chain:
+
+1. record the plan in `formation_outcomes` (id = segment id; a concurrent or retried call adopts the
+   recorded plan instead of deciding again);
+2. write the chain document with `embedding_state: pending` (new chain: deterministic id from the
+   segment id, insert-if-absent; merge: guarded by the chain's version and its segment_ids);
+3. upsert the embedding in Milvus (idempotent by chain id);
+4. set `embedding_state: indexed` (only indexed chains are searched or merged into);
+5. point the segment's events at the chain, then mark the record done.
+
+Every step is idempotent, so a retry simply runs the plan again from the top. A rejected segment
+writes no chain and no embedding: its events are marked `formation: rejected` and the record keeps
+the scores and the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import asdict
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from athena.config import Settings
+from athena.embeddings import Embedder
+from athena.errors import FieldViolation, InvalidArgument, RetryableError
+from athena.events import doc_to_event, timestamp_of, utc
+from athena.internal.v1 import formation_pb2
+from athena.llm import LLMClient
+from athena.memory.v1 import memory_pb2
+from athena_formation.analysis import Analysis, Entity, Topic, analyze
+from athena_formation.chain_store import ChainStore, cutoff
+from athena_formation.heat import HeatModel, importance, lifecycle_of
+from athena_formation.merge import MergeCandidate, choose_merge, words
+from athena_formation.quality_gate import QualityReport, assess_quality
+from athena_formation.vector_index import VectorIndex
+
+__all__ = ["ChainFormer", "chain_vector", "new_chain_id"]
+
+log = logging.getLogger("athena.formation")
+
+_ACTIVITY_TYPES = {memory_pb2.EVENT_TYPE_THOUGHT, memory_pb2.EVENT_TYPE_ACTION, memory_pb2.EVENT_TYPE_OBSERVATION}
+_MAX_ANALYSED_EVENTS = 200
+
+
+def new_chain_id(segment_id: str) -> str:
+    return "ch_" + hashlib.sha256(segment_id.encode()).hexdigest()[:32]
+
+
+def chain_vector(event_vectors: np.ndarray, summary_vector: np.ndarray | None = None) -> np.ndarray:
+    """A chain's embedding: the normalized mean of its events' embeddings, nudged toward its summary."""
+    mean = event_vectors.mean(axis=0)
+    mean /= np.linalg.norm(mean) or 1.0
+    if summary_vector is not None:
+        mean = 0.8 * mean + 0.2 * summary_vector
+        mean /= np.linalg.norm(mean) or 1.0
+    return mean.astype(np.float32)
+
+
+def activity_share(events: Sequence[memory_pb2.Event]) -> float:
+    return min(1.0, 2.0 * sum(e.type in _ACTIVITY_TYPES for e in events) / max(1, len(events)))
+
+
+def _analysis_doc(a: Analysis) -> dict[str, Any]:
+    return {
+        "topic": a.main_topic.name,
+        "topic_confidence": a.main_topic.confidence,
+        "subtopics": [asdict(t) for t in a.subtopics],
+        "entities": [asdict(e) for e in a.entities],
+        "summary": a.summary,
+        "analysis_path": a.path,
+    }
+
+
+def _analysis_from(doc: Mapping[str, Any]) -> Analysis:
+    return Analysis(
+        main_topic=Topic(doc["topic"], doc.get("topic_confidence", 1.0)),
+        subtopics=tuple(Topic(**t) for t in doc.get("subtopics", [])),
+        entities=tuple(Entity(**e) for e in doc.get("entities", [])),
+        summary=doc["summary"],
+        path=doc.get("analysis_path", "heuristic"),
+    )
+
+
+def _quality_doc(q: QualityReport) -> dict[str, float]:
+    return {
+        "coherence": q.coherence,
+        "completeness": q.completeness,
+        "relevance": q.relevance,
+        "engagement": q.engagement,
+        "cognitive_depth": q.cognitive_depth,
+        "overall": q.overall,
+    }
+
+
+def validate_segment(segment: formation_pb2.Segment) -> None:
+    violations = []
+    if not segment.id:
+        violations.append(FieldViolation("segment.id", "is required"))
+    s = segment.scope
+    for name in ("tenant_id", "user_id", "agent_id"):
+        if not getattr(s, name):
+            violations.append(FieldViolation(f"segment.scope.{name}", "is required"))
+    if not segment.events:
+        violations.append(FieldViolation("segment.events", "must not be empty"))
+    for i, e in enumerate(segment.events):
+        if (e.scope.tenant_id, e.scope.user_id, e.scope.agent_id) != (s.tenant_id, s.user_id, s.agent_id):
+            violations.append(FieldViolation(f"segment.events[{i}].scope", "must equal the segment's scope"))
+            break
+    if violations:
+        raise InvalidArgument(violations)
+
+
+class ChainFormer:
+    def __init__(
+        self, *, settings: Settings, store: ChainStore, vectors: VectorIndex, embedder: Embedder, llm: LLMClient | None
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.vectors = vectors
+        self.embedder = embedder
+        self.llm = llm
+        self.heat = HeatModel(half_life_hours=settings.heat_half_life_hours, recall_weight=settings.heat_recall_weight)
+
+    async def form(self, segment: formation_pb2.Segment) -> formation_pb2.FormChainResponse:
+        validate_segment(segment)
+        record = await self.store.outcome(segment.id)
+        if record is None:
+            record = await self.store.record_plan(await self._plan(segment))
+        if record.get("state") != "done":
+            await self._carry_out(segment, record)
+            record = await self.store.outcome(segment.id) or record
+        return _response(record)
+
+    async def _analyse(self, events: Sequence[memory_pb2.Event]) -> tuple[Analysis, np.ndarray]:
+        s = self.settings
+        vectors = await self.embedder.embed([e.content for e in events])
+        analysis = await analyze(
+            events,
+            llm=self.llm,
+            max_topics=s.topic_analysis_max_topics,
+            min_confidence=s.topic_analysis_min_confidence,
+            llm_timeout=s.topic_analysis_llm_timeout,
+            embedder=self.embedder,
+        )
+        return analysis, vectors
+
+    async def _plan(self, segment: formation_pb2.Segment) -> dict[str, Any]:
+        s = self.settings
+        events = list(segment.events)
+        analysis, vectors = await self._analyse(events)
+        quality = assess_quality(
+            events, analysis, mode=s.memory_os_mtm_quality_mode.value, min_score=s.mtm_quality_min_score, embeddings=vectors
+        )
+        scope = segment.scope
+        record: dict[str, Any] = {
+            "_id": segment.id,
+            "tenant_id": scope.tenant_id,
+            "user_id": scope.user_id,
+            "agent_id": scope.agent_id,
+            "state": "planned",
+            "event_ids": [e.id for e in events],
+            "analysis": _analysis_doc(analysis),
+            "quality": _quality_doc(quality),
+            "created_at": datetime.now(timezone.utc),
+        }
+        if not quality.passed:
+            return {**record, "outcome": "rejected", "chain_id": "", "reason": quality.reason}
+
+        summary_vec = (await self.embedder.embed([analysis.summary]))[0]
+        seg_vec = chain_vector(vectors, summary_vec)
+        first_at = timestamp_of(events[0].timestamp)
+        candidates = await self.store.merge_candidates(
+            tenant_id=scope.tenant_id,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            since=cutoff(first_at, s.session_max_age_hours),
+            limit=s.session_max_chains_per_user,
+        )
+        stored = await self.vectors.vectors([c["_id"] for c in candidates])
+        decision = choose_merge(
+            [
+                MergeCandidate(
+                    chain_id=c["_id"],
+                    similarity=float(np.dot(seg_vec, stored[c["_id"]])),
+                    entities=frozenset(e["text"].lower() for e in c.get("entities", [])),
+                    topic_words=words([c.get("topic", ""), *(t["name"] for t in c.get("subtopics", []))]),
+                    last_event_at=utc(c["last_event_at"]),
+                    event_count=int(c.get("event_count", 0)),
+                )
+                for c in candidates
+                if c["_id"] in stored
+            ],
+            segment_entities=frozenset(e.text.lower() for e in analysis.entities),
+            segment_topic_words=words([analysis.main_topic.name, *(t.name for t in analysis.subtopics)]),
+            segment_first_event_at=first_at,
+            segment_event_count=len(events),
+            min_confidence=s.session_merge_min_confidence,
+            similarity_threshold=s.session_similarity_threshold,
+        )
+        merge = {"confidence": decision.confidence, "similarity": decision.similarity, "continuity": decision.continuity}
+        if decision.chain_id is not None:
+            return {**record, "outcome": "merged", "chain_id": decision.chain_id, "reason": "", "merge": merge}
+        return {**record, "outcome": "created", "chain_id": new_chain_id(segment.id), "reason": "", "merge": merge}
+
+    async def _carry_out(self, segment: formation_pb2.Segment, record: Mapping[str, Any]) -> None:
+        event_ids = [e.id for e in segment.events]
+        outcome = record["outcome"]
+        chain_id = record.get("chain_id", "")
+        if outcome == "rejected":
+            await self.store.mark_events(event_ids, {"formation": "rejected", "segment_id": segment.id})
+        elif outcome == "created":
+            await self._create(segment, record)
+        else:
+            chain_id, outcome = await self._merge(segment, record)
+        if outcome != "rejected":
+            await self.store.mark_events(event_ids, {"formation": "chained", "chain_id": chain_id, "segment_id": segment.id})
+        await self.store.finish(segment.id, {"finished_at": datetime.now(timezone.utc), "chain_id": chain_id, "outcome": outcome})
+        log.info("segment %s: %s %s", segment.id, outcome, chain_id or record.get("reason"))
+
+    def _heat_fields(self, *, quality: Mapping[str, float], entity_count: int, activity: float, recall_count: int, last_accessed_at: datetime, now: datetime) -> dict[str, Any]:
+        imp = importance(overall=quality["overall"], entity_count=entity_count, activity=activity)
+        heat = self.heat.heat(importance=imp, recall_count=recall_count, last_accessed_at=last_accessed_at, now=now)
+        return {"importance": imp, "heat_score": heat, "lifecycle": lifecycle_of(heat)}
+
+    async def _create(self, segment: formation_pb2.Segment, record: Mapping[str, Any]) -> None:
+        chain_id = record["chain_id"]
+        events = list(segment.events)
+        analysis = _analysis_from(record["analysis"])
+        now = datetime.now(timezone.utc)
+        existing = await self.store.get(chain_id)
+        if existing is None:
+            doc = {
+                "_id": chain_id,
+                "tenant_id": segment.scope.tenant_id,
+                "user_id": segment.scope.user_id,
+                "agent_id": segment.scope.agent_id,
+                **record["analysis"],
+                "quality": record["quality"],
+                "recall_count": 0,
+                "recall_strength": 0.0,
+                "status": "active",
+                "embedding_state": "pending",
+                "created_at": now,
+                "updated_at": now,
+                "last_accessed_at": now,
+                "first_event_at": timestamp_of(events[0].timestamp),
+                "last_event_at": timestamp_of(events[-1].timestamp),
+                "event_ids": [e.id for e in events],
+                "segment_ids": [segment.id],
+                "event_count": len(events),
+                "merge_count": 0,
+                "version": 0,
+                "activity": activity_share(events),
+                **self._heat_fields(
+                    quality=record["quality"], entity_count=len(analysis.entities), activity=activity_share(events),
+                    recall_count=0, last_accessed_at=now, now=now,
+                ),
+            }
+            await self.store.insert_new(doc)
+        if existing is None or existing.get("embedding_state") != "indexed":
+            vectors = await self.embedder.embed([e.content for e in events])
+            summary_vec = (await self.embedder.embed([analysis.summary]))[0]
+            await self._index(chain_id, segment.scope, chain_vector(vectors, summary_vec))
+
+    async def _index(self, chain_id: str, scope: memory_pb2.Scope, vector: np.ndarray) -> None:
+        await self.vectors.upsert(chain_id=chain_id, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id, embedding=vector)
+        await self.store.set_fields(chain_id, {"embedding_state": "indexed"})
+
+    async def _merge(self, segment: formation_pb2.Segment, record: Mapping[str, Any]) -> tuple[str, str]:
+        """Returns (chain id, outcome): the target may have been erased since the plan was made."""
+        chain_id = record["chain_id"]
+        chain = await self.store.get(chain_id)
+        if chain is None or chain.get("status") != "active":
+            # Archived or erased since the plan: the segment becomes a chain of its own.
+            fresh_id = new_chain_id(segment.id)
+            await self._create(segment, {**record, "chain_id": fresh_id})
+            return fresh_id, "created"
+        new_events = list(segment.events)
+        already = segment.id in chain.get("segment_ids", [])
+        old_events = [doc_to_event(d) for d in await self.store.events_of(chain.get("event_ids", []))]
+        new_ids = {n.id for n in new_events}
+        combined = old_events if already else [e for e in old_events if e.id not in new_ids] + new_events
+        if not already:
+            analysed = combined[-_MAX_ANALYSED_EVENTS:]
+            analysis, _ = await self._analyse(analysed)
+            seg_analysis = _analysis_from(record["analysis"])
+            entities = _union_entities(chain.get("entities", []), [asdict(e) for e in analysis.entities], [asdict(e) for e in seg_analysis.entities])
+            now = datetime.now(timezone.utc)
+            quality = _merged_quality(chain.get("quality", {}), int(chain.get("event_count", 0)), record["quality"], len(new_events))
+            updates = {
+                **_analysis_doc(analysis),
+                "entities": entities,
+                "quality": quality,
+                "embedding_state": "pending",
+                "updated_at": now,
+                "last_accessed_at": now,
+                "last_event_at": max(utc(chain["last_event_at"]), timestamp_of(new_events[-1].timestamp)),
+                "activity": activity_share(combined),
+                **self._heat_fields(
+                    quality=quality, entity_count=len(entities), activity=activity_share(combined),
+                    recall_count=int(chain.get("recall_count", 0)), last_accessed_at=now, now=now,
+                ),
+            }
+            if not await self.store.apply_merge(chain, segment.id, updates, [e.id for e in new_events]):
+                # Lost a race with another write to the chain: plan again from the top on the retry.
+                raise _RetryMerge(f"chain {chain_id} changed while merging")
+        vectors = await self.embedder.embed([e.content for e in combined])
+        fresh = await self.store.get(chain_id)
+        summary = (fresh or chain).get("summary", "")
+        summary_vec = (await self.embedder.embed([summary]))[0] if summary else None
+        await self._index(chain_id, segment.scope, chain_vector(vectors, summary_vec))
+        return chain_id, "merged"
+
+
+class _RetryMerge(RetryableError):
+    pass
+
+
+def _union_entities(*lists: Sequence[Mapping[str, str]], limit: int = 100) -> list[dict[str, str]]:
+    seen: dict[str, dict[str, str]] = {}
+    for entities in lists:
+        for e in entities:
+            seen.setdefault(e["text"].lower(), {"text": e["text"], "kind": e["kind"]})
+    return list(seen.values())[:limit]
+
+
+def _merged_quality(a: Mapping[str, float], na: int, b: Mapping[str, float], nb: int) -> dict[str, float]:
+    """Event-weighted mean of the two parts' scores; overall recomputed from the seed's weights."""
+    total = max(1, na + nb)
+    keys = ("coherence", "completeness", "relevance", "engagement", "cognitive_depth")
+    out = {k: (float(a.get(k, 0.0)) * na + float(b.get(k, 0.0)) * nb) / total for k in keys}
+    out["overall"] = 0.4 * out["coherence"] + 0.3 * out["completeness"] + 0.3 * out["relevance"]
+    return out
+
+
+def _response(record: Mapping[str, Any]) -> formation_pb2.FormChainResponse:
+    outcome = {
+        "created": formation_pb2.FORM_OUTCOME_CREATED,
+        "merged": formation_pb2.FORM_OUTCOME_MERGED,
+        "rejected": formation_pb2.FORM_OUTCOME_REJECTED,
+    }[record["outcome"]]
+    return formation_pb2.FormChainResponse(
+        outcome=outcome,
+        chain_id=record.get("chain_id", ""),
+        reason=record.get("reason", ""),
+        quality=memory_pb2.QualityScores(**record.get("quality", {})),
+    )

@@ -1,0 +1,137 @@
+"""Finding memories: SearchMemory, GetChain, ListChains. A recall warms the chains it returns."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from athena.embeddings import Embedder
+from athena.errors import InvalidArgument, FieldViolation, NotFound
+from athena.memory.v1 import memory_pb2
+from athena_formation.chain_docs import chain_to_proto
+from athena_formation.chain_store import ChainStore
+from athena_formation.heat import HeatModel, lifecycle_of, recall_strength
+from athena_formation.vector_index import VectorIndex
+
+__all__ = ["Recall"]
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]{2,}")
+_STOP = frozenset("the and for with that this what when where which who how are was were you your have has had did does can could would should about from into they them their there then than".split())
+_STATUS_NAMES = {memory_pb2.CHAIN_STATUS_ACTIVE: "active", memory_pb2.CHAIN_STATUS_ARCHIVED: "archived"}
+
+
+def _matched_terms(query: str, doc: Mapping[str, Any]) -> list[str]:
+    text = " ".join([doc.get("topic", ""), doc.get("summary", ""), *(e["text"] for e in doc.get("entities", []))]).lower()
+    terms = []
+    for w in _WORD.findall(query):
+        lw = w.lower()
+        if lw not in _STOP and lw in text and lw not in terms:
+            terms.append(lw)
+    return terms
+
+
+class Recall:
+    def __init__(self, *, store: ChainStore, vectors: VectorIndex, embedder: Embedder, heat: HeatModel) -> None:
+        self.store = store
+        self.vectors = vectors
+        self.embedder = embedder
+        self.heat = heat
+
+    async def search(self, request: memory_pb2.SearchMemoryRequest) -> memory_pb2.SearchMemoryResponse:
+        scope = request.scope
+        limit = request.limit or 5
+        query_vec = (await self.embedder.embed([request.query]))[0]
+        allowed: set[str] | None = None
+        if request.metadata_filters:
+            allowed = await self.store.events_with_metadata(
+                tenant_id=scope.tenant_id, user_id=scope.user_id, filters=dict(request.metadata_filters)
+            )
+        # Over-fetch: a few hits may be filtered out below (archived meanwhile, metadata filters).
+        hits = await self.vectors.search(
+            query_vec, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id or None,
+            limit=min(1000, limit * 4 + 20) if allowed is not None else limit + 10,
+        )
+        docs = await self.store.get_many([h.chain_id for h in hits])
+        out = []
+        for hit in hits:
+            doc = docs.get(hit.chain_id)
+            if doc is None or doc.get("status") != "active" or doc.get("tenant_id") != scope.tenant_id or doc.get("user_id") != scope.user_id:
+                continue
+            if scope.agent_id and doc.get("agent_id") != scope.agent_id:
+                continue
+            if allowed is not None and hit.chain_id not in allowed:
+                continue
+            if hit.similarity < request.similarity_threshold:
+                continue
+            out.append((hit, doc))
+            if len(out) == limit:
+                break
+        now = datetime.now(timezone.utc)
+        response = memory_pb2.SearchMemoryResponse()
+        for hit, doc in out:
+            warmed = await self._warm(doc, now)
+            terms = _matched_terms(request.query, doc)
+            why = f"cosine similarity {hit.similarity:.2f} to the chain's embedding"
+            if terms:
+                why += "; shares " + ", ".join(terms[:8])
+            response.hits.append(
+                memory_pb2.SearchHit(chain=chain_to_proto(warmed), similarity=hit.similarity, why=why, matched_terms=terms)
+            )
+        return response
+
+    async def _warm(self, doc: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+        recalls = int(doc.get("recall_count", 0)) + 1
+        heat = self.heat.heat(importance=float(doc.get("importance", 0.5)), recall_count=recalls, last_accessed_at=now, now=now)
+        fields = {"last_accessed_at": now, "recall_strength": recall_strength(recalls), "heat_score": heat, "lifecycle": lifecycle_of(heat)}
+        await self.store.record_recall(doc["_id"], fields)
+        return {**doc, **fields, "recall_count": recalls}
+
+    async def get_chain(self, request: memory_pb2.GetChainRequest) -> memory_pb2.Chain:
+        doc = await self.store.get(request.chain_id)
+        scope = request.scope
+        # Another tenant's or user's chain is indistinguishable from a missing one.
+        if (
+            doc is None
+            or doc.get("tenant_id") != scope.tenant_id
+            or doc.get("user_id") != scope.user_id
+            or (scope.agent_id and doc.get("agent_id") != scope.agent_id)
+        ):
+            raise NotFound(f"chain {request.chain_id!r} not found")
+        return chain_to_proto(doc)
+
+    async def list_chains(self, request: memory_pb2.ListChainsRequest) -> memory_pb2.ListChainsResponse:
+        scope = request.scope
+        size = request.page_size or 20
+        offset = _decode_token(request.page_token)
+        query: dict[str, Any] = {"tenant_id": scope.tenant_id, "user_id": scope.user_id}
+        if scope.agent_id:
+            query["agent_id"] = scope.agent_id
+        if request.status in _STATUS_NAMES:
+            query["status"] = _STATUS_NAMES[request.status]
+        docs = await self.store.list(query=query, skip=offset, limit=size + 1)
+        more = len(docs) > size
+        return memory_pb2.ListChainsResponse(
+            chains=[chain_to_proto(d) for d in docs[:size]],
+            next_page_token=_encode_token(offset + size) if more else "",
+        )
+
+
+def _encode_token(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode()
+
+
+def _decode_token(token: str) -> int:
+    if not token:
+        return 0
+    try:
+        offset = int(json.loads(base64.urlsafe_b64decode(token.encode()))["o"])
+        if offset < 0:
+            raise ValueError
+        return offset
+    except Exception:
+        raise InvalidArgument([FieldViolation("page_token", "is not a token this service issued")]) from None
+
+
