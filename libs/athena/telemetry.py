@@ -1,4 +1,4 @@
-"""Logging and the Prometheus endpoint every service starts (tracing is configured from OTEL_* variables)."""
+"""Structured JSON logs (with trace and span ids) and the Prometheus endpoint every service starts."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import logging
 import sys
 from datetime import datetime, timezone
 
+from opentelemetry import trace
 from prometheus_client import start_http_server
 
 __all__ = ["setup_logging", "start_metrics"]
@@ -25,6 +26,10 @@ class _JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        ctx = trace.get_current_span().get_span_context()
+        if ctx.is_valid:
+            entry["trace_id"] = format(ctx.trace_id, "032x")
+            entry["span_id"] = format(ctx.span_id, "016x")
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)

@@ -13,6 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from athena.grpc_util._errors import ErrorMappingInterceptor
+from athena.grpc_util._metrics import MetricsInterceptor
 
 __all__ = ["DependencyCheck", "ServiceHost"]
 
@@ -51,7 +52,7 @@ class ServiceHost:
     _healthy: bool | None = field(default=None, init=False)
 
     async def start(self) -> None:
-        self.server = grpc.aio.server(interceptors=[*self.interceptors, ErrorMappingInterceptor()])
+        self.server = grpc.aio.server(interceptors=[MetricsInterceptor(), *self.interceptors, ErrorMappingInterceptor()])
         self.register(self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         if self.reflection:

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
 from contextlib import suppress
 from typing import Any, Awaitable, Callable, Mapping
@@ -15,8 +16,10 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from athena.errors import PermanentTaskError
 from athena.internal.v1 import task_pb2
+from athena.metrics import QUEUE_DEPTH, QUEUE_WAIT_SECONDS, TASK_OUTCOMES, TASK_RETRIES, TASK_SECONDS
 from athena.queue._backoff import ExponentialFullJitter
 from athena.queue._queue import FailOutcome, FairQueue, Lease
+from athena.tracing import consumer_span
 
 __all__ = ["Handler", "WorkerPool"]
 
@@ -92,6 +95,9 @@ class WorkerPool:
                     await self.queue.heartbeat(wid)
                 await self.queue.promote_due()
                 await self.queue.reap()
+                depth = await self.queue.depth()
+                for state, value in (("ready", depth.ready), ("in_flight", depth.in_flight), ("delayed", depth.delayed), ("dead_lettered", depth.dead_lettered)):
+                    QUEUE_DEPTH.labels(state).set(value)
                 failures = 0
             except _REDIS_DOWN as exc:
                 failures += 1
@@ -125,6 +131,13 @@ class WorkerPool:
             await self._process(worker_id, lease)
 
     async def _process(self, worker_id: str, lease: Lease) -> None:
+        task = lease.task
+        if task.HasField("enqueued_at"):
+            QUEUE_WAIT_SECONDS.observe(max(0.0, time.time() - task.enqueued_at.ToNanoseconds() / 1e9))
+        with consumer_span(trace_context=task.trace_context, task_id=task.id, task_type=task.type, attempt=task.attempt):
+            await self._attempt(worker_id, lease)
+
+    async def _attempt(self, worker_id: str, lease: Lease) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
         if lease.deliveries > self.queue.retry.stall_limit():
@@ -162,7 +175,10 @@ class WorkerPool:
 
     async def _settle_failure(self, lease: Lease, error: str, *, retryable: bool) -> None:
         outcome = await self._settle(lambda: self.queue.fail(lease, error, retryable=retryable))
+        if outcome == FailOutcome.RETRY_SCHEDULED:
+            TASK_RETRIES.labels(lease.task.type).inc()
         if outcome == FailOutcome.DEAD_LETTERED:
+            TASK_OUTCOMES.labels(lease.task.type, "dead_lettered").inc()
             log.error("task %s dead-lettered: %s", lease.task.id, error)
 
     async def _settle(self, op: Callable[[], Awaitable[Any]]) -> Any:
@@ -192,5 +208,7 @@ class WorkerPool:
                 continue
 
     def _report(self, outcome: str, task: task_pb2.Task, seconds: float) -> None:
+        TASK_OUTCOMES.labels(task.type, outcome).inc()
+        TASK_SECONDS.labels(task.type).observe(seconds)
         if self.on_outcome is not None:
             self.on_outcome(outcome, task, seconds)

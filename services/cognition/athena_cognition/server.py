@@ -14,6 +14,7 @@ from athena.queue import ExponentialFullJitter, FairQueue, RetryPolicy, WorkerPo
 from athena.redis_util import connect_redis
 from athena.stm import ShortTermWindow
 from athena.telemetry import setup_logging, start_metrics
+from athena.tracing import setup_tracing
 from athena_cognition.chain_check import ChainCheckHandler, DetectorSetup
 from athena_cognition.detector import default_thresholds, make_scorer, Thresholds
 
@@ -94,6 +95,7 @@ async def serve(settings: Settings) -> None:
 def main() -> None:
     settings = load_settings()
     setup_logging("cognition", settings.log_level)
+    setup_tracing("cognition")
     start_metrics(settings.cognition_metrics_port)
     asyncio.run(serve(settings))
 

@@ -12,6 +12,7 @@ from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.llm import make_llm
 from athena.stores import connect_mongo
 from athena.telemetry import setup_logging, start_metrics
+from athena.tracing import setup_tracing
 from athena_formation.archiver import Archiver
 from athena_formation.chain_store import ChainStore
 from athena_formation.former import ChainFormer
@@ -83,6 +84,7 @@ async def serve(settings: Settings) -> None:
 def main() -> None:
     settings = load_settings()
     setup_logging("formation", settings.log_level)
+    setup_tracing("formation")
     start_metrics(settings.formation_metrics_port)
     asyncio.run(serve(settings))
 

@@ -13,6 +13,7 @@ Outcome when a dependency fails (docs/architecture.md, "Storing an event"):
 from __future__ import annotations
 
 import asyncio
+from contextlib import nullcontext
 import logging
 import secrets
 import time
@@ -20,16 +21,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Sequence
 
-from opentelemetry import propagate
 from redis.asyncio import Redis
 
 from athena.errors import DependencyUnavailable, FieldViolation
-from athena.events import is_user_message, to_timestamp
+from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message, to_timestamp
+from athena.metrics import EVENTS_STORED
 from athena.memory.v1 import memory_pb2
 from athena.redis_util import redis_unavailable
 from athena.queue import FairQueue, chain_check_task, chain_check_task_id
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog
+from athena.tracing import inject_context, producer_span
 from athena_ingest.validation import Limits, raise_if_any, validate_new_event, validate_scope
 
 __all__ = ["Ingestor", "new_event_id"]
@@ -94,6 +96,8 @@ class Ingestor:
                 to_apply.setdefault(o.event.id, o.event)
         if to_apply:
             await self.apply(list(to_apply.values()))
+        for o in outcomes:
+            EVENTS_STORED.labels(ROLE_NAMES[o.event.role], TYPE_NAMES[o.event.type], str(o.duplicate).lower()).inc()
         return [
             memory_pb2.StoreEventResponse(
                 event_id=o.event.id,
@@ -108,17 +112,19 @@ class Ingestor:
 
     async def apply(self, events: Sequence[memory_pb2.Event]) -> None:
         """The Redis step: append to the window and enqueue checks, atomically, idempotently."""
-        carrier: dict[str, str] = {}
-        propagate.inject(carrier)
-        with redis_unavailable():
-            async with self.redis.pipeline(transaction=True) as pipe:
-                for e in events:
-                    await self.window.append(e, client=pipe)
-                    if self._triggers_check(e):
-                        await self.queue.enqueue(
-                            chain_check_task(scope=e.scope, event_id=e.id, trace_context=carrier), client=pipe
-                        )
-                await pipe.execute()
+        checks = [e for e in events if self._triggers_check(e)]
+        with producer_span(count=len(checks)) if checks else nullcontext():
+            carrier: dict[str, str] = {}
+            inject_context(carrier)
+            with redis_unavailable():
+                async with self.redis.pipeline(transaction=True) as pipe:
+                    for e in events:
+                        await self.window.append(e, client=pipe)
+                        if self._triggers_check(e):
+                            await self.queue.enqueue(
+                                chain_check_task(scope=e.scope, event_id=e.id, trace_context=carrier), client=pipe
+                            )
+                    await pipe.execute()
         try:
             await self.event_log.mark_applied(e.id for e in events)
         except DependencyUnavailable:

@@ -13,6 +13,7 @@ from athena.redis_util import connect_redis
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog, connect_mongo
 from athena.telemetry import setup_logging, start_metrics
+from athena.tracing import setup_tracing
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.servicer import MemoryServicer
 from athena_ingest.validation import Limits
@@ -78,6 +79,7 @@ async def serve(settings: Settings) -> None:
 def main() -> None:
     settings = load_settings()
     setup_logging("ingest", settings.log_level)
+    setup_tracing("ingest")
     start_metrics(settings.ingest_metrics_port)
     asyncio.run(serve(settings))
 

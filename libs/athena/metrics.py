@@ -1,0 +1,79 @@
+"""Every Prometheus metric Athena exports, in one place. Prefix `memos_` (the seeds' name); labels are
+low-cardinality by construction: never a tenant, user, agent, event or task id.
+
+Each service process registers all of them but only moves the ones of its own stages; series appear
+once observed (labelled metrics) or at zero (unlabelled ones).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+__all__ = [
+    "CHAIN_BREAK_DECISIONS",
+    "CHAIN_BREAK_SCORE",
+    "EMBEDDING_CACHE",
+    "EMBEDDING_SECONDS",
+    "EVENTS_STORED",
+    "FORMATION_OUTCOMES",
+    "FORMATION_SECONDS",
+    "CHAINS_ARCHIVED",
+    "CHAIN_HEAT",
+    "GRPC_HANDLED",
+    "GRPC_HANDLING_SECONDS",
+    "GRPC_STARTED",
+    "LLM_CALLS",
+    "LLM_SECONDS",
+    "LLM_RATE_LIMIT_WAITS",
+    "QUEUE_DEPTH",
+    "QUEUE_WAIT_SECONDS",
+    "SEARCH_HITS",
+    "TASK_OUTCOMES",
+    "TASK_RETRIES",
+    "TASK_SECONDS",
+]
+
+_LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_WAIT = (0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
+_UNIT = tuple(i / 20 for i in range(1, 21))
+
+# --- gRPC (every service; go-grpc-prometheus names, prefixed) -----------------------------------------
+GRPC_STARTED = Counter("memos_grpc_server_started_total", "RPCs started on the server.", ["grpc_service", "grpc_method"])
+GRPC_HANDLED = Counter(
+    "memos_grpc_server_handled_total", "RPCs completed on the server, by status code.", ["grpc_service", "grpc_method", "grpc_code"]
+)
+GRPC_HANDLING_SECONDS = Histogram(
+    "memos_grpc_server_handling_seconds", "Time to handle an RPC.", ["grpc_service", "grpc_method"], buckets=_LATENCY
+)
+
+# --- ingest ------------------------------------------------------------------------------------------
+EVENTS_STORED = Counter("memos_events_stored_total", "Events stored, by role, type and whether they were repeats.", ["role", "type", "duplicate"])
+
+# --- queue -------------------------------------------------------------------------------------------
+QUEUE_DEPTH = Gauge("memos_queue_depth", "Work queue depth by state (ready scopes, leased, delayed, dead-lettered).", ["state"])
+QUEUE_WAIT_SECONDS = Histogram("memos_queue_wait_seconds", "Time from enqueue to the start of a task's attempt.", buckets=_WAIT)
+TASK_OUTCOMES = Counter("memos_task_outcomes_total", "Task attempts by outcome.", ["type", "outcome"])
+TASK_RETRIES = Counter("memos_task_retries_total", "Task attempts that failed and were scheduled again.", ["type"])
+TASK_SECONDS = Histogram("memos_task_seconds", "Time one task attempt took.", ["type"], buckets=_LATENCY)
+
+# --- cognition ---------------------------------------------------------------------------------------
+CHAIN_BREAK_DECISIONS = Counter(
+    "memos_chain_break_decisions_total",
+    "Chain-break decisions by path (workflow_skip, first_message, high, low, llm_true, llm_false, llm_fallback, force_flush).",
+    ["scorer", "path"],
+)
+CHAIN_BREAK_SCORE = Histogram("memos_chain_break_score", "Continuity scores the gate saw.", ["scorer"], buckets=_UNIT)
+EMBEDDING_SECONDS = Histogram("memos_embedding_seconds", "Time to embed one batch of texts.", ["provider"], buckets=_LATENCY)
+EMBEDDING_CACHE = Counter("memos_embedding_cache_total", "Embedding cache lookups by result.", ["result"])
+LLM_CALLS = Counter("memos_llm_calls_total", "LLM calls by operation and outcome.", ["operation", "outcome"])
+LLM_SECONDS = Histogram("memos_llm_seconds", "LLM call latency.", ["operation"], buckets=_LATENCY)
+LLM_RATE_LIMIT_WAITS = Counter("memos_llm_rate_limit_waits_total", "LLM calls that had to wait for LLM_RATE_LIMIT_PER_MINUTE.")
+
+# --- formation ---------------------------------------------------------------------------------------
+FORMATION_OUTCOMES = Counter(
+    "memos_formation_outcomes_total", "Segments by formation outcome (created, merged, rejected) and reason.", ["outcome", "reason"]
+)
+FORMATION_SECONDS = Histogram("memos_formation_seconds", "Time to form a chain from a segment.", buckets=_LATENCY)
+CHAIN_HEAT = Histogram("memos_chain_heat", "Heat of chains when formed, merged, recalled or swept.", buckets=(0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0))
+CHAINS_ARCHIVED = Counter("memos_chains_archived_total", "Chains archived for being cold.")
+SEARCH_HITS = Histogram("memos_search_hits", "Hits returned per SearchMemory.", buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100))
