@@ -6,6 +6,7 @@ for its own with the `own_redis_server` / `own_mongo_server` fixtures.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import AsyncIterator, Iterator
@@ -67,7 +68,8 @@ async def redis(redis_server: RedisServer) -> AsyncIterator[Redis]:
 @pytest.fixture
 def mongo_db_name(request: pytest.FixtureRequest) -> str:
     # One database per test keeps tests independent without dropping between them.
-    return "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name)[:50]
+    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:10]
+    return "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name)[:40] + "_" + digest
 
 
 @pytest.fixture

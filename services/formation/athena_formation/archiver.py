@@ -12,8 +12,7 @@ import logging
 from datetime import datetime, timedelta, timezone
 
 from athena.errors import DependencyUnavailable
-from athena.events import utc
-from athena_formation.chain_store import ChainStore
+from athena_formation.chain_store import ChainStore, epoch, from_epoch
 from athena_formation.heat import HeatModel, lifecycle_of
 from athena_formation.vector_index import VectorIndex
 
@@ -37,12 +36,12 @@ class Archiver:
         now = now or datetime.now(timezone.utc)
         archived = []
         for doc in await self.store.cold_candidates(accessed_before=now - self.min_age):
-            if utc(doc["created_at"]) > now - self.min_age:
+            if from_epoch(doc["created_at"]) > now - self.min_age:
                 continue
             heat = self.heat.heat(
                 importance=float(doc.get("importance", 0.5)),
                 recall_count=int(doc.get("recall_count", 0)),
-                last_accessed_at=utc(doc["last_accessed_at"]),
+                last_accessed_at=from_epoch(doc["last_accessed_at"]),
                 now=now,
             )
             if heat >= self.threshold:
@@ -51,7 +50,7 @@ class Archiver:
             await self.vectors.delete([doc["_id"]])
             await self.store.set_fields(
                 doc["_id"],
-                {"status": "archived", "lifecycle": "archived", "heat_score": heat, "embedding_state": "deleted", "archived_at": now},
+                {"status": "archived", "lifecycle": "archived", "heat_score": heat, "embedding_state": "deleted", "archived_at": epoch(now)},
             )
             archived.append(doc["_id"])
         if archived:

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from athena.events import to_timestamp
 from athena.memory.v1 import memory_pb2
+from athena_formation.chain_store import from_epoch
 
 __all__ = ["chain_to_proto"]
 
@@ -33,5 +34,5 @@ def chain_to_proto(doc: Mapping[str, Any]) -> memory_pb2.Chain:
     )
     for field in ("created_at", "updated_at", "last_accessed_at", "first_event_at", "last_event_at"):
         if doc.get(field) is not None:
-            getattr(chain, field).CopyFrom(to_timestamp(doc[field]))
+            getattr(chain, field).CopyFrom(to_timestamp(from_epoch(doc[field])))
     return chain

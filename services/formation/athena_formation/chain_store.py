@@ -9,7 +9,7 @@ scores and reason, so an operator can see why a segment was not remembered.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping, Sequence
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
@@ -17,7 +17,7 @@ from pymongo.errors import DuplicateKeyError
 
 from athena.stores import mongo_unavailable
 
-__all__ = ["CHAINS", "ChainStore", "OUTCOMES"]
+__all__ = ["CHAINS", "ChainStore", "OUTCOMES", "cutoff", "epoch", "from_epoch"]
 
 CHAINS = "cognitive_chains"
 OUTCOMES = "formation_outcomes"
@@ -120,7 +120,7 @@ class ChainStore:
                         "agent_id": agent_id,
                         "status": "active",
                         "embedding_state": "indexed",
-                        "last_event_at": {"$gte": since},
+                        "last_event_at": {"$gte": epoch(since)},
                     }
                 )
                 .sort("last_event_at", DESCENDING)
@@ -137,12 +137,12 @@ class ChainStore:
 
     async def pending_embeddings(self, *, older_than: datetime) -> list[dict[str, Any]]:
         with mongo_unavailable():
-            cursor = self.chains.find({"embedding_state": "pending", "updated_at": {"$lt": older_than}}).limit(100)
+            cursor = self.chains.find({"embedding_state": "pending", "updated_at": {"$lt": epoch(older_than)}}).limit(100)
             return [d async for d in cursor]
 
     async def cold_candidates(self, *, accessed_before: datetime, limit: int = 500) -> list[dict[str, Any]]:
         with mongo_unavailable():
-            cursor = self.chains.find({"status": "active", "last_accessed_at": {"$lt": accessed_before}}).limit(limit)
+            cursor = self.chains.find({"status": "active", "last_accessed_at": {"$lt": epoch(accessed_before)}}).limit(limit)
             return [d async for d in cursor]
 
     # --- events ----------------------------------------------------------------------------------
@@ -166,3 +166,20 @@ class ChainStore:
 
 def cutoff(now: datetime, hours: float) -> datetime:
     return now - timedelta(hours=hours)
+
+
+def epoch(dt: datetime) -> float:
+    """Times on chain and formation documents are stored as epoch seconds (float).
+
+    Why not BSON dates: the MongoDB-wire server used locally stores a date written by `$set` as a
+    string, and compares dates only to the whole second; numbers behave the same on both servers.
+    """
+    return dt.timestamp()
+
+
+def from_epoch(value: float | int | datetime | None) -> datetime:
+    if value is None:
+        return datetime.fromtimestamp(0, timezone.utc)
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return datetime.fromtimestamp(float(value), timezone.utc)

@@ -22,19 +22,19 @@ import hashlib
 import logging
 from dataclasses import asdict
 from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 import numpy as np
 
 from athena.config import Settings
 from athena.embeddings import Embedder
 from athena.errors import FieldViolation, InvalidArgument, RetryableError
-from athena.events import doc_to_event, timestamp_of, utc
+from athena.events import doc_to_event, timestamp_of
 from athena.internal.v1 import formation_pb2
 from athena.llm import LLMClient
 from athena.memory.v1 import memory_pb2
 from athena_formation.analysis import Analysis, Entity, Topic, analyze
-from athena_formation.chain_store import ChainStore, cutoff
+from athena_formation.chain_store import ChainStore, cutoff, epoch, from_epoch
 from athena_formation.heat import HeatModel, importance, lifecycle_of
 from athena_formation.merge import MergeCandidate, choose_merge, words
 from athena_formation.quality_gate import QualityReport, assess_quality
@@ -126,12 +126,20 @@ class ChainFormer:
         self.embedder = embedder
         self.llm = llm
         self.heat = HeatModel(half_life_hours=settings.heat_half_life_hours, recall_weight=settings.heat_recall_weight)
+        self.step_hook: Callable[[str], Awaitable[None]] | None = None
+        """Called at each step boundary (plan_recorded, chain_written, vector_written, indexed, events_marked):
+        fault-injection tests raise here to stop formation between two writes."""
+
+    async def _step(self, name: str) -> None:
+        if self.step_hook is not None:
+            await self.step_hook(name)
 
     async def form(self, segment: formation_pb2.Segment) -> formation_pb2.FormChainResponse:
         validate_segment(segment)
         record = await self.store.outcome(segment.id)
         if record is None:
             record = await self.store.record_plan(await self._plan(segment))
+            await self._step("plan_recorded")
         if record.get("state") != "done":
             await self._carry_out(segment, record)
             record = await self.store.outcome(segment.id) or record
@@ -167,7 +175,7 @@ class ChainFormer:
             "event_ids": [e.id for e in events],
             "analysis": _analysis_doc(analysis),
             "quality": _quality_doc(quality),
-            "created_at": datetime.now(timezone.utc),
+            "created_at": epoch(datetime.now(timezone.utc)),
         }
         if not quality.passed:
             return {**record, "outcome": "rejected", "chain_id": "", "reason": quality.reason}
@@ -190,7 +198,7 @@ class ChainFormer:
                     similarity=float(np.dot(seg_vec, stored[c["_id"]])),
                     entities=frozenset(e["text"].lower() for e in c.get("entities", [])),
                     topic_words=words([c.get("topic", ""), *(t["name"] for t in c.get("subtopics", []))]),
-                    last_event_at=utc(c["last_event_at"]),
+                    last_event_at=from_epoch(c["last_event_at"]),
                     event_count=int(c.get("event_count", 0)),
                 )
                 for c in candidates
@@ -220,7 +228,8 @@ class ChainFormer:
             chain_id, outcome = await self._merge(segment, record)
         if outcome != "rejected":
             await self.store.mark_events(event_ids, {"formation": "chained", "chain_id": chain_id, "segment_id": segment.id})
-        await self.store.finish(segment.id, {"finished_at": datetime.now(timezone.utc), "chain_id": chain_id, "outcome": outcome})
+        await self._step("events_marked")
+        await self.store.finish(segment.id, {"finished_at": epoch(datetime.now(timezone.utc)), "chain_id": chain_id, "outcome": outcome})
         log.info("segment %s: %s %s", segment.id, outcome, chain_id or record.get("reason"))
 
     def _heat_fields(self, *, quality: Mapping[str, float], entity_count: int, activity: float, recall_count: int, last_accessed_at: datetime, now: datetime) -> dict[str, Any]:
@@ -246,11 +255,11 @@ class ChainFormer:
                 "recall_strength": 0.0,
                 "status": "active",
                 "embedding_state": "pending",
-                "created_at": now,
-                "updated_at": now,
-                "last_accessed_at": now,
-                "first_event_at": timestamp_of(events[0].timestamp),
-                "last_event_at": timestamp_of(events[-1].timestamp),
+                "created_at": epoch(now),
+                "updated_at": epoch(now),
+                "last_accessed_at": epoch(now),
+                "first_event_at": epoch(timestamp_of(events[0].timestamp)),
+                "last_event_at": epoch(timestamp_of(events[-1].timestamp)),
                 "event_ids": [e.id for e in events],
                 "segment_ids": [segment.id],
                 "event_count": len(events),
@@ -263,6 +272,7 @@ class ChainFormer:
                 ),
             }
             await self.store.insert_new(doc)
+            await self._step("chain_written")
         if existing is None or existing.get("embedding_state") != "indexed":
             vectors = await self.embedder.embed([e.content for e in events])
             summary_vec = (await self.embedder.embed([analysis.summary]))[0]
@@ -270,7 +280,9 @@ class ChainFormer:
 
     async def _index(self, chain_id: str, scope: memory_pb2.Scope, vector: np.ndarray) -> None:
         await self.vectors.upsert(chain_id=chain_id, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id, embedding=vector)
+        await self._step("vector_written")
         await self.store.set_fields(chain_id, {"embedding_state": "indexed"})
+        await self._step("indexed")
 
     async def _merge(self, segment: formation_pb2.Segment, record: Mapping[str, Any]) -> tuple[str, str]:
         """Returns (chain id, outcome): the target may have been erased since the plan was made."""
@@ -298,9 +310,9 @@ class ChainFormer:
                 "entities": entities,
                 "quality": quality,
                 "embedding_state": "pending",
-                "updated_at": now,
-                "last_accessed_at": now,
-                "last_event_at": max(utc(chain["last_event_at"]), timestamp_of(new_events[-1].timestamp)),
+                "updated_at": epoch(now),
+                "last_accessed_at": epoch(now),
+                "last_event_at": max(float(chain["last_event_at"]), epoch(timestamp_of(new_events[-1].timestamp))),
                 "activity": activity_share(combined),
                 **self._heat_fields(
                     quality=quality, entity_count=len(entities), activity=activity_share(combined),
@@ -310,6 +322,7 @@ class ChainFormer:
             if not await self.store.apply_merge(chain, segment.id, updates, [e.id for e in new_events]):
                 # Lost a race with another write to the chain: plan again from the top on the retry.
                 raise _RetryMerge(f"chain {chain_id} changed while merging")
+            await self._step("chain_written")
         vectors = await self.embedder.embed([e.content for e in combined])
         fresh = await self.store.get(chain_id)
         summary = (fresh or chain).get("summary", "")

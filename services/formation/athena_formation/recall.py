@@ -12,7 +12,7 @@ from athena.embeddings import Embedder
 from athena.errors import InvalidArgument, FieldViolation, NotFound
 from athena.memory.v1 import memory_pb2
 from athena_formation.chain_docs import chain_to_proto
-from athena_formation.chain_store import ChainStore
+from athena_formation.chain_store import ChainStore, epoch
 from athena_formation.heat import HeatModel, lifecycle_of, recall_strength
 from athena_formation.vector_index import VectorIndex
 
@@ -58,13 +58,13 @@ class Recall:
         out = []
         for hit in hits:
             doc = docs.get(hit.chain_id)
-            if doc is None or doc.get("status") != "active" or doc.get("tenant_id") != scope.tenant_id or doc.get("user_id") != scope.user_id:
+            if doc is None or doc.get("status") != "active" or doc.get("embedding_state") != "indexed" or doc.get("tenant_id") != scope.tenant_id or doc.get("user_id") != scope.user_id:
                 continue
             if scope.agent_id and doc.get("agent_id") != scope.agent_id:
                 continue
             if allowed is not None and hit.chain_id not in allowed:
                 continue
-            if hit.similarity < request.similarity_threshold:
+            if request.HasField("similarity_threshold") and hit.similarity < request.similarity_threshold:
                 continue
             out.append((hit, doc))
             if len(out) == limit:
@@ -85,7 +85,7 @@ class Recall:
     async def _warm(self, doc: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         recalls = int(doc.get("recall_count", 0)) + 1
         heat = self.heat.heat(importance=float(doc.get("importance", 0.5)), recall_count=recalls, last_accessed_at=now, now=now)
-        fields = {"last_accessed_at": now, "recall_strength": recall_strength(recalls), "heat_score": heat, "lifecycle": lifecycle_of(heat)}
+        fields = {"last_accessed_at": epoch(now), "recall_strength": recall_strength(recalls), "heat_score": heat, "lifecycle": lifecycle_of(heat)}
         await self.store.record_recall(doc["_id"], fields)
         return {**doc, **fields, "recall_count": recalls}
 

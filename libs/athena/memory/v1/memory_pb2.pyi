@@ -610,7 +610,7 @@ class SearchMemoryRequest(_message.Message):
     limit: _builtins.int
     """Most hits (default 5, at most 100)."""
     similarity_threshold: _builtins.float
-    """Hits below this cosine similarity are dropped (default 0: none)."""
+    """Hits below this cosine similarity (in [-1, 1]) are dropped; unset: no threshold."""
     @_builtins.property
     def scope(self) -> Global___Scope:
         """tenant_id and user_id are required; agent_id is optional (empty: all of the user's agents)."""
@@ -625,14 +625,16 @@ class SearchMemoryRequest(_message.Message):
         scope: Global___Scope | None = ...,
         query: _builtins.str = ...,
         limit: _builtins.int = ...,
-        similarity_threshold: _builtins.float = ...,
+        similarity_threshold: _builtins.float | None = ...,
         metadata_filters: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_similarity_threshold", b"_similarity_threshold", "scope", b"scope", "similarity_threshold", b"similarity_threshold"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "metadata_filters", b"metadata_filters", "query", b"query", "scope", b"scope", "similarity_threshold", b"similarity_threshold"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_similarity_threshold", b"_similarity_threshold", "limit", b"limit", "metadata_filters", b"metadata_filters", "query", b"query", "scope", b"scope", "similarity_threshold", b"similarity_threshold"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__similarity_threshold: _TypeAlias = _typing.Literal["similarity_threshold"]  # noqa: Y015
+    _WhichOneofArgType__similarity_threshold: _TypeAlias = _typing.Literal["_similarity_threshold", b"_similarity_threshold"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__similarity_threshold) -> _WhichOneofReturnType__similarity_threshold | None: ...
 
 Global___SearchMemoryRequest: _TypeAlias = SearchMemoryRequest  # noqa: Y015
 

@@ -1,0 +1,107 @@
+"""SearchMemory, GetChain, ListChains and the archiver, against the real MongoDB-wire server and Milvus Lite."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import grpc
+import pytest
+
+from athena.internal.v1 import formation_pb2
+from athena.memory.v1 import memory_pb2
+from athena_formation.server import Formation
+from conftest import COOKING, KYOTO, PYTHON_BUG, SCOPE, make_segment, milvus_ids
+
+OTHER_TENANT = memory_pb2.Scope(tenant_id="globex", user_id="alice", agent_id="helper")
+
+
+async def _form(stub, turns, scope=SCOPE) -> str:
+    response = await stub.FormChain(formation_pb2.FormChainRequest(segment=make_segment(turns, scope=scope)), timeout=60)
+    assert response.outcome == formation_pb2.FORM_OUTCOME_CREATED
+    return response.chain_id
+
+
+async def test_search_ranks_the_matching_chain_first_and_explains_why(stub) -> None:
+    kyoto = await _form(stub, KYOTO)
+    python = await _form(stub, PYTHON_BUG)
+
+    response = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="temples to see in Kyoto", limit=5), timeout=30)
+
+    assert [h.chain.id for h in response.hits][:1] == [kyoto]
+    assert response.hits[0].similarity > (response.hits[1].similarity if len(response.hits) > 1 else -1)
+    assert "kyoto" in response.hits[0].matched_terms and "cosine similarity" in response.hits[0].why
+    assert python in [h.chain.id for h in response.hits]
+
+
+async def test_search_enforces_the_similarity_threshold(stub) -> None:
+    await _form(stub, KYOTO)
+    await _form(stub, PYTHON_BUG)
+
+    response = await stub.SearchMemory(
+        memory_pb2.SearchMemoryRequest(scope=SCOPE, query="temples to see in Kyoto", limit=5, similarity_threshold=0.45), timeout=30
+    )
+
+    assert len(response.hits) == 1 and all(h.similarity >= 0.45 for h in response.hits)
+
+
+async def test_search_never_returns_another_tenants_or_users_chains(stub) -> None:
+    await _form(stub, KYOTO, scope=OTHER_TENANT)
+    await _form(stub, KYOTO, scope=memory_pb2.Scope(tenant_id="acme", user_id="bob", agent_id="helper"))
+    mine = await _form(stub, PYTHON_BUG)
+
+    response = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=10), timeout=30)
+
+    assert [h.chain.id for h in response.hits] == [mine]
+
+
+async def test_a_recall_warms_the_chain(formation: Formation, stub) -> None:
+    chain_id = await _form(stub, KYOTO)
+    before = await formation.store.get(chain_id)
+
+    await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto", limit=1), timeout=30)
+
+    after = await formation.store.get(chain_id)
+    assert after["recall_count"] == 1 and after["recall_strength"] > before["recall_strength"]
+    assert after["last_accessed_at"] >= before["last_accessed_at"]
+
+
+async def test_get_chain_reads_a_chain_of_the_scope_and_hides_others(stub) -> None:
+    chain_id = await _form(stub, KYOTO)
+
+    chain = await stub.GetChain(memory_pb2.GetChainRequest(scope=SCOPE, chain_id=chain_id), timeout=30)
+    assert chain.id == chain_id and chain.status == memory_pb2.CHAIN_STATUS_ACTIVE and chain.topic
+
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.GetChain(memory_pb2.GetChainRequest(scope=OTHER_TENANT, chain_id=chain_id), timeout=30)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_list_chains_pages_through_a_scope_and_filters_by_status(formation: Formation, stub) -> None:
+    ids = {await _form(stub, KYOTO), await _form(stub, PYTHON_BUG), await _form(stub, COOKING)}
+    await formation.store.set_fields(sorted(ids)[0], {"status": "archived"})
+
+    first = await stub.ListChains(memory_pb2.ListChainsRequest(scope=SCOPE, page_size=2), timeout=30)
+    second = await stub.ListChains(memory_pb2.ListChainsRequest(scope=SCOPE, page_size=2, page_token=first.next_page_token), timeout=30)
+    active = await stub.ListChains(memory_pb2.ListChainsRequest(scope=SCOPE, status=memory_pb2.CHAIN_STATUS_ACTIVE), timeout=30)
+
+    assert len(first.chains) == 2 and first.next_page_token and len(second.chains) == 1 and not second.next_page_token
+    assert {c.id for c in [*first.chains, *second.chains]} == ids
+    assert {c.id for c in active.chains} == ids - {sorted(ids)[0]}
+
+
+async def test_the_archiver_deletes_the_embedding_then_archives_and_search_stops_finding_it(formation: Formation, stub) -> None:
+    cold = await _form(stub, KYOTO)
+    warm = await _form(stub, PYTHON_BUG)
+    long_ago = (datetime.now(timezone.utc) - timedelta(days=120)).timestamp()
+    await formation.store.set_fields(cold, {"created_at": long_ago, "last_accessed_at": long_ago})
+
+    archived = await formation.archiver.run_once()
+
+    assert archived == [cold]
+    assert await milvus_ids(formation) == {warm}
+    doc = await formation.store.get(cold)
+    assert doc["status"] == "archived" and doc["lifecycle"] == "archived"
+    hits = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=5), timeout=30)
+    assert cold not in [h.chain.id for h in hits.hits]
+    chain = await stub.GetChain(memory_pb2.GetChainRequest(scope=SCOPE, chain_id=cold), timeout=30)
+    assert chain.status == memory_pb2.CHAIN_STATUS_ARCHIVED
