@@ -111,3 +111,35 @@ class AthenaClient:
     async def get_context(self, scope: memory_pb2.Scope, *, limit: int = 0) -> list[memory_pb2.Event]:
         response = await self._call(self._stub.GetContext, memory_pb2.GetContextRequest(scope=scope, limit=limit))
         return list(response.events)
+
+    async def search_memory(
+        self,
+        scope: memory_pb2.Scope,
+        query: str,
+        *,
+        limit: int = 5,
+        similarity_threshold: float | None = None,
+        metadata_filters: Mapping[str, str] | None = None,
+    ) -> list[memory_pb2.SearchHit]:
+        request = memory_pb2.SearchMemoryRequest(scope=scope, query=query, limit=limit, metadata_filters=dict(metadata_filters or {}))
+        if similarity_threshold is not None:
+            request.similarity_threshold = similarity_threshold
+        return list((await self._call(self._stub.SearchMemory, request)).hits)
+
+    async def get_chain(self, scope: memory_pb2.Scope, chain_id: str) -> memory_pb2.Chain:
+        return await self._call(self._stub.GetChain, memory_pb2.GetChainRequest(scope=scope, chain_id=chain_id))
+
+    async def list_chains(
+        self, scope: memory_pb2.Scope, *, status: int = memory_pb2.CHAIN_STATUS_UNSPECIFIED, page_size: int = 200
+    ) -> list[memory_pb2.Chain]:
+        """Every chain of the scope, following the pages."""
+        chains: list[memory_pb2.Chain] = []
+        token = ""
+        while True:
+            page = await self._call(
+                self._stub.ListChains, memory_pb2.ListChainsRequest(scope=scope, status=status, page_size=page_size, page_token=token)
+            )
+            chains.extend(page.chains)
+            token = page.next_page_token
+            if not token:
+                return chains

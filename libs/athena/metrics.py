@@ -7,6 +7,8 @@ once observed (labelled metrics) or at zero (unlabelled ones).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import Counter, Gauge, Histogram
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "GRPC_HANDLED",
     "GRPC_HANDLING_SECONDS",
     "GRPC_STARTED",
+    "LLM_BREAKER_OPEN",
     "LLM_CALLS",
     "LLM_SECONDS",
     "LLM_RATE_LIMIT_WAITS",
@@ -31,6 +34,7 @@ __all__ = [
     "TASK_OUTCOMES",
     "TASK_RETRIES",
     "TASK_SECONDS",
+    "instrument_llm",
 ]
 
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -67,7 +71,10 @@ EMBEDDING_SECONDS = Histogram("memos_embedding_seconds", "Time to embed one batc
 EMBEDDING_CACHE = Counter("memos_embedding_cache_total", "Embedding cache lookups by result.", ["result"])
 LLM_CALLS = Counter("memos_llm_calls_total", "LLM calls by operation and outcome.", ["operation", "outcome"])
 LLM_SECONDS = Histogram("memos_llm_seconds", "LLM call latency.", ["operation"], buckets=_LATENCY)
-LLM_RATE_LIMIT_WAITS = Counter("memos_llm_rate_limit_waits_total", "LLM calls that had to wait for LLM_RATE_LIMIT_PER_MINUTE.")
+LLM_RATE_LIMIT_WAITS = Gauge(
+    "memos_llm_rate_limit_waits", "LLM calls so far that had to wait for LLM_RATE_LIMIT_PER_MINUTE (cumulative, from the limiter)."
+)
+LLM_BREAKER_OPEN = Gauge("memos_llm_breaker_open", "1 while the LLM circuit breaker is open or half-open.")
 
 # --- formation ---------------------------------------------------------------------------------------
 FORMATION_OUTCOMES = Counter(
@@ -77,3 +84,22 @@ FORMATION_SECONDS = Histogram("memos_formation_seconds", "Time to form a chain f
 CHAIN_HEAT = Histogram("memos_chain_heat", "Heat of chains when formed, merged, recalled or swept.", buckets=(0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0))
 CHAINS_ARCHIVED = Counter("memos_chains_archived_total", "Chains archived for being cold.")
 SEARCH_HITS = Histogram("memos_search_hits", "Hits returned per SearchMemory.", buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100))
+
+
+def instrument_llm(llm: "LLMClient | None") -> "LLMClient | None":
+    """Wire an LLM client's hooks and counters into the metrics above."""
+    if llm is None:
+        return None
+
+    def observe(operation: str, outcome: object) -> None:
+        LLM_CALLS.labels(operation, str(getattr(outcome, "value", outcome))).inc()
+
+    llm.set_observer(observe)
+    llm.on_latency = lambda operation, seconds: LLM_SECONDS.labels(operation).observe(seconds)
+    LLM_RATE_LIMIT_WAITS.set_function(lambda: float(llm.limiter.waits))
+    LLM_BREAKER_OPEN.set_function(lambda: 0.0 if llm.breaker.state.value == "closed" else 1.0)
+    return llm
+
+
+if TYPE_CHECKING:
+    from athena.llm import LLMClient

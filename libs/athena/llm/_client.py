@@ -236,6 +236,12 @@ class LLMClient:
         _log.debug("LLM %s: unusable answer %r", operation, text[:200])
         self._notify(operation, LLMOutcome.MALFORMED)
 
+    def set_observer(self, observer: Observer | None) -> None:
+        self._observer = observer
+
+    on_latency: Callable[[str, float], None] | None = None
+    """Optional hook (operation, seconds) called after every exchange with the server, for metrics."""
+
     def _notify(self, operation: str, outcome: LLMOutcome) -> None:
         if self._observer is None:
             return
@@ -343,7 +349,15 @@ class LLMClient:
             self.record_malformed(operation, result.text)
         return obj
 
-    async def _run(
+    async def _run(self, messages: list[ChatCompletionMessageParam], budget: float, max_tokens: int, temperature: float, json_mode: bool, operation: str) -> LLMResult | None:
+        started = time.perf_counter()
+        try:
+            return await self._exchange(messages, budget, max_tokens, temperature, json_mode, operation)
+        finally:
+            if self.on_latency is not None:
+                self.on_latency(operation, time.perf_counter() - started)
+
+    async def _exchange(
         self,
         messages: list[ChatCompletionMessageParam],
         budget: float,

@@ -27,6 +27,7 @@ from athena.errors import PermanentTaskError, RetryableError
 from athena.events import ROLE_NAMES, TYPE_NAMES, scope_key, to_timestamp
 from athena.formation_client import FormationClient
 from athena.internal.v1 import formation_pb2, task_pb2
+from athena.metrics import CHAIN_BREAK_DECISIONS, CHAIN_BREAK_SCORE
 from athena.memory.v1 import memory_pb2
 from athena.queue import CHAIN_CHECK
 from athena.redis_util import redis_unavailable
@@ -108,6 +109,9 @@ class ChainCheckHandler:
             max_events_before_flush=self.detector.max_events_before_flush,
         )
         fields = _decision_fields(decision)
+        CHAIN_BREAK_DECISIONS.labels(decision.scorer, decision.path).inc()
+        if decision.score is not None:
+            CHAIN_BREAK_SCORE.labels(decision.scorer).observe(decision.score)
         if not decision.is_break or new_index == 0:
             return fields
 

@@ -10,6 +10,7 @@ from athena.embeddings import make_embedder
 from athena.formation_client import FormationClient
 from athena.grpc_util import DependencyCheck, ServiceHost
 from athena.llm import LLMArbiter, make_llm
+from athena.metrics import instrument_llm
 from athena.queue import ExponentialFullJitter, FairQueue, RetryPolicy, WorkerPool
 from athena.redis_util import connect_redis
 from athena.stm import ShortTermWindow
@@ -30,7 +31,7 @@ def detector_setup(settings: Settings) -> DetectorSetup:
         high=settings.chain_sim_high if settings.chain_sim_high is not None else defaults.high,
         low=settings.chain_sim_low if settings.chain_sim_low is not None else defaults.low,
     )
-    llm = make_llm(settings)
+    llm = instrument_llm(make_llm(settings))
     return DetectorSetup(
         scorer=scorer,
         embedder=make_embedder(settings),

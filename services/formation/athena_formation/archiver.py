@@ -12,6 +12,7 @@ import logging
 from datetime import datetime, timedelta, timezone
 
 from athena.errors import DependencyUnavailable
+from athena.metrics import CHAINS_ARCHIVED
 from athena_formation.chain_store import ChainStore, epoch, from_epoch
 from athena_formation.heat import HeatModel, lifecycle_of
 from athena_formation.vector_index import VectorIndex
@@ -53,6 +54,7 @@ class Archiver:
                 {"status": "archived", "lifecycle": "archived", "heat_score": heat, "embedding_state": "deleted", "archived_at": epoch(now)},
             )
             archived.append(doc["_id"])
+            CHAINS_ARCHIVED.inc()
         if archived:
             log.info("archived %d cold chains", len(archived))
         return archived

@@ -33,6 +33,7 @@ from athena.events import doc_to_event, timestamp_of
 from athena.internal.v1 import formation_pb2
 from athena.llm import LLMClient
 from athena.memory.v1 import memory_pb2
+from athena.metrics import CHAIN_HEAT, FORMATION_OUTCOMES, FORMATION_SECONDS
 from athena_formation.analysis import Analysis, Entity, Topic, analyze
 from athena_formation.chain_store import ChainStore, cutoff, epoch, from_epoch
 from athena_formation.heat import HeatModel, importance, lifecycle_of
@@ -136,6 +137,10 @@ class ChainFormer:
 
     async def form(self, segment: formation_pb2.Segment) -> formation_pb2.FormChainResponse:
         validate_segment(segment)
+        with FORMATION_SECONDS.time():
+            return await self._form(segment)
+
+    async def _form(self, segment: formation_pb2.Segment) -> formation_pb2.FormChainResponse:
         record = await self.store.outcome(segment.id)
         if record is None:
             record = await self.store.record_plan(await self._plan(segment))
@@ -230,11 +235,13 @@ class ChainFormer:
             await self.store.mark_events(event_ids, {"formation": "chained", "chain_id": chain_id, "segment_id": segment.id})
         await self._step("events_marked")
         await self.store.finish(segment.id, {"finished_at": epoch(datetime.now(timezone.utc)), "chain_id": chain_id, "outcome": outcome})
+        FORMATION_OUTCOMES.labels(outcome, record.get("reason") or "").inc()
         log.info("segment %s: %s %s", segment.id, outcome, chain_id or record.get("reason"))
 
     def _heat_fields(self, *, quality: Mapping[str, float], entity_count: int, activity: float, recall_count: int, last_accessed_at: datetime, now: datetime) -> dict[str, Any]:
         imp = importance(overall=quality["overall"], entity_count=entity_count, activity=activity)
         heat = self.heat.heat(importance=imp, recall_count=recall_count, last_accessed_at=last_accessed_at, now=now)
+        CHAIN_HEAT.observe(heat)
         return {"importance": imp, "heat_score": heat, "lifecycle": lifecycle_of(heat)}
 
     async def _create(self, segment: formation_pb2.Segment, record: Mapping[str, Any]) -> None:

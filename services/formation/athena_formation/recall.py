@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from athena.embeddings import Embedder
 from athena.errors import InvalidArgument, FieldViolation, NotFound
 from athena.memory.v1 import memory_pb2
+from athena.metrics import CHAIN_HEAT, SEARCH_HITS
 from athena_formation.chain_docs import chain_to_proto
 from athena_formation.chain_store import ChainStore, epoch
 from athena_formation.heat import HeatModel, lifecycle_of, recall_strength
@@ -70,6 +71,7 @@ class Recall:
             if len(out) == limit:
                 break
         now = datetime.now(timezone.utc)
+        SEARCH_HITS.observe(len(out))
         response = memory_pb2.SearchMemoryResponse()
         for hit, doc in out:
             warmed = await self._warm(doc, now)
@@ -85,6 +87,7 @@ class Recall:
     async def _warm(self, doc: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         recalls = int(doc.get("recall_count", 0)) + 1
         heat = self.heat.heat(importance=float(doc.get("importance", 0.5)), recall_count=recalls, last_accessed_at=now, now=now)
+        CHAIN_HEAT.observe(heat)
         fields = {"last_accessed_at": epoch(now), "recall_strength": recall_strength(recalls), "heat_score": heat, "lifecycle": lifecycle_of(heat)}
         await self.store.record_recall(doc["_id"], fields)
         return {**doc, **fields, "recall_count": recalls}

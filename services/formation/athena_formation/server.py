@@ -10,6 +10,7 @@ from athena.embeddings import make_embedder
 from athena.grpc_util import DependencyCheck, ServiceHost
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.llm import make_llm
+from athena.metrics import instrument_llm
 from athena.stores import connect_mongo
 from athena.telemetry import setup_logging, start_metrics
 from athena.tracing import setup_tracing
@@ -44,7 +45,7 @@ async def build_formation(settings: Settings) -> Formation:
     embedder = make_embedder(settings)
     await embedder.embed(["warm-up"])  # load the model before reporting SERVING
     heat = HeatModel(half_life_hours=settings.heat_half_life_hours, recall_weight=settings.heat_recall_weight)
-    former = ChainFormer(settings=settings, store=store, vectors=vectors, embedder=embedder, llm=make_llm(settings))
+    former = ChainFormer(settings=settings, store=store, vectors=vectors, embedder=embedder, llm=instrument_llm(make_llm(settings)))
     recall = Recall(store=store, vectors=vectors, embedder=embedder, heat=heat)
     archiver = Archiver(
         store=store, vectors=vectors, heat=heat, threshold=settings.heat_archive_threshold, min_age_hours=settings.archive_min_age_hours

@@ -1,0 +1,180 @@
+"""`athena eval locomo`: how well SearchMemory finds the evidence of LoCoMo questions.
+
+Each conversation is replayed through the public API (speaker_a as the user, speaker_b as the agent,
+each turn stamped with its session's date and time, its dia_id in the metadata). Once the pipeline
+has decided every user message, each question of categories 1-4 goes to SearchMemory; a question
+counts as recalled when all its evidence turns are inside the top-k chains. The fixed-size-chunk
+baseline runs in the same process over the same turns with the same embedding model, with chunks of
+the mean size of the chains formed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from athena import keys
+from athena.client import AthenaClient, EventInput
+from athena.embeddings import Embedder
+from athena_cli.demo import wait_until_processed
+
+__all__ = ["Conversation", "LocomoReport", "chunk_baseline", "evidence_recall", "load_conversation", "run_locomo"]
+
+_SESSION = re.compile(r"^session_(\d+)$")
+TENANT = "locomo-eval"
+
+
+@dataclass
+class Turn:
+    dia_id: str
+    role: str
+    text: str
+    timestamp: datetime
+
+
+@dataclass
+class Conversation:
+    name: str
+    turns: list[Turn]
+    questions: list[dict[str, Any]]
+
+
+def _parse_when(text: str) -> datetime:
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+
+
+def load_conversation(path: Path) -> Conversation:
+    data = json.loads(path.read_text())
+    conv = data.get("conversation", data)
+    speaker_a = conv["speaker_a"]
+    sessions = sorted((int(m.group(1)), k) for k in conv if (m := _SESSION.match(k)) and isinstance(conv[k], list))
+    turns = []
+    for number, key in sessions:
+        start = _parse_when(conv[f"session_{number}_date_time"])
+        for i, t in enumerate(conv[key]):
+            text = t["text"]
+            if t.get("blip_caption"):
+                text += f" [shares a photo: {t['blip_caption']}]"
+            turns.append(Turn(t["dia_id"], "user" if t["speaker"] == speaker_a else "agent", text, start + timedelta(seconds=30 * i)))
+    questions = [q for q in data.get("qa", []) if q.get("category") in (1, 2, 3, 4) and q.get("evidence")]
+    return Conversation(path.stem, turns, questions)
+
+
+def evidence_recall(hits: Sequence[set[str]], evidence: set[str]) -> bool:
+    found: set[str] = set().union(*hits) if hits else set()
+    return evidence <= found
+
+
+async def chunk_baseline(conv: Conversation, *, size: int, k: int, embedder: Embedder) -> tuple[float, float]:
+    """Fixed-size chunks of consecutive turns, each the mean of its turns' embeddings: (recall@k, turns per hit)."""
+    vecs = await embedder.embed([t.text for t in conv.turns])
+    chunks = [(i, min(i + size, len(conv.turns))) for i in range(0, len(conv.turns), size)]
+    mat = np.stack([vecs[a:b].mean(axis=0) for a, b in chunks])
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    qv = await embedder.embed([q["question"] for q in conv.questions])
+    recalled = 0
+    turns_per_hit = []
+    for q, v in zip(conv.questions, qv):
+        top = np.argsort(-(mat @ v))[:k]
+        sets = [{t.dia_id for t in conv.turns[chunks[j][0]:chunks[j][1]]} for j in top]
+        turns_per_hit.append(float(np.mean([len(s) for s in sets])))
+        recalled += evidence_recall(sets, set(q["evidence"]))
+    return recalled / max(1, len(conv.questions)), float(np.mean(turns_per_hit)) if turns_per_hit else 0.0
+
+
+@dataclass
+class LocomoReport:
+    k: int
+    conversations: int = 0
+    questions: int = 0
+    recalled: int = 0
+    turns_per_hit: list[float] = field(default_factory=list)
+    chains: int = 0
+    merges: int = 0
+    rejections: int = 0
+    chain_sizes: list[int] = field(default_factory=list)
+    baseline_recalled: float = 0.0
+    baseline_turns_per_hit: list[float] = field(default_factory=list)
+    unformed_turns: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        q = max(1, self.questions)
+        return {
+            "k": self.k,
+            "conversations": self.conversations,
+            "questions": self.questions,
+            "recall_at_k": round(self.recalled / q, 4),
+            "mean_turns_per_hit": round(float(np.mean(self.turns_per_hit)) if self.turns_per_hit else 0.0, 2),
+            "baseline_recall_at_k": round(self.baseline_recalled / q, 4),
+            "baseline_mean_turns_per_hit": round(float(np.mean(self.baseline_turns_per_hit)) if self.baseline_turns_per_hit else 0.0, 2),
+            "baseline_chunk_size": int(round(float(np.mean(self.chain_sizes)))) if self.chain_sizes else 0,
+            "chains": self.chains,
+            "merges": self.merges,
+            "rejections": self.rejections,
+            "mean_chain_turns": round(float(np.mean(self.chain_sizes)), 2) if self.chain_sizes else 0.0,
+            "turns_left_in_short_term_window": self.unformed_turns,
+        }
+
+
+async def run_locomo(
+    target: str,
+    redis_url: str,
+    files: Sequence[Path],
+    *,
+    k: int,
+    embedder: Embedder,
+    timeout: float,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> LocomoReport:
+    report = LocomoReport(k=k)
+    async with AthenaClient(target) as client:
+        for path in files:
+            conv = load_conversation(path)
+            scope = client.scope(TENANT, f"conv-{conv.name}", "locomo")
+            event_to_dia: dict[str, str] = {}
+            task_ids: list[str] = []
+            batch = 25
+            for start in range(0, len(conv.turns), batch):
+                part = conv.turns[start:start + batch]
+                resp = await client.store_events(
+                    scope,
+                    [EventInput(t.role, t.text, timestamp=t.timestamp, metadata={"dia_id": t.dia_id}, event_id=f"{conv.name}-{t.dia_id}") for t in part],
+                )
+                for t, r in zip(part, resp.results):
+                    event_to_dia[r.event_id] = t.dia_id
+                    if r.task_id:
+                        task_ids.append(r.task_id)
+                if progress:
+                    progress(f"replaying {conv.name}", min(start + batch, len(conv.turns)), len(conv.turns))
+            results = await wait_until_processed(redis_url, keys.scope_id(TENANT, f"conv-{conv.name}", "locomo"), task_ids, timeout=timeout)
+            outcomes = [r.get("formation_outcome", "") for r in results.values()]
+            report.merges += outcomes.count("FORM_OUTCOME_MERGED")
+            report.rejections += outcomes.count("FORM_OUTCOME_REJECTED")
+            report.unformed_turns += len(await client.get_context(scope))
+
+            chains = await client.list_chains(scope)
+            report.chains += len(chains)
+            report.chain_sizes.extend(c.event_count for c in chains)
+            for i, q in enumerate(conv.questions):
+                hits = await client.search_memory(scope, q["question"], limit=k)
+                sets = [{event_to_dia.get(e, "") for e in h.chain.event_ids} for h in hits]
+                report.recalled += evidence_recall(sets, set(q["evidence"]))
+                if sets:
+                    report.turns_per_hit.append(float(np.mean([len(s) for s in sets])))
+                if progress:
+                    progress(f"questions of {conv.name}", i + 1, len(conv.questions))
+            report.questions += len(conv.questions)
+            report.conversations += 1
+            size = max(1, int(round(float(np.mean([c.event_count for c in chains]))))) if chains else 10
+            base_recall, base_tph = await chunk_baseline(conv, size=size, k=k, embedder=embedder)
+            report.baseline_recalled += base_recall * len(conv.questions)
+            report.baseline_turns_per_hit.append(base_tph)
+    return report
+
+
