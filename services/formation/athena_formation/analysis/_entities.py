@@ -100,7 +100,11 @@ _RELATION = re.compile(
     r"girlfriend|boyfriend|roommate|teacher|doctor)\s+$",
     re.IGNORECASE,
 )
-_PLACE_CUE = re.compile(r"\b(?:in|to|from|near|around|visit|visiting|visited|at|across|through)\s+$", re.IGNORECASE)
+_PLACE_CUE = re.compile(
+    r"\b(?:in|from|near|around|across|visit|visiting|visited|(?:trip|flight|fly|flying|flew|travel|travelling|"
+    r"traveling|move|moving|moved|drive|drove|went|going|go|get|getting) to)\s+$",
+    re.IGNORECASE,
+)
 _HONORIFIC = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|Sir|Dame|Aunt|Uncle)\.?\s+$")
 # A name run may start with a sentence's first word ("Use Arborio", "Thanks Sarah"): leading words
 # that are any kind of stopword go; trailing ones only if they are function words ("Príncipe Real").
@@ -121,8 +125,17 @@ class _Spans:
         self._taken.append((start, end))
 
 
+_DOTTED_ABBREVIATION = re.compile(r"^(?:[A-Z]\.)+[A-Z]$")
+
+
 def _clean(text: str) -> str:
-    text = " ".join(text.split()).strip(" .,;:!?\"'()[]{}")
+    text = " ".join(text.split())
+    call = text.endswith("()") and len(text) > 2 and (text[-3].isalnum() or text[-3] == "_")
+    text = text.strip(" .,;:!?\"'()[]{}") + ("()" if call else "")
+    if text.endswith(("'s", "’s")):
+        text = text[:-2]
+    if _DOTTED_ABBREVIATION.match(text):  # "U.S." lost its final dot to the strip above
+        text += "."
     return text[:MAX_ENTITY_CHARS].rstrip()
 
 
@@ -136,7 +149,12 @@ class _Collector:
             self.found.append((order, offset, Entity(text, kind)))
 
 
+_HONORIFIC_BEFORE = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St)\.\s*$")
+
+
 def _is_sentence_start(text: str, start: int) -> bool:
+    if _HONORIFIC_BEFORE.search(text[max(0, start - 8) : start]):
+        return False  # "Dr. Tanaka": the dot ends an abbreviation, not a sentence
     return bool(_SENTENCE_BREAK.search(text[max(0, start - 4) : start]) or start == 0)
 
 

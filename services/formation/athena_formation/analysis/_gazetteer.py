@@ -43,7 +43,7 @@ group club center centre council committee office bureau airlines airways studio
 PLACES: frozenset[str] = frozenset(
     """
 africa asia europe america antarctica australia oceania
-usa us uk england scotland wales ireland france germany spain portugal italy greece netherlands belgium
+usa us uk u.s. u.s.a. u.k. england scotland wales ireland france germany spain portugal italy greece netherlands belgium
 switzerland austria sweden norway denmark finland iceland poland czechia hungary romania croatia turkey
 russia ukraine israel egypt morocco kenya nigeria ghana ethiopia india pakistan bangladesh china japan korea
 vietnam thailand indonesia malaysia singapore philippines canada mexico brazil argentina chile peru colombia

@@ -3,13 +3,16 @@
 1. Candidate phrases are maximal runs of words that are not stopwords, small talk, numbers (or words
    starting with a digit), units ("GB", "ms") or past-tense verbs ("killed", "failed": words ending in
    "ed"), broken at punctuation (RAKE). Runs longer than four words contribute their windows of up
-   to three.
+   to three. Two runs joined by exactly one of "of", "to", "for", "in" also give a bridged candidate of
+   at most three content words ("trip to Lisbon", "Bank of America", "cost of living"). First names
+   said to the listener ("Thanks, Maria!") are vocatives, not topics, and are skipped.
 2. A word's score counts the dialogue messages it appears in, a user message weighing 1.5 and an agent
    message 1.0 (the user's words say what the segment is about), plus 0.25 per repeat inside a
    message; words of the user's first message (the opening request usually names the topic) get
-   x1.5, and words that look specific (capitalized mid-sentence, containing digits or "_") x1.25.
-3. A phrase scores sum(word scores) / len**0.3 * (1 + 0.15 * ln(occurrences)): longer phrases of strong
-   words win over their single words, one-off strings of weak words do not.
+   x2, and words that look specific (capitalized mid-sentence, containing digits or "_") x1.25.
+3. A phrase scores sum(word scores) / len**0.3 * (1 + 0.15 * ln(occurrences)), len counting content
+   words: longer phrases of strong words win over their single words, one-off strings of weak words
+   do not.
 4. Phrases are picked best-first, skipping any that shares at least half of the shorter phrase's words
    with one already picked (so "survivor benefits" does not repeat "social security survivor benefits").
 """
@@ -22,7 +25,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from athena_formation.analysis._stopwords import is_content_word
+from athena_formation.analysis._gazetteer import FIRST_NAMES
+from athena_formation.analysis._stopwords import SMALLTALK, is_content_word
 from athena_formation.analysis._text import USER, Message, stem, strip_markup
 
 __all__ = ["KeyPhrase", "key_phrases", "word_scores"]
@@ -34,7 +38,9 @@ _UNITS = frozenset(
     """.split()
 )
 _ED_NOUNS = frozenset({"bed", "red", "shed", "hundred", "sacred", "wicked", "naked", "beloved", "embed"})
-_OPENING_WEIGHT = 1.5
+_OPENING_WEIGHT = 2.0
+_BRIDGES = frozenset({"of", "to", "for", "in"})
+_BRIDGE_MARK = "~"
 _USER_WEIGHT = 1.5
 _AGENT_WEIGHT = 1.0
 _REPEAT_WEIGHT = 0.25
@@ -43,7 +49,7 @@ _MAX_PHRASE_WORDS = 4
 _LONG_RUN_WINDOW = 3
 
 # A token, or a piece of punctuation that breaks a phrase ("-" and "'" inside words do not).
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_\-]*[A-Za-z0-9]|[A-Za-z0-9]|[^\sA-Za-z0-9]")
+_TOKEN = re.compile(r"[^\W_][\w'’\-]*[^\W_]|[^\W_]|[^\s\w]|_")
 _BREAKS_AFTER = frozenset(".!?")
 
 
@@ -63,16 +69,23 @@ class _Token:
     sentence_start: bool
 
 
-def _tokens(text: str) -> list[list[_Token]]:
-    """Runs of candidate words (the phrase candidates of one text), in order."""
+def _tokens(text: str) -> tuple[list[list[_Token]], list[list[_Token]]]:
+    """Runs of candidate words of one text, in order, and the bridged candidates between them
+    (up to two words of the left run, the bridge word, the first word of the right run)."""
     runs: list[list[_Token]] = []
+    bridged: list[list[_Token]] = []
     current: list[_Token] = []
+    pending: list[_Token] | None = None  # left words + bridge word, awaiting the right-hand run
     sentence_start = True
-    for raw in _TOKEN.findall(text):
-        if not raw[0].isalnum():
+    raws = _TOKEN.findall(text)
+    for index, raw in enumerate(raws):
+        if raw[0].isalnum() and _vocative(raws, index):
+            raw = ","  # "Thanks, Maria!" addresses someone; it is not what the segment is about
+        if not raw[0].isalnum():  # punctuation ends a run and any bridge
             if current:
                 runs.append(current)
                 current = []
+            pending = None
             if raw in _BREAKS_AFTER or raw in ":;\n":
                 sentence_start = True
             continue
@@ -80,15 +93,31 @@ def _tokens(text: str) -> list[list[_Token]]:
         if surface.lower().endswith("'s"):
             surface = surface[:-2]
         word = surface.lower()
+        token = _Token(word, surface, sentence_start)
+        sentence_start = False
         if _candidate_word(word):
-            current.append(_Token(word, surface, sentence_start))
-        elif current:
+            if not current and pending is not None:
+                bridged.append([*pending, token])
+            pending = None
+            current.append(token)
+            continue
+        pending = [*current[-2:], token] if current and word in _BRIDGES else None
+        if current:
             runs.append(current)
             current = []
-        sentence_start = False
     if current:
         runs.append(current)
-    return runs
+    return runs, bridged
+
+
+def _vocative(raws: list[str], index: int) -> bool:
+    """A first name said to the listener: "Wow, John, ...", "Thanks Maria!", "Of course, John."."""
+    raw = raws[index]
+    if not raw[:1].isupper() or raw.lower() not in FIRST_NAMES:
+        return False
+    before = raws[index - 1] if index > 0 else "."
+    after = raws[index + 1] if index + 1 < len(raws) else "."
+    return after in {",", "!", "?", "."} and (before in {",", ".", "!", "?"} or before.lower() in SMALLTALK)
 
 
 def _candidate_word(word: str) -> bool:
@@ -113,20 +142,20 @@ def _dialogue(messages: Sequence[Message]) -> list[Message]:
     return dialogue or list(messages)
 
 
-def _runs_by_message(messages: Sequence[Message]) -> list[tuple[Message, list[list[_Token]]]]:
-    return [(m, _tokens(strip_markup(m.text))) for m in _dialogue(messages)]
+def _runs_by_message(messages: Sequence[Message]) -> list[tuple[Message, list[list[_Token]], list[list[_Token]]]]:
+    return [(m, *_tokens(strip_markup(m.text))) for m in _dialogue(messages)]
 
 
-def _scores_from_runs(parsed: list[tuple[Message, list[list[_Token]]]]) -> dict[str, float]:
+def _scores_from_runs(parsed: list[tuple[Message, list[list[_Token]], list[list[_Token]]]]) -> dict[str, float]:
     scores: dict[str, float] = defaultdict(float)
     opening: set[str] = set()
-    for message, runs in parsed:
+    for message, runs, _bridged in parsed:
         if message.role == USER and runs:
             opening = {stem(t.word) for run in runs for t in run}
             break
     specific: Counter[str] = Counter()
     seen_total: Counter[str] = Counter()
-    for message, runs in parsed:
+    for message, runs, _bridged in parsed:
         weight = _USER_WEIGHT if message.role == USER else _AGENT_WEIGHT
         counts: Counter[str] = Counter()
         for run in runs:
@@ -179,6 +208,14 @@ def _surface(tokens: list[_Token], names: set[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _key(tokens: list[_Token]) -> tuple[str, ...]:
+    return tuple(_BRIDGE_MARK + t.word if t.word in _BRIDGES else stem(t.word) for t in tokens)
+
+
+def _content(key: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(w for w in key if not w.startswith(_BRIDGE_MARK))
+
+
 def key_phrases(messages: Sequence[Message], *, limit: int = 10) -> list[KeyPhrase]:
     """The segment's best key phrases, best first, no two sharing half their words."""
     parsed = _runs_by_message(messages)
@@ -187,27 +224,36 @@ def key_phrases(messages: Sequence[Message], *, limit: int = 10) -> list[KeyPhra
     spellings: dict[tuple[str, ...], Counter[tuple[str, ...]]] = defaultdict(Counter)
     all_runs: list[tuple[str, ...]] = []
     names = {
-        t.word for _m, runs in parsed for run in runs for t in run if not t.sentence_start and t.surface[:1].isupper()
+        t.word
+        for _m, runs, _b in parsed
+        for run in runs
+        for t in run
+        if not t.sentence_start and t.surface[:1].isupper()
     }
-    for _message, runs in parsed:
+    for _message, runs, bridged in parsed:
         for run in runs:
-            all_runs.append(tuple(stem(t.word) for t in run))
+            all_runs.append(_key(run))
             for cand in _candidates(run):
-                key = tuple(stem(t.word) for t in cand)
-                spellings[key][_surface(cand, names)] += 1
+                spellings[_key(cand)][_surface(cand, names)] += 1
+        for cand in bridged:
+            key = _key(cand)
+            spellings[key][_surface(cand, names)] += 1
+            counts[key] += 1
     # Occurrences as a contiguous part of any run ("docker container" inside "docker container limit").
+    ngrams: Counter[tuple[str, ...]] = Counter(
+        run[i : i + n] for run in all_runs for n in range(1, _MAX_PHRASE_WORDS + 1) for i in range(len(run) - n + 1)
+    )
     for key in spellings:
-        n = len(key)
-        counts[key] = sum(
-            1 for run in all_runs for i in range(len(run) - n + 1) if run[i : i + n] == key
-        ) or 1
+        if key not in counts:
+            counts[key] = ngrams[key] or 1
     ranked: list[KeyPhrase] = []
     for key, spelled in spellings.items():
-        if len(set(key)) < len(key):  # "very very", "bla bla"
+        content = _content(key)
+        if len(set(content)) < len(content):  # "very very", "bla bla"
             continue
-        total = sum(scores.get(w, 0.0) for w in key)
-        score = total / len(key) ** 0.3 * (1.0 + 0.15 * math.log(counts[key]))
-        ranked.append(KeyPhrase(_display(spelled), key, score, counts[key]))
+        total = sum(scores.get(w, 0.0) for w in content)
+        score = total / len(content) ** 0.3 * (1.0 + 0.15 * math.log(counts[key]))
+        ranked.append(KeyPhrase(_display(spelled), content, score, counts[key]))
     ranked.sort(key=lambda p: (-p.score, -p.count, len(p.stems), p.text))
     picked: list[KeyPhrase] = []
     for phrase in ranked:

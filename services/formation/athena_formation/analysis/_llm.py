@@ -9,8 +9,8 @@ Validation (`parse_analysis`); the answer is model output, never trusted blindly
   - topic names: strings, whitespace collapsed, edge quotes/punctuation stripped, at least one letter,
     at most MAX_TOPIC_WORDS words (a longer "name" is a sentence) and MAX_TOPIC_CHARS characters, not a
     placeholder ("unknown", "none", "general", "string", ...). Keys "name", or "topic"/"title".
-  - confidences: a number (or a numeric string), not a bool, finite; a value in (1, 100] is read as a
-    percentage; then clamped to [0, 1].
+  - confidences: a number, a numeric string or a percentage string ("80%"); not a bool, finite; then
+    clamped to [0, 1] (1.7 reads as 1.0, -0.2 as 0.0).
   - main_topic: an object {name, confidence} or a bare string. A usable name with an unusable or
     missing confidence gets UNKNOWN_CONFIDENCE (0.5). Kept whatever its confidence.
   - subtopics: a list of {name, confidence}; items without a usable name AND confidence are dropped
@@ -175,16 +175,14 @@ def _confidence(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
+        text = value.strip()
         try:
-            value = float(value.strip().rstrip("%"))
+            value = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
         except ValueError:
             return None
     if not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
-    value = float(value)
-    if 1.0 < value <= 100.0:
-        value /= 100.0
-    return min(1.0, max(0.0, value))
+    return min(1.0, max(0.0, float(value)))
 
 
 def _topic_name(value: Any) -> str | None:

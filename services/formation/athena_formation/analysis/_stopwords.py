@@ -8,7 +8,9 @@ A *content word* is a word in neither list.
 
 from __future__ import annotations
 
-__all__ = ["FUNCTION_WORDS", "SMALLTALK", "STOPWORDS", "is_content_word"]
+from functools import lru_cache
+
+__all__ = ["FUNCTION_WORDS", "SMALLTALK", "STOPWORDS", "VERB_FORMS", "is_content_word"]
 
 _FUNCTION = """
 a about above across after afterwards again against all almost alone along already also although always am
@@ -53,6 +55,8 @@ taking talk talked talking tell telling tells thank thanks thing things think th
 today told took tried tries true try trying turn turned understand understood use used useful uses using
 usually want wanted wanting wants way ways well went whole wish wonder wondering word work worked working works
 worry would wrong yeah yes yet yep yup absolutely awesome cool glad happy sounds sound wow oh ah uh um
+early earlier late lately tons adorable beautiful cute fun funny lovely gorgeous incredible interesting
+exciting excited proud sad tough busy crazy stunning inspiring inspired fantastic brilliant wonderful
 worth older newer bigger larger smaller higher lower faster slower worse earlier later longer shorter
 """
 
@@ -66,14 +70,41 @@ definitely totally agreed agree same too also again much very really so just day
 """
 
 FUNCTION_WORDS: frozenset[str] = frozenset(_FUNCTION.split())
-STOPWORDS: frozenset[str] = frozenset((_FUNCTION + _GENERAL).split())
+# Common verbs that head clauses, not topics ("convert FSGLI coverage", "wife enjoy"); with their -s
+# and -ing forms (the -ed forms are caught by the key-phrase extractor's past-tense rule).
+_VERBS = """
+accept achieve apply arrange assume attend avoid become begin believe bring buy choose compare consider
+contact continue convert create decide deliver depend describe discover eat enjoy ensure expect explain
+explore forget gain handle hate include involve join learn live manage meet miss obtain prefer prepare
+provide reach receive recommend reduce remember remove replace require seem sell spend stay stop submit
+suggest suppose teach wait wonder write
+"""
+
+
+def _forms(base: str) -> tuple[str, ...]:
+    stem_ = base[:-1] if base.endswith("e") and not base.endswith("ee") else base
+    if base.endswith("y") and base[-2:-1] not in "aeiou":
+        plural = base[:-1] + "ies"
+    else:
+        plural = base + "es" if base.endswith(("s", "sh", "ch", "x")) else base + "s"
+    return base, plural, stem_ + "ing"
+
+
+VERB_FORMS: frozenset[str] = frozenset(form for base in _VERBS.split() for form in _forms(base))
+STOPWORDS: frozenset[str] = frozenset((_FUNCTION + _GENERAL).split()) | VERB_FORMS
 SMALLTALK: frozenset[str] = frozenset(_SMALLTALK.split())
 
 
+_CONTRACTIONS = ("'d", "'ll", "'re", "'ve", "n't", "'m")
+
+
+@lru_cache(maxsize=65536)
 def is_content_word(word: str) -> bool:
-    """A lowercase word that is neither a stopword nor small talk and has at least two letters."""
+    """A lowercase word that is neither a stopword, small talk nor a contraction ("that'd") and has at
+    least two letters."""
     return (
         word not in STOPWORDS
         and word not in SMALLTALK
+        and not word.endswith(_CONTRACTIONS)
         and sum(ch.isalpha() for ch in word) >= 2
     )

@@ -11,8 +11,8 @@
    question usually states the topic (a support request often opens with the problem, not a
    question). Without user sentences, no lead.
 4. Then the most central agent sentence after the lead (the answer), then the best remaining sentence,
-   at most three in all, skipping near-duplicates (cosine > 0.85, or half the content words shared)
-   and anything that would pass MAX_CHARS.
+   at most three in all, skipping near-duplicates (same speaker and cosine > 0.85 or a content-word
+   Jaccard >= 0.6) and anything that would pass MAX_CHARS.
 5. Rendered in conversation order, except that the lead moves to the front if an agent sentence came
    before it (the summary opens with what the user wanted); each run of one speaker is prefixed with
    "User:" or "Agent:". A sentence longer than MAX_SENTENCE_CHARS is cut at a word boundary with "…".
@@ -41,12 +41,23 @@ from athena_formation.analysis._text import (
     words,
 )
 
-__all__ = ["MAX_CHARS", "MAX_SENTENCE_CHARS", "candidate_sentences", "render", "select", "clip_text"]
+__all__ = [
+    "MAX_CHARS",
+    "MAX_SENTENCE_CHARS",
+    "candidate_sentences",
+    "clip_text",
+    "embedding_centrality",
+    "fallback_summary",
+    "keyword_centrality",
+    "render",
+    "select",
+]
 
 MAX_CHARS = 400
 MAX_SENTENCE_CHARS = 220
 _MAX_SENTENCES = 3
 _DUPLICATE_COSINE = 0.85
+_DUPLICATE_JACCARD = 0.6
 
 
 def clip_text(text: str, max_chars: int) -> str:
@@ -85,11 +96,14 @@ def _length_weight(sentence: Sentence) -> float:
 
 
 def _duplicate(a: int, b: int, sentences: Sequence[Sentence], vectors: np.ndarray | None) -> bool:
+    """Two sentences of the same speaker that say the same thing (an answer may echo its question)."""
+    if sentences[a].role != sentences[b].role:
+        return False
     if vectors is not None and float(vectors[a] @ vectors[b]) > _DUPLICATE_COSINE:
         return True
     wa = {stem(w) for w in content_words(sentences[a].text)}
     wb = {stem(w) for w in content_words(sentences[b].text)}
-    return bool(wa and wb) and len(wa & wb) * 2 >= min(len(wa), len(wb)) and len(wa & wb) >= 2
+    return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= _DUPLICATE_JACCARD
 
 
 def select(

@@ -11,6 +11,9 @@ from athena.memory.v1 import memory_pb2
 from athena_formation.analysis._stopwords import is_content_word
 
 __all__ = [
+    "AGENT",
+    "SYSTEM",
+    "USER",
     "Message",
     "Sentence",
     "content_words",
@@ -134,7 +137,7 @@ def sentences_of(messages: Sequence[Message]) -> list[Sentence]:
 
 # --- words ------------------------------------------------------------------------------------------
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_\-]*[A-Za-z0-9]|[A-Za-z0-9]")
+_WORD = re.compile(r"[^\W_][\w'’\-]*[^\W_]|[^\W_]")  # letters and digits of any script
 
 
 def words(text: str) -> list[str]:
