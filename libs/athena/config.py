@@ -59,8 +59,8 @@ class Settings(BaseSettings):
     """Database name inside MONGODB_URI."""
     mongodb_timeout_ms: int = Field(default=5000, ge=100)
     """Server selection and socket timeout for MongoDB calls, in milliseconds."""
-    milvus_uri: str = "./athena-data/milvus.db"
-    """Milvus server URI (http://host:19530) or a local file path for Milvus Lite. Only formation opens it."""
+    vector_index_uri: str = "./athena-data/milvus.db"
+    """Milvus server URI (http://host:19530) or a local file path for Milvus Lite. Only formation opens it. (Not named MILVUS_URI: pymilvus reads that variable itself at import and accepts only http URIs.)"""
     milvus_collection: str = "cognitive_chains"
     """Milvus collection holding one embedding per chain."""
 

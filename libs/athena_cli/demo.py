@@ -83,6 +83,41 @@ async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> No
         window = await client.get_context(scope)
         console.print(f"short-term window now holds {len(window)} events (the open segment)")
 
+        outcomes = [r.get("formation_outcome", "") for r in results.values()]
+        console.print(
+            f"formation: {outcomes.count('FORM_OUTCOME_CREATED')} chains created, "
+            f"{outcomes.count('FORM_OUTCOME_MERGED')} merged into an existing chain, "
+            f"{outcomes.count('FORM_OUTCOME_REJECTED')} rejected by the quality gate"
+        )
+        for r in results.values():
+            if r.get("formation_outcome") == "FORM_OUTCOME_REJECTED":
+                console.print(f"  rejected segment {r['segment_id']} ({r['segment_events']} events): {r.get('formation_reason', '')}")
+        chains = await client.list_chains(scope)
+        ctable = Table(title="cognitive chains formed")
+        for col in ("topic", "summary", "entities", "quality (overall / coherence / completeness / relevance)", "events", "merges", "heat"):
+            ctable.add_column(col, overflow="fold")
+        for c in chains:
+            q = c.quality
+            ctable.add_row(
+                c.topic,
+                c.summary[:160] + ("..." if len(c.summary) > 160 else ""),
+                ", ".join(e.text for e in c.entities[:8]),
+                f"{q.overall:.2f} / {q.coherence:.2f} / {q.completeness:.2f} / {q.relevance:.2f}",
+                str(c.event_count),
+                str(c.merge_count),
+                f"{c.heat_score:.2f}",
+            )
+        console.print(ctable)
+
+        query = "Which Kyoto temples need a reservation?"
+        hits = await client.search_memory(scope, query, limit=3)
+        stable = Table(title=f"SearchMemory: {query!r}")
+        for col in ("rank", "similarity", "topic", "why"):
+            stable.add_column(col, overflow="fold")
+        for i, h in enumerate(hits, 1):
+            stable.add_row(str(i), f"{h.similarity:.2f}", h.chain.topic, h.why)
+        console.print(stable)
+
     redis = connect_redis(f"redis://127.0.0.1:{stack.ports.redis}/0")
     depth = await FairQueue(redis).depth()
     await redis.aclose()

@@ -26,9 +26,13 @@ _TURNS: list[tuple[str, str, str]] = [
     ("agent", "message", "Since API v2 the id is nested: use payload['data']['user']['id'], or payload.get('data', {}).get('user', {}).get('id') to avoid the KeyError."),
     ("user", "message", "Can I validate the whole webhook payload structure up front instead of using get() everywhere?"),
     ("agent", "message", "Yes: define a pydantic model for the webhook payload and call WebhookPayload.model_validate(payload); a ValidationError then tells you exactly which field is missing."),
-    # Small talk
     ("user", "message", "haha ok thanks!"),
     ("agent", "message", "You're welcome!"),
+    # Small talk: its own segment, which the quality gate should not keep
+    ("user", "message", "Anyway, how are you doing today?"),
+    ("agent", "message", "I'm doing well, thanks for asking!"),
+    ("user", "message", "lol nice"),
+    ("agent", "message", "😊"),
     # Topic 3: cooking
     ("user", "message", "What's a good vegetarian dinner I can cook in 30 minutes with chickpeas and spinach?"),
     ("agent", "message", "Try a chickpea and spinach curry: fry onion, garlic and ginger, add curry powder and a can of tomatoes, then the chickpeas; stir in spinach at the end and serve with rice. About 25 minutes."),

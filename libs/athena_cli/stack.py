@@ -83,7 +83,7 @@ class LocalStack:
             {
                 "REDIS_URL": f"redis://127.0.0.1:{self.ports.redis}/0",
                 "MONGODB_URI": f"mongodb://127.0.0.1:{self.ports.mongo}/",
-                "MILVUS_URI": str(self.data_dir / "milvus" / "milvus.db"),
+                "VECTOR_INDEX_URI": str(self.data_dir / "milvus" / "milvus.db"),
                 "INGEST_GRPC_PORT": str(self.ports.ingest),
                 "FORMATION_GRPC_PORT": str(self.ports.formation),
                 "COGNITION_GRPC_PORT": str(self.ports.cognition),

@@ -71,7 +71,7 @@ async def formation(mongo_server: MongoWireServer, mongo_db_name: str, tmp_path:
     settings = load_settings(
         mongodb_uri=mongo_server.url,
         mongodb_database=mongo_db_name,
-        milvus_uri=str(tmp_path / "milvus.db"),
+        vector_index_uri=str(tmp_path / "milvus.db"),
         formation_grpc_port=free_port(),
         grpc_bind_host="127.0.0.1",
         llm_base_url="",

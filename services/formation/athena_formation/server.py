@@ -39,7 +39,7 @@ class Formation:
 
 async def build_formation(settings: Settings) -> Formation:
     mongo = connect_mongo(settings)
-    vectors = VectorIndex(settings.milvus_uri, collection=settings.milvus_collection, dim=settings.embedding_dim)
+    vectors = VectorIndex(settings.vector_index_uri, collection=settings.milvus_collection, dim=settings.embedding_dim)
     await vectors.open()
     store = ChainStore(mongo, settings.mongodb_database)
     embedder = make_embedder(settings)

@@ -1,6 +1,6 @@
 """The chains' embeddings in Milvus: one vector per chain, keyed by chain id, with its scope for filtering.
 
-Milvus Lite (a local file path as MILVUS_URI) or a Milvus server (http://host:19530): same client code.
+Milvus Lite (a local file path as VECTOR_INDEX_URI) or a Milvus server (http://host:19530): same client code.
 Only formation opens it (a Milvus Lite file admits one process). pymilvus is synchronous, so calls run
 in a worker thread to keep the event loop free.
 """

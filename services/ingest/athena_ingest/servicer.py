@@ -52,7 +52,33 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         violations = validate_scope(request.scope, has_scope=request.HasField("scope"))
         if not 0 <= request.limit <= _MAX_CONTEXT_LIMIT:
             violations.append(FieldViolation("limit", f"must be between 0 and {_MAX_CONTEXT_LIMIT}"))
+        if not 0 <= request.chain_limit <= MAX_SEARCH_LIMIT:
+            violations.append(FieldViolation("chain_limit", f"must be between 0 and {MAX_SEARCH_LIMIT} (0: default 3)"))
+        search = memory_pb2.SearchMemoryRequest(scope=request.scope, query=request.query, limit=request.chain_limit or 3)
+        if request.query:
+            violations += [v for v in validate_search(search) if v.field == "query"]
         raise_if_any(violations)
+
         with redis_unavailable():
             events = await self.window.read(request.scope, limit=request.limit)
-        return memory_pb2.GetContextResponse(events=events)
+        response = memory_pb2.GetContextResponse(events=events)
+        if request.query:
+            found = await self.formation.call(self.formation.stub.SearchMemory, search)
+            response.relevant_chains.extend(found.hits)
+        return response
+
+    async def SearchMemory(
+        self, request: memory_pb2.SearchMemoryRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.SearchMemoryResponse:
+        raise_if_any(validate_search(request))
+        return await self.formation.call(self.formation.stub.SearchMemory, request)
+
+    async def GetChain(self, request: memory_pb2.GetChainRequest, context: grpc.aio.ServicerContext) -> memory_pb2.Chain:
+        raise_if_any(validate_get_chain(request))
+        return await self.formation.call(self.formation.stub.GetChain, request)
+
+    async def ListChains(
+        self, request: memory_pb2.ListChainsRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.ListChainsResponse:
+        raise_if_any(validate_list_chains(request))
+        return await self.formation.call(self.formation.stub.ListChains, request)

@@ -1,0 +1,47 @@
+"""`athena train ...`: reproducible training of Athena's learned components from the shared data."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Train Athena's learned components.", no_args_is_help=True)
+_err = Console(stderr=True)
+
+
+@app.callback()
+def _train() -> None:
+    """Training commands."""
+
+
+@app.command("continuity")
+def continuity(
+    out: Annotated[
+        Path | None, typer.Option("--out", file_okay=False, help="Output folder (default: the detector package).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic splices.")] = 0,
+) -> None:
+    """Train the chain-break continuity scorer; writes continuity_v1.npz and continuity_v1.record.json."""
+    from athena_cognition.training.train_continuity import DETECTOR_DIR, TrainConfig, train_continuity
+
+    record = asyncio.run(
+        train_continuity(
+            out_dir=out or DETECTOR_DIR,
+            data_dir=data_dir,
+            config=TrainConfig(seed=seed),
+            log=lambda msg: _err.print(msg, markup=False, highlight=False),
+        )
+    )
+    metrics = record["metrics_no_llm"]
+    assert isinstance(metrics, dict)
+    for name, m in metrics.items():
+        typer.echo(f"{name}: pk {m['pk']} wd {m['wd']} f1 {m['f1']}")
