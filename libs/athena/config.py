@@ -101,8 +101,8 @@ class Settings(BaseSettings):
     """Most events in one StoreEvents call."""
 
     # --- short-term window -----------------------------------------------------------------------
-    stm_window_max_events: int = Field(default=200, ge=1)
-    """Hard cap of a scope's short-term window; older events fall out (they stay in the durable log)."""
+    stm_window_max_events: int = Field(default=2000, ge=1)
+    """Hard cap of a scope's short-term window; beyond it the oldest events fall out of the window (they stay in the durable log). With workers on, cognition cuts the window long before (force flush), so the cap only bites on a stalled backlog; keep it well above STM_MAX_EVENTS_BEFORE_FLUSH."""
     stm_max_events_before_flush: int = Field(default=20, ge=2)
     """Cognition partitions unconditionally once the window holds this many events (seed STM_MAX_EVENTS_BEFORE_FLUSH)."""
     stm_task_timeout: float = Field(default=300.0, gt=0)

@@ -144,7 +144,7 @@ async def run_locomo(
                 part = conv.turns[start:start + batch]
                 resp = await client.store_events(
                     scope,
-                    [EventInput(t.role, t.text, timestamp=t.timestamp, metadata={"dia_id": t.dia_id}, event_id=f"{conv.name}-{t.dia_id}") for t in part],
+                    [EventInput(t.role, t.text, timestamp=t.timestamp, metadata={"dia_id": t.dia_id}, event_id=f"{conv.name}-{t.dia_id.replace(':', '.')}") for t in part],
                 )
                 for t, r in zip(part, resp.results):
                     event_to_dia[r.event_id] = t.dia_id

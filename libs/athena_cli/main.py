@@ -23,11 +23,11 @@ app.add_typer(dlq_app, name="dlq")
 console = Console()
 err_console = Console(stderr=True)
 
-for _module, _name in (("eval_cmd", "eval"), ("train_cmd", "train")):
-    try:
-        app.add_typer(importlib.import_module(f"athena_cli.commands.{_module}").app, name=_name)
-    except ModuleNotFoundError:  # pragma: no cover - optional command packs
-        pass
+from athena_cli.commands import eval_cmd, locomo_cmd, train_cmd  # noqa: E402
+
+eval_cmd.app.command("locomo")(locomo_cmd.locomo)
+app.add_typer(eval_cmd.app, name="eval")
+app.add_typer(train_cmd.app, name="train")
 
 
 def _settings() -> Settings:
