@@ -38,7 +38,7 @@ def continuity(
             out_dir=out or DETECTOR_DIR,
             data_dir=data_dir,
             config=TrainConfig(seed=seed),
-            log=lambda msg: _err.print(msg, markup=False, highlight=False),
+            log=lambda msg: _err.print(msg, markup=False, highlight=False, soft_wrap=True),
         )
     )
     metrics = record["metrics_no_llm"]

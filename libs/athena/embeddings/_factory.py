@@ -1,0 +1,23 @@
+"""Pick the embedder the settings ask for."""
+
+from __future__ import annotations
+
+from athena.config import EmbeddingProvider, Settings
+from athena.embeddings._local import MINILM_DIM, LocalEmbedder
+from athena.embeddings._openai import OpenAIEmbedder
+from athena.embeddings._provider import Embedder
+
+__all__ = ["make_embedder"]
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    if settings.embedding_provider == EmbeddingProvider.OPENAI:
+        return OpenAIEmbedder(
+            base_url=settings.embedding_base_url,
+            model=settings.embedding_model,
+            api_key=settings.embedding_api_key,
+            dim=settings.embedding_dim,
+        )
+    if settings.embedding_dim != MINILM_DIM:
+        raise ValueError(f"EMBEDDING_DIM is {settings.embedding_dim}, but the local model gives {MINILM_DIM}-d vectors")
+    return LocalEmbedder()

@@ -1,0 +1,40 @@
+"""Chain-break detection: does the newest user message continue the current topic segment?
+
+`decide()` is the single decision the cognition worker and the offline evaluation both call.
+"""
+
+from athena_cognition.detector._decide import Arbiter, Decision, Path, decide, decision_texts, prefetch_embeddings
+from athena_cognition.detector._gate import Thresholds, fallback_is_break, gate
+from athena_cognition.detector._scorers import (
+    ContinuityModel,
+    ContinuityScorer,
+    PairCosineScorer,
+    Scorer,
+    default_thresholds,
+    load_continuity_model,
+    make_scorer,
+)
+from athena_cognition.detector._settings import thresholds_from_settings
+from athena_cognition.detector._turns import Turn, is_user_message
+
+__all__ = [
+    "Arbiter",
+    "ContinuityModel",
+    "ContinuityScorer",
+    "Decision",
+    "PairCosineScorer",
+    "Path",
+    "Scorer",
+    "Thresholds",
+    "Turn",
+    "decide",
+    "decision_texts",
+    "default_thresholds",
+    "fallback_is_break",
+    "gate",
+    "is_user_message",
+    "load_continuity_model",
+    "make_scorer",
+    "prefetch_embeddings",
+    "thresholds_from_settings",
+]

@@ -1,0 +1,132 @@
+"""decide(): the one chain-break decision that both the cognition worker and the evaluation run.
+
+Order of checks (seed "Chain-break detection", steps 1-4):
+1. Fewer than two user messages up to the new one: nothing to compare, the chain continues.
+   Both latest user messages carry the same non-empty workflow_id or execution_id: steps of one
+   automated execution are never topic breaks, the check is skipped.
+2. Force flush: the window up to and including the new message holds STM_MAX_EVENTS_BEFORE_FLUSH
+   events or more: break unconditionally. The seed says "independently of similarity", so it runs
+   before scoring (and saves the embedding work); it runs after step 1 because the seed skips the
+   whole check inside one workflow (the short-term window's hard cap STM_WINDOW_MAX_EVENTS still
+   bounds such a window).
+3. Score, then the three-way gate: high continues, low breaks, the gray zone asks the arbiter
+   (the LLM); no arbiter or no answer: the fallback of `fallback_is_break`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from athena.embeddings import Embedder
+from athena_cognition.detector._gate import Thresholds, fallback_is_break, gate
+from athena_cognition.detector._scorers import Scorer
+from athena_cognition.detector._turns import Turn, is_user_message, user_message_indices
+
+__all__ = ["Arbiter", "Decision", "Path", "decide", "decision_texts", "prefetch_embeddings"]
+
+log = logging.getLogger(__name__)
+
+
+class Path:
+    """The `Decision.path` values (also the labels of the decision metrics)."""
+
+    FIRST_MESSAGE = "first_message"
+    WORKFLOW_SKIP = "workflow_skip"
+    FORCE_FLUSH = "force_flush"
+    HIGH = "high"
+    LOW = "low"
+    LLM_TRUE = "llm_true"
+    LLM_FALSE = "llm_false"
+    LLM_FALLBACK = "llm_fallback"
+
+
+@runtime_checkable
+class Arbiter(Protocol):
+    """Gray-zone judge (the LLM): True same topic, False topic change, None unavailable."""
+
+    async def same_topic(self, previous: str, current: str) -> bool | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    is_break: bool
+    path: str
+    score: float | None
+    scorer: str
+
+
+def _same_run(a: Turn, b: Turn) -> bool:
+    for key in ("workflow_id", "execution_id"):
+        va, vb = a.metadata.get(key, ""), b.metadata.get(key, "")
+        if va and va == vb:
+            return True
+    return False
+
+
+def decision_texts(window: Sequence[Turn], new_index: int, scorer: Scorer) -> list[str]:
+    """The texts `decide` will embed for this decision (empty when it stops before scoring)."""
+    return [window[i].content for i in scorer.needed_indices(window, new_index)]
+
+
+async def prefetch_embeddings(embedder: Embedder, texts: Iterable[str]) -> None:
+    """Embed many texts in one call so the decisions that follow are all cache hits (workers batch)."""
+    unique = list(dict.fromkeys(texts))
+    if unique:
+        await embedder.embed(unique)
+
+
+async def decide(
+    window: Sequence[Turn],
+    *,
+    new_index: int,
+    scorer: Scorer,
+    embedder: Embedder,
+    thresholds: Thresholds,
+    arbiter: Arbiter | None,
+    max_events_before_flush: int,
+) -> Decision:
+    """Does the user message at window[new_index] break the current segment? Turns after it are ignored."""
+    if not 0 <= new_index < len(window):
+        raise IndexError(f"new_index {new_index} outside a window of {len(window)} turns")
+    if not is_user_message(window[new_index]):
+        raise ValueError("decide() is called for user messages only")
+    name = scorer.name
+
+    users = user_message_indices(window, new_index)
+    if len(users) < 2:
+        return Decision(is_break=False, path=Path.FIRST_MESSAGE, score=None, scorer=name)
+    previous, current = window[users[-2]], window[users[-1]]
+    if _same_run(previous, current):
+        return Decision(is_break=False, path=Path.WORKFLOW_SKIP, score=None, scorer=name)
+
+    if new_index + 1 >= max_events_before_flush:
+        return Decision(is_break=True, path=Path.FORCE_FLUSH, score=None, scorer=name)
+
+    indices = scorer.needed_indices(window, new_index)
+    rows = await embedder.embed([window[i].content for i in indices]) if indices else np.zeros((0, 0))
+    vectors = {i: rows[k] for k, i in enumerate(indices)}
+    score = scorer.score(window, new_index, vectors)
+
+    outcome = gate(score, thresholds)
+    if outcome == "high":
+        return Decision(is_break=False, path=Path.HIGH, score=score, scorer=name)
+    if outcome == "low":
+        return Decision(is_break=True, path=Path.LOW, score=score, scorer=name)
+
+    verdict: bool | None = None
+    if arbiter is not None:
+        try:
+            verdict = await arbiter.same_topic(previous.content, current.content)
+        except Exception:  # an arbiter failure must not lose the decision: fall back instead
+            log.warning("gray-zone arbiter failed; using the fallback", exc_info=True)
+            verdict = None
+    if verdict is True:
+        return Decision(is_break=False, path=Path.LLM_TRUE, score=score, scorer=name)
+    if verdict is False:
+        return Decision(is_break=True, path=Path.LLM_FALSE, score=score, scorer=name)
+    return Decision(is_break=fallback_is_break(score, thresholds), path=Path.LLM_FALLBACK, score=score, scorer=name)

@@ -1,0 +1,177 @@
+"""Continuity scorers: how much the new user message continues the segment so far (higher = same topic)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from athena_cognition.detector._features import extract_features, feature_names
+from athena_cognition.detector._gate import Thresholds
+from athena_cognition.detector._turns import Turn, message_indices, user_message_indices
+
+__all__ = [
+    "CONTINUITY_ARTIFACT",
+    "ContinuityModel",
+    "ContinuityScorer",
+    "EveryUserMessageScorer",
+    "PairCosineScorer",
+    "Scorer",
+    "default_thresholds",
+    "load_continuity_model",
+    "make_scorer",
+]
+
+CONTINUITY_ARTIFACT = "continuity_v1.npz"
+PAIR_COSINE_THRESHOLDS = Thresholds(high=0.72, low=0.52)  # the seed's CHAIN_SIM_HIGH / CHAIN_SIM_LOW
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """Scores the user message at `new_index` against the window before it; never reads later turns."""
+
+    @property
+    def name(self) -> str: ...
+
+    def needed_indices(self, window: Sequence[Turn], new_index: int) -> list[int]:
+        """Window positions whose embeddings `score` reads (so a caller can embed them in one batch)."""
+        ...
+
+    def score(self, window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> float: ...
+
+
+class PairCosineScorer:
+    """The seed's rule exactly: cosine between the two most recent user messages."""
+
+    name = "pair_cosine"
+
+    def needed_indices(self, window: Sequence[Turn], new_index: int) -> list[int]:
+        return user_message_indices(window, new_index)[-2:]
+
+    def score(self, window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> float:
+        prev, cur = self.needed_indices(window, new_index)
+        return float(np.dot(vectors[prev], vectors[cur]))
+
+
+class EveryUserMessageScorer:
+    """Baseline only: scores 0, so every checked user message breaks. Not a production choice."""
+
+    name = "every_user"
+    reads_embeddings = False  # lets the evaluation skip embedding work
+
+    def needed_indices(self, window: Sequence[Turn], new_index: int) -> list[int]:
+        return []
+
+    def score(self, window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> float:
+        return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ContinuityModel:
+    """Standardize, then logistic regression: P(same topic | features). Plain numpy at inference."""
+
+    feature_names: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    thresholds: Thresholds
+
+    def predict(self, features: np.ndarray) -> float:
+        z = float(((features - self.mean) / self.scale) @ self.coef + self.intercept)
+        # Numerically safe logistic in both directions.
+        if z >= 0:
+            return 1.0 / (1.0 + float(np.exp(-z)))
+        ez = float(np.exp(z))
+        return ez / (1.0 + ez)
+
+    def save(self, path: str | Path) -> None:
+        np.savez(
+            path,
+            feature_names=np.array(self.feature_names),
+            mean=self.mean.astype(np.float64),
+            scale=self.scale.astype(np.float64),
+            coef=self.coef.astype(np.float64),
+            intercept=np.array(self.intercept, dtype=np.float64),
+            high=np.array(self.thresholds.high, dtype=np.float64),
+            low=np.array(self.thresholds.low, dtype=np.float64),
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ContinuityModel":
+        with np.load(path, allow_pickle=False) as z:
+            model = cls(
+                feature_names=tuple(str(n) for n in z["feature_names"]),
+                mean=z["mean"].astype(np.float64),
+                scale=z["scale"].astype(np.float64),
+                coef=z["coef"].astype(np.float64),
+                intercept=float(z["intercept"]),
+                thresholds=Thresholds(high=float(z["high"]), low=float(z["low"])),
+            )
+        n = len(model.feature_names)
+        if not (model.mean.shape == model.scale.shape == model.coef.shape == (n,)):
+            raise ValueError(f"{path}: parameter shapes do not match {n} features")
+        return model
+
+
+@lru_cache(maxsize=4)
+def load_continuity_model(path: str | None = None) -> ContinuityModel:
+    """The committed artifact next to this module, unless a path is given; loaded once per process."""
+    if path is not None:
+        return ContinuityModel.load(path)
+    with resources.as_file(resources.files("athena_cognition.detector") / CONTINUITY_ARTIFACT) as p:
+        return ContinuityModel.load(p)
+
+
+class ContinuityScorer:
+    """The learned continuity model over the whole segment so far (see docs/segmentation.md)."""
+
+    name = "continuity"
+
+    def __init__(self, model: ContinuityModel | None = None, *, artifact: str | Path | None = None) -> None:
+        self._model = model if model is not None else load_continuity_model(str(artifact) if artifact else None)
+        dim = len(self._model.feature_names) - len(feature_names(0))
+        if list(self._model.feature_names) != feature_names(dim):
+            raise ValueError("continuity artifact was trained on a different feature list; retrain it")
+        self._dim = dim
+
+    @property
+    def model(self) -> ContinuityModel:
+        return self._model
+
+    def needed_indices(self, window: Sequence[Turn], new_index: int) -> list[int]:
+        return message_indices(window, new_index)
+
+    def score(self, window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> float:
+        if len(vectors[new_index]) != self._dim:
+            raise ValueError(f"continuity model expects {self._dim}-d embeddings, got {len(vectors[new_index])}")
+        return self._model.predict(extract_features(window, new_index, vectors))
+
+
+def make_scorer(name: str) -> Scorer:
+    """"continuity" (default), "pair_cosine" (the seed's rule) or "every_user" (a baseline for evaluation)."""
+    key = getattr(name, "value", name)
+    if key == "continuity":
+        return ContinuityScorer()
+    if key == "pair_cosine":
+        return PairCosineScorer()
+    if key == "every_user":
+        return EveryUserMessageScorer()
+    raise ValueError(f"unknown chain scorer {name!r}")
+
+
+def default_thresholds(scorer_name: str) -> Thresholds:
+    """The scorer's calibrated gate: the seed's 0.72 / 0.52 for pair_cosine, the artifact's for continuity."""
+    key = getattr(scorer_name, "value", scorer_name)
+    if key == "pair_cosine":
+        return PAIR_COSINE_THRESHOLDS
+    if key == "continuity":
+        return load_continuity_model().thresholds
+    if key == "every_user":
+        return Thresholds(high=1.0, low=1.0)
+    raise ValueError(f"unknown chain scorer {scorer_name!r}")

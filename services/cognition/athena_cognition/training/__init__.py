@@ -1,0 +1,1 @@
+"""Offline training and evaluation of the chain-break detector on public segmentation data."""

@@ -1,0 +1,252 @@
+"""Every path of decide() on crafted conversations, plus the real continuity scorer end to end."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pytest
+
+from athena.config import load_settings
+from athena.embeddings import LocalEmbedder
+from athena_cognition.detector import (
+    ContinuityScorer,
+    Decision,
+    PairCosineScorer,
+    Thresholds,
+    Turn,
+    decide,
+    decision_texts,
+    default_thresholds,
+    make_scorer,
+    thresholds_from_settings,
+)
+
+TH = Thresholds(high=0.8, low=0.5)  # midpoint 0.65
+
+
+class FixedScorer:
+    """Returns one score; records the windows it saw."""
+
+    name = "fixed"
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+        self.seen: list[list[str]] = []
+
+    def needed_indices(self, window: Sequence[Turn], new_index: int) -> list[int]:
+        return []
+
+    def score(self, window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> float:
+        self.seen.append([t.content for t in window[: new_index + 1]])
+        return self.value
+
+
+class CountingEmbedder:
+    dim = 4
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        return np.tile(np.array([1.0, 0, 0, 0], dtype=np.float32), (len(texts), 1))
+
+
+class FakeArbiter:
+    def __init__(self, verdict: bool | None, fail: bool = False) -> None:
+        self.verdict = verdict
+        self.fail = fail
+        self.asked: list[tuple[str, str]] = []
+
+    async def same_topic(self, previous: str, current: str) -> bool | None:
+        self.asked.append((previous, current))
+        if self.fail:
+            raise RuntimeError("llm down")
+        return self.verdict
+
+
+def user(text: str, **meta: str) -> Turn:
+    return Turn(role="user", type="message", content=text, metadata=meta)
+
+
+def agent(text: str, type: str = "message") -> Turn:
+    return Turn(role="agent", type=type, content=text)
+
+
+CONVERSATION = [user("How do I reset my password?"), agent("Use the 'Forgot password' link."), user("It never arrived.")]
+
+
+async def run(
+    window: Sequence[Turn],
+    score: float,
+    *,
+    arbiter: FakeArbiter | None = None,
+    new_index: int | None = None,
+    max_events: int = 20,
+) -> Decision:
+    return await decide(
+        window,
+        new_index=len(window) - 1 if new_index is None else new_index,
+        scorer=FixedScorer(score),
+        embedder=CountingEmbedder(),
+        thresholds=TH,
+        arbiter=arbiter,
+        max_events_before_flush=max_events,
+    )
+
+
+async def test_first_message_continues() -> None:
+    d = await run([agent("Hello, how can I help?"), user("Hi there")], 0.0)
+    assert d == Decision(is_break=False, path="first_message", score=None, scorer="fixed")
+
+
+async def test_same_workflow_is_skipped() -> None:
+    window = [user("step 1", workflow_id="wf-1"), agent("done"), user("step 2", workflow_id="wf-1")]
+    d = await run(window, 0.0)
+    assert (d.is_break, d.path) == (False, "workflow_skip")
+
+
+async def test_same_execution_is_skipped() -> None:
+    window = [user("run a", execution_id="ex-9"), agent("ok"), user("run b", execution_id="ex-9")]
+    d = await run(window, 0.0)
+    assert (d.is_break, d.path) == (False, "workflow_skip")
+
+
+async def test_different_or_empty_ids_are_scored() -> None:
+    window = [user("a", workflow_id="wf-1"), user("b", workflow_id="wf-2")]
+    assert (await run(window, 0.0)).path == "low"
+    window = [user("a", workflow_id=""), user("b", workflow_id="")]
+    assert (await run(window, 0.0)).path == "low"
+
+
+async def test_high_continues() -> None:
+    d = await run(CONVERSATION, 0.9)
+    assert d == Decision(is_break=False, path="high", score=0.9, scorer="fixed")
+    assert (await run(CONVERSATION, 0.8)).path == "high"  # the high bound is inclusive
+
+
+async def test_low_breaks() -> None:
+    d = await run(CONVERSATION, 0.2)
+    assert d == Decision(is_break=True, path="low", score=0.2, scorer="fixed")
+    assert (await run(CONVERSATION, 0.5)).path != "low"  # below low breaks; low itself is gray
+
+
+async def test_gray_arbiter_true_continues() -> None:
+    arbiter = FakeArbiter(True)
+    d = await run(CONVERSATION, 0.6, arbiter=arbiter)
+    assert (d.is_break, d.path, d.score) == (False, "llm_true", 0.6)
+    assert arbiter.asked == [("How do I reset my password?", "It never arrived.")]
+
+
+async def test_gray_arbiter_false_breaks() -> None:
+    d = await run(CONVERSATION, 0.7, arbiter=FakeArbiter(False))
+    assert (d.is_break, d.path) == (True, "llm_false")
+
+
+@pytest.mark.parametrize("arbiter", [None, FakeArbiter(None), FakeArbiter(True, fail=True)])
+async def test_gray_without_answer_falls_back_to_midpoint(arbiter: FakeArbiter | None) -> None:
+    above = await run(CONVERSATION, 0.7, arbiter=arbiter)
+    below = await run(CONVERSATION, 0.6, arbiter=arbiter)
+    assert (above.is_break, above.path) == (False, "llm_fallback")
+    assert (below.is_break, below.path) == (True, "llm_fallback")
+
+
+async def test_force_flush_breaks_whatever_the_score() -> None:
+    window = [user("start"), *(agent(f"step {i}", type="action") for i in range(17)), agent("answer"), user("more")]
+    assert len(window) == 20
+    d = await run(window, 0.99)
+    assert (d.is_break, d.path, d.score) == (True, "force_flush", None)
+    assert (await run(window[:-2] + [user("more")], 0.99)).path == "high"  # 19 events: no flush
+
+
+async def test_workflow_skip_comes_before_force_flush() -> None:
+    window = [user("a", workflow_id="w"), *(agent(f"obs {i}", type="observation") for i in range(25)), user("b", workflow_id="w")]
+    assert (await run(window, 0.0)).path == "workflow_skip"
+
+
+async def test_turns_after_new_index_are_ignored() -> None:
+    scorer = FixedScorer(0.9)
+    window = [*CONVERSATION, agent("later answer"), user("a later question")]
+    await decide(window, new_index=2, scorer=scorer, embedder=CountingEmbedder(), thresholds=TH, arbiter=None,
+                 max_events_before_flush=20)
+    assert scorer.seen == [[t.content for t in CONVERSATION]]
+
+
+async def test_only_user_messages_are_decided() -> None:
+    with pytest.raises(ValueError):
+        await run([user("a"), agent("b")], 0.5)
+
+
+async def test_paths_that_stop_early_embed_nothing() -> None:
+    embedder = CountingEmbedder()
+    scorer = PairCosineScorer()
+    for window in ([user("only")], [user("a", execution_id="e"), user("b", execution_id="e")]):
+        await decide(window, new_index=len(window) - 1, scorer=scorer, embedder=embedder, thresholds=TH,
+                     arbiter=None, max_events_before_flush=20)
+    assert embedder.calls == 0
+
+
+async def test_pair_cosine_is_the_seed_rule() -> None:
+    assert default_thresholds("pair_cosine") == Thresholds(high=0.72, low=0.52)
+    window = [user("first"), agent("reply"), user("second")]
+    scorer = PairCosineScorer()
+    assert scorer.needed_indices(window, 2) == [0, 2]
+    assert decision_texts(window, 2, scorer) == ["first", "second"]
+    vecs = {0: np.array([1.0, 0.0]), 2: np.array([0.6, 0.8])}
+    assert scorer.score(window, 2, vecs) == pytest.approx(0.6)
+
+
+def test_thresholds_from_settings() -> None:
+    cont = default_thresholds("continuity")
+    assert 0.0 <= cont.low < cont.high <= 1.0
+    assert thresholds_from_settings(load_settings(chain_scorer="continuity")) == cont
+    got = thresholds_from_settings(load_settings(chain_scorer="pair_cosine", chain_sim_high=0.9, chain_sim_low=0.3))
+    assert got == Thresholds(high=0.9, low=0.3)
+    with pytest.raises(ValueError):
+        Thresholds(high=0.2, low=0.4)
+
+
+def test_make_scorer_names() -> None:
+    assert make_scorer("continuity").name == "continuity"
+    assert make_scorer("pair_cosine").name == "pair_cosine"
+    with pytest.raises(ValueError):
+        make_scorer("nope")
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+async def test_real_continuity_scorer_separates_same_from_new_topic(embedder: LocalEmbedder) -> None:
+    scorer = ContinuityScorer()
+    thresholds = default_thresholds("continuity")
+    base = [
+        user("How do I reset the password of my email account?"),
+        agent("Open Settings, choose Security and click 'Forgot password'. We will email you a reset link."),
+    ]
+    same = base + [user("I clicked it but the reset link never arrived. Should I check my spam folder for the password email?")]
+    new = base + [user("What is a good recipe for a vegetarian lasagna?")]
+    kwargs = dict(new_index=2, scorer=scorer, embedder=embedder, thresholds=thresholds, arbiter=None,
+                  max_events_before_flush=20)
+    d_same = await decide(same, **kwargs)  # type: ignore[arg-type]
+    d_new = await decide(new, **kwargs)  # type: ignore[arg-type]
+    assert d_same.scorer == "continuity" and d_same.score is not None and d_new.score is not None
+    assert 0.0 <= d_new.score < d_same.score <= 1.0
+    assert not d_same.is_break
+    assert d_new.is_break
+
+
+async def test_continuity_scorer_is_causal_and_cheap(embedder: LocalEmbedder) -> None:
+    scorer = ContinuityScorer()
+    window = [user("Can I get a replacement card?"), agent("Yes, up to three a year."), user("Do I need documents?"),
+              agent("A later answer"), user("A later, unrelated question about taxes")]
+    vecs = {i: v for i, v in enumerate(await embedder.embed([t.content for t in window]))}
+    short = {i: vecs[i] for i in range(3)}
+    assert scorer.score(window, 2, vecs) == scorer.score(window[:3], 2, short)
+    started = time.perf_counter()
+    for _ in range(100):
+        scorer.score(window, 2, vecs)
+    assert (time.perf_counter() - started) / 100 < 0.010  # well under 10 ms per decision

@@ -1,0 +1,91 @@
+"""Embedding providers: the local MiniLM model and the OpenAI-compatible client (with a fake transport)."""
+
+from __future__ import annotations
+
+import uuid
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from athena.config import load_settings
+from athena.embeddings import Embedder, EmbeddingCache, LocalEmbedder, OpenAIEmbedder, make_embedder, normalize_rows
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    return LocalEmbedder(cache=EmbeddingCache())
+
+
+async def test_local_vectors_are_normalized_384d(local: LocalEmbedder) -> None:
+    vecs = await local.embed(["The cat sat on the mat.", "Quarterly revenue grew by 4%."])
+    assert isinstance(local, Embedder)
+    assert local.dim == 384
+    assert vecs.shape == (2, 384) and vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert float(vecs[0] @ vecs[1]) < 0.5
+
+
+async def test_identical_texts_identical_vectors(local: LocalEmbedder) -> None:
+    text = f"identical text {uuid.uuid4()}"
+    vecs = await local.embed([text, text, "something else"])
+    assert np.array_equal(vecs[0], vecs[1])
+    again = await local.embed([text])
+    assert np.array_equal(again[0], vecs[0])
+
+
+async def test_cache_hit_does_not_reencode(local: LocalEmbedder) -> None:
+    text = f"cache me {uuid.uuid4()}"
+    before = local.encoded_texts
+    await local.embed([text])
+    assert local.encoded_texts == before + 1
+    await local.embed([text, text])
+    assert local.encoded_texts == before + 1  # served from the LRU cache
+    assert (await local.embed([])).shape == (0, 384)
+
+
+def test_lru_cache_evicts_oldest() -> None:
+    cache = EmbeddingCache(max_entries=2)
+    for key in (b"a", b"b", b"c"):
+        cache.put(key, np.ones(3))
+    assert cache.get(b"a") is None and cache.get(b"c") is not None and len(cache) == 2
+
+
+class _FakeEmbeddings:
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    async def create(self, *, input: list[str], model: str) -> Any:
+        self.calls.append(list(input))
+        # Answer out of order and unnormalized, as some servers do.
+        data = [SimpleNamespace(index=i, embedding=[float(len(t)), 1.0, 0.0]) for i, t in enumerate(input)]
+        return SimpleNamespace(data=list(reversed(data)))
+
+
+async def test_openai_embedder_orders_normalizes_and_caches() -> None:
+    fake = _FakeEmbeddings()
+    emb = OpenAIEmbedder(base_url="http://unused/v1", model="m", dim=3, batch_size=2,
+                         client=SimpleNamespace(embeddings=fake), cache=EmbeddingCache())
+    vecs = await emb.embed(["a", "bbb", "cc", "a"])
+    np.testing.assert_allclose(vecs[1], normalize_rows(np.array([[3.0, 1.0, 0.0]]))[0], rtol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-6)
+    assert np.array_equal(vecs[0], vecs[3])
+    assert fake.calls == [["a", "bbb"], ["cc"]]  # distinct texts only, in batches of 2
+    await emb.embed(["bbb"])
+    assert len(fake.calls) == 2
+
+
+async def test_openai_embedder_rejects_wrong_dim() -> None:
+    emb = OpenAIEmbedder(base_url="http://unused/v1", model="m", dim=8,
+                         client=SimpleNamespace(embeddings=_FakeEmbeddings()), cache=EmbeddingCache())
+    with pytest.raises(ValueError):
+        await emb.embed(["x"])
+
+
+def test_make_embedder_follows_settings() -> None:
+    assert isinstance(make_embedder(load_settings()), LocalEmbedder)
+    remote = make_embedder(load_settings(embedding_provider="openai", embedding_base_url="http://x/v1"))
+    assert isinstance(remote, OpenAIEmbedder) and remote.dim == 384
+    with pytest.raises(ValueError):
+        make_embedder(load_settings(embedding_provider="openai"))
