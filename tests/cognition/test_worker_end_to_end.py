@@ -80,7 +80,7 @@ async def client(redis_server: RedisServer, mongo_server: MongoWireServer, mongo
 
 
 class CognitionProcess:
-    def __init__(self, redis_url: str, formation_port: int, log: Path) -> None:
+    def __init__(self, redis_url: str, formation_port: int, log: Path, **extra_env: str) -> None:
         self.port = free_port()
         env = dict(os.environ)
         env.update(
@@ -95,6 +95,7 @@ class CognitionProcess:
             LLM_BASE_URL="",
             HF_HUB_OFFLINE="1",
         )
+        env.update(extra_env)
         self.proc = subprocess.Popen([sys.executable, "-m", "athena_cognition"], env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
 
     def kill(self) -> None:
@@ -114,8 +115,8 @@ class CognitionProcess:
 def cognition(redis_server: RedisServer, formation, tmp_path: Path) -> Iterator[callable]:
     started: list[CognitionProcess] = []
 
-    def start() -> CognitionProcess:
-        p = CognitionProcess(redis_server.url, formation[1], tmp_path / "cognition.log")
+    def start(**extra_env: str) -> CognitionProcess:
+        p = CognitionProcess(redis_server.url, formation[1], tmp_path / "cognition.log", **extra_env)
         started.append(p)
         return p
 
@@ -173,3 +174,26 @@ async def test_a_worker_killed_during_the_hand_off_leads_to_exactly_one_segment(
     assert result["segment_id"] in segment_ids
     assert [e.content for e in await client.get_context(SCOPE)] == [PYTHON[1]]  # cut exactly once
     assert await redis.keys(keys.STM_HANDOFF_PREFIX + "*") == []
+
+
+async def test_sigterm_releases_the_task_in_flight_after_the_grace_and_exits_cleanly(client: AthenaClient, formation, cognition, redis) -> None:
+    servicer, _ = formation
+    servicer.release.clear()
+    worker = cognition(GRPC_SHUTDOWN_GRACE_SECONDS="2")
+    for role, text in KYOTO:
+        await client.store_event(SCOPE, EventInput(role, text))
+    response = await client.store_event(SCOPE, EventInput(*PYTHON))
+    await asyncio.wait_for(servicer.called.wait(), timeout=90)
+
+    started = time.monotonic()
+    worker.proc.send_signal(signal.SIGTERM)
+    code = await asyncio.to_thread(worker.proc.wait, 30)
+    print(f"injected: SIGTERM with a FormChain in flight; exited {code} after {time.monotonic() - started:.1f}s")
+
+    assert code == 0
+    assert await redis.get(keys.task_result_key(SCOPE_ID, response.task_id)) is None  # not acknowledged
+    assert await redis.zcard(keys.QUEUE_LEASES) == 0  # released, not left to expire
+    servicer.release.set()
+    cognition()
+    result = await _result(redis, response.task_id)
+    assert result["segment_id"] == servicer.calls[0].id and len({s.id for s in servicer.calls}) == 1

@@ -68,3 +68,39 @@ async def test_bad_search_input_is_refused_by_ingest_with_the_field_named(stack:
             await client.search_memory(AthenaClient.scope("acme", "alice", "x"), "   ")
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert [f for f, _ in bad_request_violations(err.value)] == ["query"]
+
+
+def _scrape(port: int) -> dict[str, float]:
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    samples: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
+
+
+def _total(samples: dict[str, float], prefix: str, **labels: str) -> float:
+    return sum(v for k, v in samples.items() if k.startswith(prefix) and all(f'{lk}="{lv}"' in k for lk, lv in labels.items()))
+
+
+async def test_every_service_exports_its_stage_metrics(processed: dict, stack: LocalStack) -> None:
+    ingest = _scrape(stack.ports.ingest_metrics)
+    cognition = _scrape(stack.ports.cognition_metrics)
+    formation = _scrape(stack.ports.formation_metrics)
+
+    user_messages = len(processed["task_ids"])
+    assert _total(ingest, "memos_grpc_server_handled_total", grpc_method="StoreEvent", grpc_code="OK") >= len(processed["responses"])
+    assert _total(ingest, "memos_events_stored_total", role="user", type="message") >= user_messages
+    assert _total(cognition, "memos_chain_break_decisions_total") >= user_messages
+    assert _total(cognition, "memos_task_outcomes_total", outcome="done") >= user_messages
+    assert _total(cognition, "memos_queue_wait_seconds_count") >= user_messages
+    assert 'memos_queue_depth{state="ready"}' in cognition and cognition['memos_queue_depth{state="dead_lettered"}'] == 0
+    assert _total(cognition, "memos_embedding_seconds_count") > 0 and _total(cognition, "memos_embedding_cache_total", result="hit") > 0
+    assert _total(formation, "memos_formation_outcomes_total", outcome="created") >= 2
+    assert _total(formation, "memos_formation_outcomes_total", outcome="rejected") >= 1
+    assert _total(formation, "memos_grpc_server_handled_total", grpc_method="FormChain", grpc_code="OK") >= 3
+    assert _total(formation, "memos_chain_heat_count") > 0
+    assert not any("alice" in k or "demo-tenant" in k for k in [*ingest, *cognition, *formation])  # no user ids in labels

@@ -92,3 +92,32 @@ async def test_pending_events_are_applied_by_the_repair_loop_when_the_client_nev
         assert [e.content for e in await client.get_context(SCOPE)] == ["abandoned by its client"]
         assert await ingestor.event_log.count({"window_state": "pending"}) == 0
         assert await ingestor.repair_pending(older_than=timedelta(0)) == 0
+
+
+async def _health(target: str) -> int:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    async with grpc.aio.insecure_channel(target) as channel:
+        return (await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="readiness"), timeout=5)).status
+
+
+async def _wait_health(target: str, want: int, timeout: float = 20.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await _health(target) == want:
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"health did not become {want}")
+
+
+async def test_health_is_not_serving_while_redis_is_down_and_serving_again_when_it_returns(fragile_ingest, own_redis_server: RedisServer) -> None:
+    from grpc_health.v1 import health_pb2
+
+    _, target = fragile_ingest
+    await _wait_health(target, health_pb2.HealthCheckResponse.SERVING)
+    own_redis_server.stop()
+    await _wait_health(target, health_pb2.HealthCheckResponse.NOT_SERVING)
+    own_redis_server.start()
+    await _wait_health(target, health_pb2.HealthCheckResponse.SERVING)

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
+
+from opentelemetry import trace
+
+from athena.metrics import EMBEDDING_CACHE, EMBEDDING_SECONDS
 
 __all__ = ["EmbeddingCache", "cached_embed", "shared_cache", "text_key"]
 
@@ -78,6 +83,8 @@ async def cached_embed(
     dim: int,
     cache: EmbeddingCache,
     compute: Callable[[list[str]], Awaitable[np.ndarray]],
+    *,
+    provider: str = "local",
 ) -> np.ndarray:
     """Rows for `texts`, computing only the distinct texts the cache lacks, in one `compute` call."""
     out = np.zeros((len(texts), dim), dtype=np.float32)
@@ -89,9 +96,16 @@ async def cached_embed(
             out[i] = vec
         else:
             missing.setdefault(key, (text, []))[1].append(i)
+    hits = len(texts) - sum(len(idx) for _, idx in missing.values())
+    if hits:
+        EMBEDDING_CACHE.labels("hit").inc(hits)
     if missing:
+        EMBEDDING_CACHE.labels("miss").inc(len(missing))
         keys = list(missing)
-        fresh = await compute([missing[k][0] for k in keys])
+        started = time.perf_counter()
+        with trace.get_tracer("athena").start_as_current_span("embedding", attributes={"athena.embedding.texts": len(keys), "athena.embedding.provider": provider}):
+            fresh = await compute([missing[k][0] for k in keys])
+        EMBEDDING_SECONDS.labels(provider).observe(time.perf_counter() - started)
         if fresh.shape != (len(keys), dim):
             raise ValueError(f"embedding model returned shape {fresh.shape}, expected {(len(keys), dim)}")
         for key, vec in zip(keys, fresh):

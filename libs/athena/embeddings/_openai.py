@@ -68,4 +68,4 @@ class OpenAIEmbedder:
         return normalize_rows(matrix)
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return await cached_embed(texts, self.dim, self._cache, self._encode)
+        return await cached_embed(texts, self.dim, self._cache, self._encode, provider="openai")

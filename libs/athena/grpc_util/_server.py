@@ -50,6 +50,7 @@ class ServiceHost:
     bound_port: int = field(default=0, init=False)
     _stop: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _healthy: bool | None = field(default=None, init=False)
+    _monitor_task: asyncio.Task[None] | None = field(default=None, init=False)
 
     async def start(self) -> None:
         self.server = grpc.aio.server(interceptors=[MetricsInterceptor(), *self.interceptors, ErrorMappingInterceptor()])
@@ -63,6 +64,7 @@ class ServiceHost:
         self.bound_port = self.server.add_insecure_port(f"{self.bind_host}:{self.port}")
         await self.server.start()
         await self._check_dependencies()
+        self._monitor_task = asyncio.create_task(self._monitor(), name=f"{self.name} health monitor")
         log.info("%s listening on %s:%d", self.name, self.bind_host, self.bound_port)
 
     async def _set_health(self, serving: bool) -> None:
@@ -107,13 +109,13 @@ class ServiceHost:
             except (NotImplementedError, RuntimeError):
                 pass
         await self.start()
-        monitor = asyncio.create_task(self._monitor())
         await self._stop.wait()
-        monitor.cancel()
         await self.shutdown()
 
     async def shutdown(self) -> None:
         log.info("%s stopping (grace %.0fs)", self.name, self.grace)
+        if self._monitor_task is not None:
+            self._monitor_task.cancel()
         await self.health.enter_graceful_shutdown()
         assert self.server is not None
         await self.server.stop(self.grace)

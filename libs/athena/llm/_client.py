@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import openai
+from opentelemetry import trace
 from openai.types.chat import ChatCompletionMessageParam
 
 from athena.llm._breaker import BreakerState, CircuitBreaker
@@ -352,7 +353,8 @@ class LLMClient:
     async def _run(self, messages: list[ChatCompletionMessageParam], budget: float, max_tokens: int, temperature: float, json_mode: bool, operation: str) -> LLMResult | None:
         started = time.perf_counter()
         try:
-            return await self._exchange(messages, budget, max_tokens, temperature, json_mode, operation)
+            with trace.get_tracer("athena").start_as_current_span(f"llm.{operation}", attributes={"gen_ai.request.model": self.model}):
+                return await self._exchange(messages, budget, max_tokens, temperature, json_mode, operation)
         finally:
             if self.on_latency is not None:
                 self.on_latency(operation, time.perf_counter() - started)

@@ -32,6 +32,7 @@ from athena.memory.v1 import memory_pb2
 from athena.queue import CHAIN_CHECK
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow, parse_event
+from athena.tracing import tracer
 from athena_cognition.detector import Arbiter, Decision, Scorer, Thresholds, Turn, decide
 
 __all__ = ["ChainCheckHandler", "DetectorSetup", "segment_id_for", "turn_of"]
@@ -99,15 +100,25 @@ class ChainCheckHandler:
             # Already cut into an earlier segment (or trimmed off the window): nothing left to decide.
             return {"decision": "none", "path": "not_in_window"}
 
-        decision = await decide(
-            [turn_of(e) for e in events],
-            new_index=new_index,
-            scorer=self.detector.scorer,
-            embedder=self.detector.embedder,
-            thresholds=self.detector.thresholds,
-            arbiter=self.detector.arbiter,
-            max_events_before_flush=self.detector.max_events_before_flush,
-        )
+        with tracer().start_as_current_span("chain_break.decide") as span:
+            decision = await decide(
+                [turn_of(e) for e in events],
+                new_index=new_index,
+                scorer=self.detector.scorer,
+                embedder=self.detector.embedder,
+                thresholds=self.detector.thresholds,
+                arbiter=self.detector.arbiter,
+                max_events_before_flush=self.detector.max_events_before_flush,
+            )
+            span.set_attributes(
+                {
+                    "athena.decision": "break" if decision.is_break else "continue",
+                    "athena.decision.path": decision.path,
+                    "athena.decision.scorer": decision.scorer,
+                    "athena.decision.score": decision.score if decision.score is not None else -1.0,
+                    "athena.window.events": len(events),
+                }
+            )
         fields = _decision_fields(decision)
         CHAIN_BREAK_DECISIONS.labels(decision.scorer, decision.path).inc()
         if decision.score is not None:

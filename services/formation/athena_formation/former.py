@@ -34,6 +34,8 @@ from athena.internal.v1 import formation_pb2
 from athena.llm import LLMClient
 from athena.memory.v1 import memory_pb2
 from athena.metrics import CHAIN_HEAT, FORMATION_OUTCOMES, FORMATION_SECONDS
+from athena.tracing import tracer
+from opentelemetry import trace
 from athena_formation.analysis import Analysis, Entity, Topic, analyze
 from athena_formation.chain_store import ChainStore, cutoff, epoch, from_epoch
 from athena_formation.heat import HeatModel, importance, lifecycle_of
@@ -137,8 +139,11 @@ class ChainFormer:
 
     async def form(self, segment: formation_pb2.Segment) -> formation_pb2.FormChainResponse:
         validate_segment(segment)
-        with FORMATION_SECONDS.time():
-            return await self._form(segment)
+        with FORMATION_SECONDS.time(), tracer().start_as_current_span("formation.form_chain") as span:
+            span.set_attributes({"athena.segment.id": segment.id, "athena.segment.events": len(segment.events)})
+            response = await self._form(segment)
+            span.set_attributes({"athena.formation.outcome": formation_pb2.FormOutcome.Name(response.outcome), "athena.chain.id": response.chain_id})
+            return response
 
     async def _form(self, segment: formation_pb2.Segment) -> formation_pb2.FormChainResponse:
         record = await self.store.outcome(segment.id)
@@ -153,23 +158,27 @@ class ChainFormer:
     async def _analyse(self, events: Sequence[memory_pb2.Event]) -> tuple[Analysis, np.ndarray]:
         s = self.settings
         vectors = await self.embedder.embed([e.content for e in events])
-        analysis = await analyze(
+        with tracer().start_as_current_span("formation.analysis") as span:
+            analysis = await analyze(
             events,
             llm=self.llm,
             max_topics=s.topic_analysis_max_topics,
             min_confidence=s.topic_analysis_min_confidence,
             llm_timeout=s.topic_analysis_llm_timeout,
-            embedder=self.embedder,
-        )
+                embedder=self.embedder,
+            )
+            span.set_attributes({"athena.analysis.path": analysis.path, "athena.analysis.topic": analysis.main_topic.name[:100]})
         return analysis, vectors
 
     async def _plan(self, segment: formation_pb2.Segment) -> dict[str, Any]:
         s = self.settings
         events = list(segment.events)
         analysis, vectors = await self._analyse(events)
-        quality = assess_quality(
-            events, analysis, mode=s.memory_os_mtm_quality_mode.value, min_score=s.mtm_quality_min_score, embeddings=vectors
-        )
+        with tracer().start_as_current_span("formation.quality_gate") as span:
+            quality = assess_quality(
+                events, analysis, mode=s.memory_os_mtm_quality_mode.value, min_score=s.mtm_quality_min_score, embeddings=vectors
+            )
+            span.set_attributes({"athena.quality.overall": quality.overall, "athena.quality.passed": quality.passed, "athena.quality.reason": quality.reason})
         scope = segment.scope
         record: dict[str, Any] = {
             "_id": segment.id,
@@ -217,6 +226,7 @@ class ChainFormer:
             similarity_threshold=s.session_similarity_threshold,
         )
         merge = {"confidence": decision.confidence, "similarity": decision.similarity, "continuity": decision.continuity}
+        trace.get_current_span().add_event("merge_decision", {**merge, "candidates": len(candidates), "merge_into": decision.chain_id or ""})
         if decision.chain_id is not None:
             return {**record, "outcome": "merged", "chain_id": decision.chain_id, "reason": "", "merge": merge}
         return {**record, "outcome": "created", "chain_id": new_chain_id(segment.id), "reason": "", "merge": merge}
