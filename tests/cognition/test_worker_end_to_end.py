@@ -98,6 +98,23 @@ class CognitionProcess:
         env.update(extra_env)
         self.proc = subprocess.Popen([sys.executable, "-m", "athena_cognition"], env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
 
+    def wait_serving(self, timeout: float = 180.0) -> None:
+        """Block until the process answers SERVING (the embedding model is loaded by then)."""
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        deadline = time.monotonic() + timeout
+        with grpc.insecure_channel(f"127.0.0.1:{self.port}") as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while time.monotonic() < deadline:
+                assert self.proc.poll() is None, "cognition exited during start-up"
+                try:
+                    if stub.Check(health_pb2.HealthCheckRequest(service="readiness"), timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
+                        return
+                except grpc.RpcError:
+                    pass
+                time.sleep(0.2)
+        raise TimeoutError("cognition did not become SERVING")
+
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
@@ -118,6 +135,7 @@ def cognition(redis_server: RedisServer, formation, tmp_path: Path) -> Iterator[
     def start(**extra_env: str) -> CognitionProcess:
         p = CognitionProcess(redis_server.url, formation[1], tmp_path / "cognition.log", **extra_env)
         started.append(p)
+        p.wait_serving()
         return p
 
     yield start
@@ -125,7 +143,7 @@ def cognition(redis_server: RedisServer, formation, tmp_path: Path) -> Iterator[
         p.stop()
 
 
-async def _result(redis, task_id: str, *, timeout: float = 90.0) -> dict:
+async def _result(redis, task_id: str, *, timeout: float = 180.0) -> dict:
     import json
 
     deadline = time.monotonic() + timeout
