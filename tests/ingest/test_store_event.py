@@ -139,3 +139,11 @@ async def test_health_and_reflection_are_served(ingest: Ingestor) -> None:
         )
         names = [s.name async for r in stream for s in r.list_services_response.service]
         assert "athena.memory.v1.MemoryService" in names
+
+
+async def test_with_memory_workers_disabled_nothing_is_queued(client: AthenaClient, ingest: Ingestor, redis) -> None:
+    ingest.enqueue_checks = False  # what ENABLE_MEMORY_WORKERS=false sets (athena_ingest.server.build_ingest)
+    result = await client.store_event(SCOPE, EventInput("user", "just remember this"))
+    assert result.task_id == ""
+    assert [e.content for e in await client.get_context(SCOPE)] == ["just remember this"]
+    assert await redis.llen(keys.DISPATCHER) == 0

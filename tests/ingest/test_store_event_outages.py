@@ -121,3 +121,22 @@ async def test_health_is_not_serving_while_redis_is_down_and_serving_again_when_
     await _wait_health(target, health_pb2.HealthCheckResponse.NOT_SERVING)
     own_redis_server.start()
     await _wait_health(target, health_pb2.HealthCheckResponse.SERVING)
+
+
+async def test_the_client_retries_unavailable_with_backoff_until_the_event_is_stored(fragile_ingest, own_redis_server: RedisServer) -> None:
+    from athena.queue import ExponentialFullJitter
+
+    ingestor, target = fragile_ingest
+    own_redis_server.stop()
+
+    async def bring_redis_back() -> None:
+        await asyncio.sleep(1.5)
+        await asyncio.to_thread(own_redis_server.start)
+
+    comeback = asyncio.create_task(bring_redis_back())
+    options = ClientOptions(timeout=10, max_attempts=20, backoff=ExponentialFullJitter(base=0.2, cap=0.5))
+    async with AthenaClient(target, options=options) as client:
+        result = await client.store_event(SCOPE, EventInput("user", "stored despite the outage"))
+        await comeback
+        assert [e.id for e in await client.get_context(SCOPE)] == [result.event_id]
+    assert await ingestor.event_log.count({"content": "stored despite the outage"}) == 1

@@ -98,3 +98,4 @@ async def test_one_user_message_yields_spans_from_every_service_linked_across_th
     kinds = {s.name.split()[0] for s in in_consumer_trace if s.kind == SpanKind.CLIENT}
     assert any(k in ("EVALSHA", "HGETALL", "LRANGE", "GET", "MULTI") for k in kinds), kinds
     assert any(s.attributes.get("db.system") == "mongodb" for s in in_consumer_trace)
+    assert any(s.name == "milvus.upsert" for s in in_consumer_trace)

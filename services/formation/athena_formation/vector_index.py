@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from opentelemetry import trace
 from pymilvus import DataType, MilvusClient
 
 from athena.errors import DependencyUnavailable
@@ -57,10 +58,14 @@ class VectorIndex:
             self._client = client
         return self._client
 
-    async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def _run(self, fn: Any, *args: Any, op: str = "call", **kwargs: Any) -> Any:
         async with self._lock:
             try:
-                return await asyncio.to_thread(self._call, fn, *args, **kwargs)
+                # No official instrumentation exists for pymilvus: one client span per call.
+                with trace.get_tracer("athena").start_as_current_span(
+                    f"milvus.{op}", kind=trace.SpanKind.CLIENT, attributes={"db.system": "milvus", "db.collection.name": self.collection}
+                ):
+                    return await asyncio.to_thread(self._call, fn, *args, **kwargs)
             except DependencyUnavailable:
                 raise
             except Exception as exc:
@@ -71,10 +76,10 @@ class VectorIndex:
         return fn(self._connect(), *args, **kwargs)
 
     async def open(self) -> None:
-        await self._run(lambda c: None)
+        await self._run(lambda c: None, op="open")
 
     async def ping(self) -> bool:
-        await self._run(lambda c: c.has_collection(self.collection))
+        await self._run(lambda c: c.has_collection(self.collection), op="ping")
         return True
 
     async def upsert(self, *, chain_id: str, tenant_id: str, user_id: str, agent_id: str, embedding: np.ndarray) -> None:
@@ -85,25 +90,25 @@ class VectorIndex:
             "agent_id": agent_id,
             "embedding": np.asarray(embedding, dtype=np.float32).tolist(),
         }
-        await self._run(lambda c: c.upsert(self.collection, [row]))
+        await self._run(lambda c: c.upsert(self.collection, [row]), op="upsert")
 
     async def delete(self, chain_ids: Sequence[str]) -> None:
         if chain_ids:
             ids = list(chain_ids)
-            await self._run(lambda c: c.delete(self.collection, ids=ids))
+            await self._run(lambda c: c.delete(self.collection, ids=ids), op="delete")
 
     async def existing(self, chain_ids: Sequence[str]) -> set[str]:
         if not chain_ids:
             return set()
         ids = list(chain_ids)
-        rows = await self._run(lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id"]))
+        rows = await self._run(lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id"]), op="get")
         return {r["chain_id"] for r in rows}
 
     async def vectors(self, chain_ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not chain_ids:
             return {}
         ids = list(chain_ids)
-        rows = await self._run(lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id", "embedding"]))
+        rows = await self._run(lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id", "embedding"]), op="get")
         return {r["chain_id"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
 
     async def search(
@@ -130,7 +135,8 @@ class VectorIndex:
                 filter=expr,
                 output_fields=["chain_id"],
                 search_params={"metric_type": "COSINE"},
-            )
+            ),
+            op="search",
         )
         return [VectorHit(chain_id=h["id"] if "id" in h else h["chain_id"], similarity=float(h["distance"])) for h in result[0]]
 
