@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from typing import TYPE_CHECKING
 from datetime import datetime, timezone
 
 from opentelemetry import trace
 from prometheus_client import start_http_server
 
-__all__ = ["setup_logging", "start_metrics"]
+__all__ = ["run_service", "setup_logging", "start_metrics"]
 
 
 class _JsonFormatter(logging.Formatter):
@@ -49,3 +50,26 @@ def start_metrics(port: int) -> None:
     """Serve /metrics on `port` (0: do not serve)."""
     if port:
         start_http_server(port)
+
+
+def run_service(name: str, serve: "Callable[[Settings], Awaitable[None]]") -> None:
+    """A service process's entry point: settings (a bad value stops here), logs, tracing, metrics, then serve."""
+    import asyncio
+
+    from athena.config import SettingsError, load_settings
+    from athena.tracing import setup_tracing
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        raise SystemExit(f"athena-{name}: {exc}") from None
+    setup_logging(name, settings.log_level)
+    setup_tracing(name)
+    start_metrics(getattr(settings, f"{name}_metrics_port"))
+    asyncio.run(serve(settings))
+
+
+if TYPE_CHECKING:
+    from typing import Awaitable, Callable
+
+    from athena.config import Settings

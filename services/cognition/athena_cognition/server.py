@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
-from athena.config import Settings, load_settings
+from athena.config import Settings
 from athena.embeddings import make_embedder
 from athena.formation_client import FormationClient
 from athena.grpc_util import DependencyCheck, ServiceHost
@@ -14,8 +13,7 @@ from athena.metrics import instrument_llm
 from athena.queue import ExponentialFullJitter, FairQueue, RetryPolicy, WorkerPool
 from athena.redis_util import connect_redis
 from athena.stm import ShortTermWindow
-from athena.telemetry import setup_logging, start_metrics
-from athena.tracing import setup_tracing
+from athena.telemetry import run_service
 from athena_cognition.chain_check import ChainCheckHandler, DetectorSetup
 from athena_cognition.detector import default_thresholds, make_scorer, Thresholds
 
@@ -94,11 +92,7 @@ async def serve(settings: Settings) -> None:
 
 
 def main() -> None:
-    settings = load_settings()
-    setup_logging("cognition", settings.log_level)
-    setup_tracing("cognition")
-    start_metrics(settings.cognition_metrics_port)
-    asyncio.run(serve(settings))
+    run_service("cognition", serve)
 
 
 if __name__ == "__main__":

@@ -5,15 +5,14 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from athena.config import Settings, load_settings
+from athena.config import Settings
 from athena.embeddings import make_embedder
 from athena.grpc_util import DependencyCheck, ServiceHost
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.llm import make_llm
 from athena.metrics import instrument_llm
 from athena.stores import connect_mongo
-from athena.telemetry import setup_logging, start_metrics
-from athena.tracing import setup_tracing
+from athena.telemetry import run_service
 from athena_formation.archiver import Archiver
 from athena_formation.chain_store import ChainStore
 from athena_formation.former import ChainFormer
@@ -83,11 +82,7 @@ async def serve(settings: Settings) -> None:
 
 
 def main() -> None:
-    settings = load_settings()
-    setup_logging("formation", settings.log_level)
-    setup_tracing("formation")
-    start_metrics(settings.formation_metrics_port)
-    asyncio.run(serve(settings))
+    run_service("formation", serve)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from athena.config import Settings, load_settings
+from athena.config import Settings
 from athena.formation_client import FormationClient
 from athena.grpc_util import DependencyCheck, ServiceHost
 from athena.memory.v1 import memory_pb2, memory_pb2_grpc
@@ -12,8 +12,7 @@ from athena.queue import FairQueue, RetryPolicy
 from athena.redis_util import connect_redis
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog, connect_mongo
-from athena.telemetry import setup_logging, start_metrics
-from athena.tracing import setup_tracing
+from athena.telemetry import run_service
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.servicer import MemoryServicer
 from athena_ingest.validation import Limits
@@ -77,11 +76,7 @@ async def serve(settings: Settings) -> None:
 
 
 def main() -> None:
-    settings = load_settings()
-    setup_logging("ingest", settings.log_level)
-    setup_tracing("ingest")
-    start_metrics(settings.ingest_metrics_port)
-    asyncio.run(serve(settings))
+    run_service("ingest", serve)
 
 
 if __name__ == "__main__":
