@@ -22,7 +22,10 @@ def proto_files() -> list[Path]:
 
 
 def generate(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
     well_known = Path(grpc_tools.__file__).parent / "_proto"
+    # The mypy-protobuf plugins live beside this interpreter, which need not be on PATH.
+    bindir = Path(sys.executable).parent
     files = [str(p.relative_to(PROTO_ROOT)) for p in proto_files()]
     args = [
         "protoc",
@@ -30,6 +33,8 @@ def generate(out: Path) -> None:
         f"-I{well_known}",
         f"--python_out={out}",
         f"--grpc_python_out={out}",
+        f"--plugin=protoc-gen-mypy={bindir / 'protoc-gen-mypy'}",
+        f"--plugin=protoc-gen-mypy_grpc={bindir / 'protoc-gen-mypy_grpc'}",
         f"--mypy_out={out}",
         f"--mypy_grpc_out={out}",
         *files,

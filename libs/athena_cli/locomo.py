@@ -131,7 +131,9 @@ async def run_locomo(
     embedder: Embedder,
     timeout: float,
     progress: Callable[[str, int, int], None] | None = None,
+    dump: list[dict[str, Any]] | None = None,
 ) -> LocomoReport:
+    """Replay, wait, ask. `dump`, when given, receives each conversation's chains (turn ids per chain)."""
     report = LocomoReport(k=k)
     async with AthenaClient(target) as client:
         for path in files:
@@ -159,6 +161,16 @@ async def run_locomo(
             report.unformed_turns += len(await client.get_context(scope))
 
             chains = await client.list_chains(scope)
+            if dump is not None:
+                dump.append(
+                    {
+                        "conversation": conv.name,
+                        "chains": [
+                            {"id": c.id, "topic": c.topic, "summary": c.summary, "turns": [event_to_dia.get(e, "") for e in c.event_ids]}
+                            for c in chains
+                        ],
+                    }
+                )
             report.chains += len(chains)
             report.chain_sizes.extend(c.event_count for c in chains)
             for i, q in enumerate(conv.questions):

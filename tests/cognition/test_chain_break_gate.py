@@ -13,6 +13,7 @@ from athena.embeddings import LocalEmbedder
 from athena_cognition.detector import (
     ContinuityScorer,
     Decision,
+    OpenerModel,
     PairCosineScorer,
     Thresholds,
     Turn,
@@ -22,6 +23,9 @@ from athena_cognition.detector import (
     make_scorer,
     thresholds_from_settings,
 )
+from athena_cognition.detector._placement import OPENER_FEATURE_NAMES, opener_candidate
+from athena_cognition.training.evaluate import segment_dialogue
+from athena_cognition.training.segmentation_data import Dialogue, Utterance
 
 TH = Thresholds(high=0.8, low=0.5)  # midpoint 0.65
 
@@ -129,7 +133,7 @@ async def test_high_continues() -> None:
 
 async def test_low_breaks() -> None:
     d = await run(CONVERSATION, 0.2)
-    assert d == Decision(is_break=True, path="low", score=0.2, scorer="fixed")
+    assert d == Decision(is_break=True, path="low", score=0.2, scorer="fixed", starts_at=2)
     assert (await run(CONVERSATION, 0.5)).path != "low"  # below low breaks; low itself is gray
 
 
@@ -250,3 +254,120 @@ async def test_continuity_scorer_is_causal_and_cheap(embedder: LocalEmbedder) ->
     for _ in range(100):
         scorer.score(window, 2, vecs)
     assert (time.perf_counter() - started) / 100 < 0.010  # well under 10 ms per decision
+
+
+# --- boundary placement: Decision.starts_at -------------------------------------------------------
+
+
+def constant_opener(probability_logit: float, threshold: float = 0.5) -> OpenerModel:
+    """An opener whose P(agent turn opened a topic) is sigmoid(probability_logit) for every input."""
+    n = len(OPENER_FEATURE_NAMES)
+    return OpenerModel(feature_names=OPENER_FEATURE_NAMES, mean=np.zeros(n), scale=np.ones(n), coef=np.zeros(n),
+                       intercept=probability_logit, threshold=threshold)
+
+
+class OpenerScorer(FixedScorer):
+    """A fixed score plus an opener model; reads every message's (identical) embedding."""
+
+    def __init__(self, value: float, opener: OpenerModel | None) -> None:
+        super().__init__(value)
+        self.opener = opener
+
+    def needed_indices(self, window: Sequence[Turn], new_index: int) -> list[int]:
+        return [i for i in range(new_index + 1) if window[i].type == "message"]
+
+
+async def run_with_opener(window: Sequence[Turn], score: float, opener: OpenerModel | None) -> Decision:
+    return await decide(window, new_index=len(window) - 1, scorer=OpenerScorer(score, opener),
+                        embedder=CountingEmbedder(), thresholds=TH, arbiter=None, max_events_before_flush=20)
+
+
+def test_starts_at_is_set_exactly_on_breaks() -> None:
+    with pytest.raises(ValueError):
+        Decision(is_break=True, path="low", score=0.1, scorer="x")
+    with pytest.raises(ValueError):
+        Decision(is_break=False, path="high", score=0.9, scorer="x", starts_at=2)
+
+
+async def test_breaks_without_opener_start_at_the_new_message() -> None:
+    assert (await run(CONVERSATION, 0.9)).starts_at is None
+    assert (await run(CONVERSATION, 0.6)).starts_at == 2  # fallback break
+    assert (await run(CONVERSATION, 0.7, arbiter=FakeArbiter(False))).starts_at == 2
+    window = [user("start"), *(agent(f"step {i}", type="action") for i in range(17)), agent("answer"), user("more")]
+    assert (await run(window, 0.99)).starts_at == 19  # force flush
+
+
+async def test_opener_moves_the_break_to_the_agent_turn_whatever_the_score() -> None:
+    d = await run_with_opener(CONVERSATION, 0.99, constant_opener(5.0))
+    assert (d.is_break, d.path, d.starts_at, d.score) == (True, "agent_opened", 1, 0.99)
+    d = await run_with_opener(CONVERSATION, 0.2, constant_opener(5.0))
+    assert (d.path, d.starts_at) == ("agent_opened", 1)
+
+
+async def test_opener_below_threshold_leaves_the_gate_alone() -> None:
+    d = await run_with_opener(CONVERSATION, 0.2, constant_opener(-5.0))
+    assert (d.is_break, d.path, d.starts_at) == (True, "low", 2)
+    d = await run_with_opener(CONVERSATION, 0.99, constant_opener(-5.0))
+    assert (d.is_break, d.path, d.starts_at) == (False, "high", None)
+
+
+async def test_opener_only_for_an_agent_message_right_before() -> None:
+    always = constant_opener(5.0)
+    two_users = [user("a"), agent("b"), user("c"), user("d")]
+    assert (await run_with_opener(two_users, 0.99, always)).path == "high"
+    tool_step = [user("a"), agent("b"), agent("calling a tool", type="action"), user("c")]
+    assert (await run_with_opener(tool_step, 0.99, always)).path == "high"
+    assert not opener_candidate([agent("hello"), user("a"), agent("b")], 2)  # not a user message's window
+    assert not opener_candidate([agent("hello"), user("a")], 1)
+
+
+async def test_evaluation_places_the_boundary_at_starts_at_and_restarts_there() -> None:
+    roles = ["user", "agent", "user", "agent", "user", "agent", "user"]
+    dialogue = Dialogue(id="d", utterances=tuple(Utterance(role=r, text=f"t{i}") for i, r in enumerate(roles)),
+                        starts=(0,) * len(roles))
+    scorer = OpenerScorer(0.99, constant_opener(5.0))
+    pred = await segment_dialogue(dialogue, scorer=scorer, embedder=CountingEmbedder(), thresholds=TH,  # type: ignore[arg-type]
+                                  max_events_before_flush=20)
+    # user 2 breaks at agent 1 and the window restarts there: [agent 1, user 2, agent 3, user 4], so
+    # starts_at for user 4 is window index 2 (utterance 3); likewise user 6 -> utterance 5.
+    assert pred.starts == (0, 1, 0, 1, 0, 1, 0)
+    assert [(i, d.path, d.starts_at) for i, d in pred.decisions] == [
+        (0, "first_message", None), (2, "agent_opened", 1), (4, "agent_opened", 2), (6, "agent_opened", 2),
+    ]
+
+
+async def test_real_opener_agent_introduces_the_new_topic(embedder: LocalEmbedder) -> None:
+    window = [
+        user("I just got back from a hiking trip in the mountains."),
+        agent("That sounds amazing! How long were you out there?"),
+        user("Three days, we camped by a lake every night."),
+        agent("Nice. Do you like cooking? I have been trying new pasta recipes lately."),
+        user("Yes, I love cooking pasta! Carbonara is my favorite."),
+    ]
+    d = await decide(window, new_index=4, scorer=make_scorer("continuity"), embedder=embedder,
+                     thresholds=default_thresholds("continuity"), arbiter=None, max_events_before_flush=20)
+    assert (d.is_break, d.path, d.starts_at) == (True, "agent_opened", 3)
+    # Without placement the user's reply continues the agent turn: the break is missed.
+    d_old = await decide(window, new_index=4, scorer=make_scorer("continuity", placement=False), embedder=embedder,
+                         thresholds=default_thresholds("continuity"), arbiter=None, max_events_before_flush=20)
+    assert d_old.starts_at is None and not d_old.is_break
+
+
+async def test_real_opener_agent_answers_the_previous_question(embedder: LocalEmbedder) -> None:
+    window = [
+        user("Hello, I need help applying for student loan forgiveness."),
+        agent("Sure. Do you work full-time for a government or non-profit organization?"),
+        user("Yes, I do. How many payments do I need to make before the loan is forgiven?"),
+        agent("You need 120 qualifying monthly payments under a qualifying repayment plan."),
+        user("Can I also get a deferment on my car insurance payments?"),
+    ]
+    d = await decide(window, new_index=4, scorer=make_scorer("continuity"), embedder=embedder,
+                     thresholds=default_thresholds("continuity"), arbiter=None, max_events_before_flush=20)
+    assert d.is_break and d.starts_at == 4 and d.path != "agent_opened"
+
+
+def test_committed_opener_artifact_loads() -> None:
+    scorer = make_scorer("continuity")
+    assert isinstance(scorer, ContinuityScorer) and isinstance(scorer.opener, OpenerModel)
+    assert 0.0 < scorer.opener.threshold < 1.0
+    assert ContinuityScorer().opener is None  # explicit construction: no placement unless given

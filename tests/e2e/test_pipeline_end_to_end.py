@@ -32,7 +32,7 @@ async def test_every_user_message_is_decided_once(processed: dict) -> None:
     results = processed["results"]
     assert set(results) == set(processed["task_ids"])
     assert all(r["status"] == "done" for r in results.values())
-    assert {r["path"] for r in results.values()} <= {"first_message", "workflow_skip", "high", "low", "llm_true", "llm_false", "llm_fallback", "force_flush", "not_in_window"}
+    assert {r["path"] for r in results.values()} <= {"first_message", "workflow_skip", "high", "low", "llm_true", "llm_false", "llm_fallback", "force_flush", "agent_opened", "not_in_window"}
 
 
 async def test_topics_become_chains_small_talk_is_rejected_and_a_returning_topic_merges(processed: dict, stack: LocalStack) -> None:

@@ -66,6 +66,13 @@ def segmentation(
     split: Annotated[
         SplitChoice, typer.Option("--split", help="heldout/train: the fixed 30%/70% split by id hash used for training.")
     ] = SplitChoice.ALL,
+    placement: Annotated[
+        bool,
+        typer.Option(
+            "--placement/--no-placement",
+            help="continuity: let a break open at the agent turn before the user message (opener model).",
+        ),
+    ] = True,
 ) -> None:
     """Segment each dialogue with the production decide() (no LLM) and print Pk, WindowDiff and F1."""
     from athena.config import load_settings
@@ -86,7 +93,7 @@ def segmentation(
     if limit is not None:
         dialogues = dialogues[:limit]
 
-    scorer_obj = make_scorer(scorer_name)
+    scorer_obj = make_scorer(scorer_name, placement=placement)
     embedder = make_embedder(settings)
     started = time.perf_counter()
     with Progress(
@@ -125,6 +132,7 @@ def segmentation(
         "max_events": flush,
         "data": str(data),
         "split": split.value,
+        "placement": placement and scorer_name == "continuity",
         "paths": result.paths,
         "seconds": round(seconds, 1),
     }

@@ -23,6 +23,7 @@ def locomo(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     timeout: float = typer.Option(1800.0, help="Seconds to wait for the pipeline per conversation."),
     keep_data: bool = typer.Option(False, help="Keep the stack's data folder."),
+    chains_out: Path | None = typer.Option(None, "--chains-out", help="Write the chains formed (dia_ids per chain) as JSON."),
 ) -> None:
     """Replay each conversation through a fresh local stack and measure what SearchMemory retrieves."""
     from athena.embeddings import LocalEmbedder
@@ -42,6 +43,7 @@ def locomo(
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err, transient=True) as progress:
             bars: dict[str, int] = {}
+            dumped: list[dict[str, object]] = []
 
             def update(label: str, done: int, total: int) -> None:
                 if label not in bars:
@@ -57,8 +59,11 @@ def locomo(
                     embedder=LocalEmbedder(),
                     timeout=timeout,
                     progress=update,
+                    dump=dumped,
                 )
             )
+        if chains_out is not None:
+            chains_out.write_text(json.dumps(dumped, indent=1))
     finally:
         stack.stop()
         if not keep_data:

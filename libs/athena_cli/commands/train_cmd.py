@@ -45,3 +45,28 @@ def continuity(
     assert isinstance(metrics, dict)
     for name, m in metrics.items():
         typer.echo(f"{name}: pk {m['pk']} wd {m['wd']} f1 {m['f1']}")
+
+
+@app.command("opener")
+def opener(
+    out: Annotated[
+        Path | None, typer.Option("--out", file_okay=False, help="Output folder (default: the detector package).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
+    ] = None,
+) -> None:
+    """Train the boundary-placement opener model; writes opener_v1.npz and opener_v1.record.json."""
+    from athena_cognition.training.train_opener import DETECTOR_DIR, train_opener
+
+    record = asyncio.run(
+        train_opener(
+            out_dir=out or DETECTOR_DIR,
+            data_dir=data_dir,
+            log=lambda msg: _err.print(msg, markup=False, highlight=False, soft_wrap=True),
+        )
+    )
+    metrics = record["metrics_no_llm"]
+    assert isinstance(metrics, dict)
+    for name, m in metrics.items():
+        typer.echo(f"{name}: pk {m['pk']} wd {m['wd']} f1 {m['f1']}")

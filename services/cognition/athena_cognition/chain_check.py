@@ -123,10 +123,13 @@ class ChainCheckHandler:
         CHAIN_BREAK_DECISIONS.labels(decision.scorer, decision.path).inc()
         if decision.score is not None:
             CHAIN_BREAK_SCORE.labels(decision.scorer).observe(decision.score)
-        if not decision.is_break or new_index == 0:
+        # The new segment starts at the new message, or at the agent turn before it when that turn
+        # opened the new topic (path "agent_opened").
+        starts_at = decision.starts_at if decision.starts_at is not None else new_index
+        if not decision.is_break or starts_at == 0:
             return fields
 
-        completed = events[:new_index]
+        completed = events[:starts_at]
         segment = formation_pb2.Segment(
             id=segment_id_for(scope, completed),
             scope=task.scope,
@@ -137,7 +140,7 @@ class ChainCheckHandler:
         with redis_unavailable():
             cut = await self.window.cut(
                 task.scope,
-                head=raws[:new_index],
+                head=raws[:starts_at],
                 handoff_key=handoff_key,
                 segment=segment.SerializeToString(),
                 decision=json.dumps(fields),

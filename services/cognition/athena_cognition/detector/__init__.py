@@ -5,6 +5,7 @@
 
 from athena_cognition.detector._decide import Arbiter, Decision, Path, decide, decision_texts, prefetch_embeddings
 from athena_cognition.detector._gate import Thresholds, fallback_is_break, gate
+from athena_cognition.detector._placement import OpenerModel, load_opener_model
 from athena_cognition.detector._scorers import (
     ContinuityModel,
     ContinuityScorer,
@@ -22,6 +23,7 @@ __all__ = [
     "ContinuityModel",
     "ContinuityScorer",
     "Decision",
+    "OpenerModel",
     "PairCosineScorer",
     "Path",
     "Scorer",
@@ -34,6 +36,7 @@ __all__ = [
     "gate",
     "is_user_message",
     "load_continuity_model",
+    "load_opener_model",
     "make_scorer",
     "prefetch_embeddings",
     "thresholds_from_settings",

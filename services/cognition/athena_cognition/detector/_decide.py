@@ -9,8 +9,15 @@ Order of checks (seed "Chain-break detection", steps 1-4):
    before scoring (and saves the embedding work); it runs after step 1 because the seed skips the
    whole check inside one workflow (the short-term window's hard cap STM_WINDOW_MAX_EVENTS still
    bounds such a window).
-3. Score, then the three-way gate: high continues, low breaks, the gray zone asks the arbiter
+3. Boundary placement, if the scorer carries an opener model (`scorer.opener`, continuity only):
+   when the turn right before the new message is an agent message and the opener gives
+   P(that agent turn opened a new topic) >= its threshold, break there (`agent_opened`,
+   starts_at = new_index - 1), whatever the continuity score.
+4. Score, then the three-way gate: high continues, low breaks, the gray zone asks the arbiter
    (the LLM); no arbiter or no answer: the fallback of `fallback_is_break`.
+
+`Decision.starts_at`: window index of the turn that opens the new segment when `is_break`
+(new_index, or new_index - 1 for `agent_opened`); None when the chain continues.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import numpy as np
 
 from athena.embeddings import Embedder
 from athena_cognition.detector._gate import Thresholds, fallback_is_break, gate
+from athena_cognition.detector._placement import OpenerModel
 from athena_cognition.detector._scorers import Scorer
 from athena_cognition.detector._turns import Turn, is_user_message, user_message_indices
 
@@ -43,6 +51,7 @@ class Path:
     LLM_TRUE = "llm_true"
     LLM_FALSE = "llm_false"
     LLM_FALLBACK = "llm_fallback"
+    AGENT_OPENED = "agent_opened"
 
 
 @runtime_checkable
@@ -54,10 +63,19 @@ class Arbiter(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """`starts_at`: when `is_break`, the window index where the new segment starts: `new_index`, or
+    `new_index - 1` when the agent message right before the new user message opened the new topic
+    (path `agent_opened`); never earlier. None when the chain continues."""
+
     is_break: bool
     path: str
     score: float | None
     scorer: str
+    starts_at: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.is_break != (self.starts_at is not None):
+            raise ValueError("starts_at is set exactly when is_break")
 
 
 def _same_run(a: Turn, b: Turn) -> bool:
@@ -105,18 +123,24 @@ async def decide(
         return Decision(is_break=False, path=Path.WORKFLOW_SKIP, score=None, scorer=name)
 
     if new_index + 1 >= max_events_before_flush:
-        return Decision(is_break=True, path=Path.FORCE_FLUSH, score=None, scorer=name)
+        return Decision(is_break=True, path=Path.FORCE_FLUSH, score=None, scorer=name, starts_at=new_index)
 
     indices = scorer.needed_indices(window, new_index)
     rows = await embedder.embed([window[i].content for i in indices]) if indices else np.zeros((0, 0))
     vectors = {i: rows[k] for k, i in enumerate(indices)}
     score = scorer.score(window, new_index, vectors)
 
+    opener = getattr(scorer, "opener", None)
+    if isinstance(opener, OpenerModel):
+        p_open = opener.probability(window, new_index, vectors)
+        if p_open is not None and p_open >= opener.threshold:
+            return Decision(is_break=True, path=Path.AGENT_OPENED, score=score, scorer=name, starts_at=new_index - 1)
+
     outcome = gate(score, thresholds)
     if outcome == "high":
         return Decision(is_break=False, path=Path.HIGH, score=score, scorer=name)
     if outcome == "low":
-        return Decision(is_break=True, path=Path.LOW, score=score, scorer=name)
+        return Decision(is_break=True, path=Path.LOW, score=score, scorer=name, starts_at=new_index)
 
     verdict: bool | None = None
     if arbiter is not None:
@@ -128,5 +152,12 @@ async def decide(
     if verdict is True:
         return Decision(is_break=False, path=Path.LLM_TRUE, score=score, scorer=name)
     if verdict is False:
-        return Decision(is_break=True, path=Path.LLM_FALSE, score=score, scorer=name)
-    return Decision(is_break=fallback_is_break(score, thresholds), path=Path.LLM_FALLBACK, score=score, scorer=name)
+        return Decision(is_break=True, path=Path.LLM_FALSE, score=score, scorer=name, starts_at=new_index)
+    is_break = fallback_is_break(score, thresholds)
+    return Decision(
+        is_break=is_break,
+        path=Path.LLM_FALLBACK,
+        score=score,
+        scorer=name,
+        starts_at=new_index if is_break else None,
+    )

@@ -13,6 +13,7 @@ import numpy as np
 
 from athena_cognition.detector._features import extract_features, feature_names
 from athena_cognition.detector._gate import Thresholds
+from athena_cognition.detector._placement import OpenerModel, load_opener_model
 from athena_cognition.detector._turns import Turn, message_indices, user_message_indices
 
 __all__ = [
@@ -133,8 +134,16 @@ class ContinuityScorer:
 
     name = "continuity"
 
-    def __init__(self, model: ContinuityModel | None = None, *, artifact: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        model: ContinuityModel | None = None,
+        *,
+        artifact: str | Path | None = None,
+        opener: OpenerModel | None = None,
+    ) -> None:
         self._model = model if model is not None else load_continuity_model(str(artifact) if artifact else None)
+        # Boundary placement (detector/_placement.py): None = breaks always open at the new message.
+        self.opener = opener
         dim = len(self._model.feature_names) - len(feature_names(0))
         if list(self._model.feature_names) != feature_names(dim):
             raise ValueError("continuity artifact was trained on a different feature list; retrain it")
@@ -153,11 +162,15 @@ class ContinuityScorer:
         return self._model.predict(extract_features(window, new_index, vectors))
 
 
-def make_scorer(name: str) -> Scorer:
-    """"continuity" (default), "pair_cosine" (the seed's rule) or "every_user" (a baseline for evaluation)."""
+def make_scorer(name: str, *, placement: bool = True) -> Scorer:
+    """"continuity" (default), "pair_cosine" (the seed's rule) or "every_user" (a baseline for evaluation).
+
+    `placement` (continuity only): also load the committed opener model, so a break can open at the
+    agent turn before the new message (`Decision.starts_at`); False reproduces the older behaviour.
+    """
     key = getattr(name, "value", name)
     if key == "continuity":
-        return ContinuityScorer()
+        return ContinuityScorer(opener=load_opener_model() if placement else None)
     if key == "pair_cosine":
         return PairCosineScorer()
     if key == "every_user":

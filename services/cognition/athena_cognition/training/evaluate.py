@@ -2,7 +2,8 @@
 
 Each dialogue is replayed in order, one user message at a time, the way the worker sees it: the
 window is the current segment so far plus the new message; after a predicted break the new
-segment starts at that message. Agent turns never get a boundary.
+segment starts where `Decision.starts_at` says: the new message, or the agent turn right before it
+when the detector judged that the agent opened the new topic (boundary placement).
 """
 
 from __future__ import annotations
@@ -66,9 +67,11 @@ async def segment_dialogue(
             max_events_before_flush=max_events_before_flush,
         )
         decisions.append((i, decision))
-        if decision.is_break and i > 0:
-            starts[i] = 1
-            segment_start = i  # the new message stays: it opens the next segment
+        if decision.is_break and decision.starts_at is not None:
+            start = segment_start + decision.starts_at  # i, or i - 1 when the agent turn opened the topic
+            if start > 0:
+                starts[start] = 1
+                segment_start = start  # the window restarts at the turn that opens the next segment
     return DialoguePrediction(id=dialogue.id, starts=tuple(starts), decisions=tuple(decisions))
 
 
