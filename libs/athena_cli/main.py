@@ -9,13 +9,16 @@ import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from athena.config import Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from athena_cli.stack import LocalStack
 
 app = typer.Typer(help="Athena: a cognitive memory pipeline for AI agents.", no_args_is_help=True, add_completion=False)
 dlq_app = typer.Typer(help="Inspect and requeue dead-lettered tasks.", no_args_is_help=True)
@@ -96,10 +99,7 @@ def dev(
         console.print("stopped.")
 
 
-def _print_stack(stack: "object") -> None:
-    from athena_cli.stack import LocalStack
-
-    assert isinstance(stack, LocalStack)
+def _print_stack(stack: "LocalStack") -> None:
     table = Table(title="Athena local stack")
     table.add_column("component")
     table.add_column("address")
@@ -210,6 +210,44 @@ def dlq_replay(
         return n
 
     console.print(f"requeued {asyncio.run(run())} task(s)")
+
+
+RECEIPT_FIELDS = ("redis_keys", "queued_tasks", "dead_letters", "task_results", "events", "chains", "formation_records", "embeddings")
+
+
+@app.command()
+def forget(
+    tenant: str = typer.Option(..., "--tenant", help="Tenant id."),
+    user: str = typer.Option(..., "--user", help="User id (all of the user's agents are erased)."),
+    target: Optional[str] = typer.Option(None, "--target", help="Ingest address host:port (default: 127.0.0.1:INGEST_GRPC_PORT)."),
+    timeout: float = typer.Option(60.0, help="Deadline of the call, in seconds."),
+) -> None:
+    """Erase everything Athena holds about a user of a tenant (MemoryService.ForgetUser) and print the receipt."""
+    import grpc
+
+    from athena.client import AthenaClient, ClientOptions
+    from athena.grpc_util import bad_request_violations
+
+    address = target or f"127.0.0.1:{_settings().ingest_grpc_port}"
+
+    async def run():  # type: ignore[no-untyped-def]
+        async with AthenaClient(address, options=ClientOptions(timeout=timeout)) as client:
+            return await client.forget_user(tenant, user)
+
+    try:
+        receipt = asyncio.run(run())
+    except grpc.aio.AioRpcError as exc:
+        violations = bad_request_violations(exc)
+        detail = "; ".join(f"{field}: {desc}" for field, desc in violations) if violations else exc.details()
+        err_console.print(f"[red]ForgetUser failed ({exc.code().name}): {detail}[/red]")
+        raise typer.Exit(1) from None
+    table = Table(title=f"erased {tenant}/{user}")
+    table.add_column("store")
+    table.add_column("erased", justify="right")
+    for name in RECEIPT_FIELDS:
+        table.add_row(name, str(getattr(receipt, name)))
+    console.print(table)
+    console.print(f"tombstone at {receipt.erased_at.ToDatetime().isoformat()}Z")
 
 
 def main() -> None:

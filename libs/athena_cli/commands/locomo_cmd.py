@@ -27,7 +27,6 @@ def locomo(
 ) -> None:
     """Replay each conversation through a fresh local stack and measure what SearchMemory retrieves."""
     from athena.embeddings import LocalEmbedder
-    from athena.local import free_port
     from athena_cli.locomo import run_locomo
     from athena_cli.stack import LocalStack, StackPorts
 
@@ -37,7 +36,6 @@ def locomo(
     err = Console(stderr=True)
     data_dir = Path(tempfile.mkdtemp(prefix="athena-locomo-"))
     stack = LocalStack(data_dir=data_dir, ports=StackPorts.free(), env={"QUEUE_BACKOFF_BASE_SECONDS": "0.5"})
-    _ = free_port
     with err.status("starting the local stack..."):
         stack.start()
     try:
