@@ -143,3 +143,7 @@ class AthenaClient:
             token = page.next_page_token
             if not token:
                 return chains
+
+    async def forget_user(self, tenant_id: str, user_id: str) -> memory_pb2.ForgetUserResponse:
+        """Erase everything Athena holds about the user in the tenant; returns the receipt (counts per store)."""
+        return await self._call(self._stub.ForgetUser, memory_pb2.ForgetUserRequest(tenant_id=tenant_id, user_id=user_id))

@@ -15,7 +15,11 @@ __all__ = [
     "QUEUE_LEASES",
     "QUEUE_REAPER_LOCK",
     "QUEUE_WORKERS",
+    "ERASURE_TTL_SECONDS",
     "claiming_key",
+    "erasure_key",
+    "user_key_patterns",
+    "user_scope_prefix",
     "lease_key",
     "scope_id",
     "scope_queue_key",
@@ -66,6 +70,13 @@ the window and not yet accepted by formation. Written by the cut script, deleted
 STM_APPLIED_PREFIX = "stm:v1:applied:"
 """STRING per event: marks that the event reached the window, so a retried StoreEvent appends it once."""
 
+# --- erasure ---------------------------------------------------------------------------------------
+ERASURE_PREFIX = "erasure:v1:"
+"""STRING per (tenant, user): the tombstone, epoch seconds (float) of the last ForgetUser. Tasks
+enqueued at or before it are dropped by cognition. Expires after ERASURE_TTL_SECONDS (far longer than
+any task can stay queued: dead letters of the user are erased with it)."""
+ERASURE_TTL_SECONDS = 7 * 24 * 3600
+
 
 def scope_id(tenant_id: str, user_id: str, agent_id: str) -> str:
     return f"{tenant_id}:{user_id}:{agent_id}"
@@ -106,3 +117,25 @@ def stm_handoff_key(scope: str, task_id: str) -> str:
 
 def stm_applied_key(scope: str, event_id: str) -> str:
     return f"{STM_APPLIED_PREFIX}{scope}:{event_id}"
+
+
+def erasure_key(tenant_id: str, user_id: str) -> str:
+    return f"{ERASURE_PREFIX}{tenant_id}:{user_id}"
+
+
+def user_scope_prefix(tenant_id: str, user_id: str) -> str:
+    """`{tenant}:{user}:`, the start of every scope id of the user (ids never contain ':')."""
+    return f"{tenant_id}:{user_id}:"
+
+
+def user_key_patterns(tenant_id: str, user_id: str) -> dict[str, str]:
+    """SCAN MATCH patterns of the user's per-scope keys (ids hold no glob characters: [A-Za-z0-9._@-])."""
+    p = user_scope_prefix(tenant_id, user_id)
+    return {
+        "queue": f"{SCOPE_QUEUE_PREFIX}{p}*",
+        "window": f"{STM_WINDOW_PREFIX}{p}*",
+        "applied": f"{STM_APPLIED_PREFIX}{p}*",
+        "handoff": f"{STM_HANDOFF_PREFIX}{p}*",
+        "lease": f"{LEASE_PREFIX}{p}*",
+        "result": f"{TASK_RESULT_PREFIX}{p}*",
+    }

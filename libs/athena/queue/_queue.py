@@ -76,6 +76,7 @@ class FairQueue:
         self._promote = redis.register_script(_scripts.PROMOTE)
         self._reap = redis.register_script(_scripts.REAP)
         self._replay = redis.register_script(_scripts.REPLAY)
+        self._erase_scope = redis.register_script(_scripts.ERASE_SCOPE)
         self._interrupted_claims: set[str] = set()
         """Workers whose last claim failed midway, so their claiming list may hold a scope."""
 
@@ -260,6 +261,58 @@ class FairQueue:
             )
             replayed += int(removed)
         return replayed
+
+    # --- erasure -------------------------------------------------------------------------------
+    async def user_scopes(self, tenant_id: str, user_id: str) -> set[str]:
+        """Scope ids of the user anywhere in the queue: own lists, dispatcher, leases, delayed, deliveries."""
+        prefix = keys.user_scope_prefix(tenant_id, user_id)
+        patterns = keys.user_key_patterns(tenant_id, user_id)
+        found: set[str] = set()
+        for kind, strip in (("queue", keys.SCOPE_QUEUE_PREFIX), ("lease", keys.LEASE_PREFIX)):
+            async for k in self.redis.scan_iter(match=patterns[kind], count=500):
+                found.add(_text(k)[len(strip):])
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.lrange(keys.DISPATCHER, 0, -1)
+            pipe.zrange(keys.QUEUE_LEASES, 0, -1)
+            pipe.zrange(keys.QUEUE_DELAYED, 0, -1)
+            pipe.hkeys(keys.QUEUE_DELIVERIES)
+            lists = await pipe.execute()
+        for members in lists:
+            found.update(m for m in map(_text, members) if m.startswith(prefix))
+        return found
+
+    async def erase_scope(self, scope: str) -> tuple[list[task_pb2.Task], int]:
+        """Remove a scope from the queue atomically (ERASE_SCOPE). Returns (removed tasks, lease keys deleted)."""
+        raws, leased = await self._erase_scope(
+            keys=[
+                keys.scope_queue_key(scope),
+                keys.DISPATCHER,
+                keys.QUEUE_DELAYED,
+                keys.QUEUE_LEASES,
+                keys.lease_key(scope),
+                keys.QUEUE_DELIVERIES,
+                keys.QUEUE_WORKERS,
+            ],
+            args=[scope, keys.CLAIMING_PREFIX],
+        )
+        tasks = []
+        for raw in raws:
+            t = task_pb2.Task()
+            t.ParseFromString(raw)
+            tasks.append(t)
+        return tasks, int(leased)
+
+    async def erase_dead_letters(self, tenant_id: str, user_id: str) -> list[task_pb2.Task]:
+        """Remove the user's dead-lettered tasks (LREM of each exact envelope). Returns those removed."""
+        removed = []
+        for raw in await self.redis.lrange(keys.QUEUE_DEAD_LETTERS, 0, -1):
+            task = task_pb2.Task()
+            task.ParseFromString(raw)
+            if (task.scope.tenant_id, task.scope.user_id) != (tenant_id, user_id):
+                continue
+            if int(await self.redis.lrem(keys.QUEUE_DEAD_LETTERS, 0, raw)) > 0:
+                removed.append(task)
+        return removed
 
 
 def _scope_of(task: task_pb2.Task) -> str:

@@ -12,6 +12,7 @@ __all__ = [
     "ACK",
     "CLAIM",
     "ENQUEUE",
+    "ERASE_SCOPE",
     "EXTEND",
     "FAIL",
     "PROMOTE",
@@ -198,4 +199,25 @@ if redis.call('RPUSH', KEYS[2], ARGV[2]) == 1 then
   redis.call('RPUSH', KEYS[3], ARGV[3])
 end
 return 1
+"""
+
+ERASE_SCOPE = """
+-- KEYS[1] scope queue   KEYS[2] dispatcher   KEYS[3] delayed zset   KEYS[4] leases zset
+-- KEYS[5] lease key     KEYS[6] deliveries hash   KEYS[7] workers zset
+-- ARGV[1] scope id   ARGV[2] claiming key prefix
+-- Erasure (ForgetUser): removes a scope from every place of the queue at once, so no worker can
+-- claim, ack or retry its tasks afterwards. Deleting the lease fences a worker still running the
+-- head task: its ACK/FAIL/EXTEND find the lease gone and write nothing (no task result reappears).
+-- Returns {removed envelopes, lease keys deleted}.
+local tasks = redis.call('LRANGE', KEYS[1], 0, -1)
+redis.call('DEL', KEYS[1])
+redis.call('LREM', KEYS[2], 0, ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+local leased = redis.call('DEL', KEYS[5])
+redis.call('HDEL', KEYS[6], ARGV[1])
+for _, worker in ipairs(redis.call('ZRANGE', KEYS[7], 0, -1)) do
+  redis.call('LREM', ARGV[2] .. worker, 0, ARGV[1])
+end
+return {tasks, leased}
 """

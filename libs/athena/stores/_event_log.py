@@ -113,6 +113,13 @@ class EventLog:
         with mongo_unavailable():
             await self.collection.update_many({"_id": {"$in": ids}}, {"$set": {"window_state": WindowState.APPLIED.value}})
 
+    async def delete(self, event_ids: Iterable[str]) -> int:
+        ids = list(event_ids)
+        if not ids:
+            return 0
+        with mongo_unavailable():
+            return int((await self.collection.delete_many({"_id": {"$in": ids}})).deleted_count)
+
     async def pending(self, *, older_than: datetime, limit: int = 500) -> list[memory_pb2.Event]:
         """Events whose Redis step never completed (their client gave up before a retry converged)."""
         with mongo_unavailable():

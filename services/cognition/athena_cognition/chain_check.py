@@ -72,6 +72,9 @@ def _decision_fields(decision: Decision) -> dict[str, Any]:
     }
 
 
+_ERASED = {"decision": "none", "path": "erased"}
+
+
 @dataclass
 class ChainCheckHandler:
     redis: Redis
@@ -84,6 +87,8 @@ class ChainCheckHandler:
             raise PermanentTaskError(f"unknown task type {task.type!r}")
         scope = scope_key(task.scope)
         handoff_key = keys.stm_handoff_key(scope, task.id)
+        if await self._erased(task):
+            return _ERASED
         with redis_unavailable():
             parked = await self.redis.hgetall(handoff_key)
         if parked:
@@ -148,7 +153,24 @@ class ChainCheckHandler:
         if not cut:
             raise RetryableError("the window changed while deciding; deciding again")
         log.info("cut segment %s (%d events) of %s: %s", segment.id, len(completed), scope, fields["path"])
+        if await self._erased(task):  # forgotten while deciding: the cut segment is dropped with its hand-off key
+            with redis_unavailable():
+                await self.redis.delete(handoff_key)
+            return _ERASED
         return await self._hand_off(segment, handoff_key, fields)
+
+    async def _erased(self, task: task_pb2.Task) -> bool:
+        """ForgetUser ran after this task was queued: it must not touch the window or hand anything off.
+        (Its lease was deleted by the erasure, so the worker's ack writes no result either.)"""
+        with redis_unavailable():
+            raw = await self.redis.get(keys.erasure_key(task.scope.tenant_id, task.scope.user_id))
+        if not raw:
+            return False
+        enqueued = task.enqueued_at.ToNanoseconds() / 1e9 if task.HasField("enqueued_at") else 0.0
+        if enqueued <= float(raw):
+            log.info("task %s predates the erasure of %s/%s; dropped", task.id, task.scope.tenant_id, task.scope.user_id)
+            return True
+        return False
 
     async def _hand_off(self, segment: formation_pb2.Segment, handoff_key: str, fields: Mapping[str, Any]) -> Mapping[str, Any]:
         # DependencyUnavailable from here fails the attempt: the task backs off, the segment stays parked.

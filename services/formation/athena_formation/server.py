@@ -15,6 +15,7 @@ from athena.stores import connect_mongo
 from athena.telemetry import run_service
 from athena_formation.archiver import Archiver
 from athena_formation.chain_store import ChainStore
+from athena_formation.erasure import FormationEraser
 from athena_formation.former import ChainFormer
 from athena_formation.heat import HeatModel
 from athena_formation.recall import Recall
@@ -34,6 +35,7 @@ class Formation:
     archiver: Archiver
     store: ChainStore
     vectors: VectorIndex
+    eraser: FormationEraser
 
 
 async def build_formation(settings: Settings) -> Formation:
@@ -49,7 +51,8 @@ async def build_formation(settings: Settings) -> Formation:
     archiver = Archiver(
         store=store, vectors=vectors, heat=heat, threshold=settings.heat_archive_threshold, min_age_hours=settings.archive_min_age_hours
     )
-    servicer = FormationServicer(former=former, recall=recall)
+    eraser = FormationEraser(mongo=mongo, database=settings.mongodb_database, store=store, vectors=vectors)
+    servicer = FormationServicer(former=former, recall=recall, eraser=eraser)
 
     async def close() -> None:
         await vectors.close()
@@ -69,7 +72,7 @@ async def build_formation(settings: Settings) -> Formation:
         grace=settings.grpc_shutdown_grace_seconds,
         on_stop=[close],
     )
-    return Formation(host=host, former=former, recall=recall, archiver=archiver, store=store, vectors=vectors)
+    return Formation(host=host, former=former, recall=recall, archiver=archiver, store=store, vectors=vectors, eraser=eraser)
 
 
 async def serve(settings: Settings) -> None:

@@ -6,6 +6,7 @@ import grpc
 
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.memory.v1 import memory_pb2
+from athena_formation.erasure import FormationEraser, erased_response
 from athena_formation.former import ChainFormer
 from athena_formation.recall import Recall
 
@@ -13,12 +14,25 @@ __all__ = ["FormationServicer"]
 
 
 class FormationServicer(formation_pb2_grpc.FormationServiceServicer):
-    def __init__(self, *, former: ChainFormer, recall: Recall) -> None:
+    def __init__(self, *, former: ChainFormer, recall: Recall, eraser: FormationEraser) -> None:
         self.former = former
         self.recall = recall
+        self.eraser = eraser
 
     async def FormChain(self, request: formation_pb2.FormChainRequest, context: grpc.aio.ServicerContext) -> formation_pb2.FormChainResponse:
-        return await self.former.form(request.segment)
+        segment = request.segment
+        # The user was forgotten after these events were stored: write nothing (docs/architecture.md, "Erasure").
+        if await self.eraser.segment_erased(segment):
+            return erased_response()
+        response = await self.former.form(segment)
+        if await self.eraser.segment_erased(segment):
+            # ForgetUser ran while this segment was being formed: take back what was written.
+            await self.eraser.undo(segment.id, response.chain_id)
+            return erased_response()
+        return response
+
+    async def ForgetUser(self, request: memory_pb2.ForgetUserRequest, context: grpc.aio.ServicerContext) -> memory_pb2.ForgetUserResponse:
+        return await self.eraser.forget(request.tenant_id, request.user_id)
 
     async def SearchMemory(self, request: memory_pb2.SearchMemoryRequest, context: grpc.aio.ServicerContext) -> memory_pb2.SearchMemoryResponse:
         return await self.recall.search(request)

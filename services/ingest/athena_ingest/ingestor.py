@@ -23,6 +23,7 @@ from typing import Sequence
 
 from redis.asyncio import Redis
 
+from athena import keys
 from athena.errors import DependencyUnavailable, FieldViolation
 from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message, to_timestamp
 from athena.metrics import EVENTS_STORED
@@ -112,6 +113,9 @@ class Ingestor:
 
     async def apply(self, events: Sequence[memory_pb2.Event]) -> None:
         """The Redis step: append to the window and enqueue checks, atomically, idempotently."""
+        events = await self._drop_erased(events)
+        if not events:
+            return
         checks = [e for e in events if self._triggers_check(e)]
         with producer_span(count=len(checks)) if checks else nullcontext():
             carrier: dict[str, str] = {}
@@ -129,6 +133,24 @@ class Ingestor:
             await self.event_log.mark_applied(e.id for e in events)
         except DependencyUnavailable:
             log.warning("events reached Redis but could not be marked applied; the repair loop will mark them")
+
+    async def _drop_erased(self, events: Sequence[memory_pb2.Event]) -> list[memory_pb2.Event]:
+        """Drop events stored at or before their user's erasure tombstone (a StoreEvent or a pending
+        repair that raced ForgetUser): they never reach the window or the queue and leave the log."""
+        users = sorted({(e.scope.tenant_id, e.scope.user_id) for e in events})
+        with redis_unavailable():
+            raws = await self.redis.mget([keys.erasure_key(t, u) for t, u in users])
+        tombstones = {user: float(raw) for user, raw in zip(users, raws) if raw}
+        if not tombstones:
+            return list(events)
+        keep, dropped = [], []
+        for e in events:
+            erased_at = tombstones.get((e.scope.tenant_id, e.scope.user_id))
+            (dropped if erased_at is not None and e.stored_at.ToNanoseconds() / 1e9 <= erased_at else keep).append(e)
+        if dropped:
+            await self.event_log.delete([e.id for e in dropped])
+            log.info("dropped %d events stored before their user's erasure", len(dropped))
+        return keep
 
     async def repair_pending(self, *, older_than: timedelta = timedelta(seconds=30)) -> int:
         """Apply events whose Redis step never completed and whose client did not retry."""

@@ -13,6 +13,7 @@ from athena.redis_util import connect_redis
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog, connect_mongo
 from athena.telemetry import run_service
+from athena_ingest.erasure import Eraser
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.servicer import MemoryServicer
 from athena_ingest.validation import Limits
@@ -42,7 +43,8 @@ async def build_ingest(settings: Settings) -> tuple[ServiceHost, Ingestor]:
         enqueue_checks=settings.enable_memory_workers,
     )
     formation = FormationClient(settings.formation_address, timeout=10.0)
-    servicer = MemoryServicer(ingestor=ingestor, window=window, formation=formation)
+    eraser = Eraser(redis=redis, queue=queue, mongo=mongo, database=settings.mongodb_database, formation=formation)
+    servicer = MemoryServicer(ingestor=ingestor, window=window, formation=formation, eraser=eraser)
 
     async def close() -> None:
         await formation.close()

@@ -9,6 +9,7 @@ from athena.formation_client import FormationClient
 from athena.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow
+from athena_ingest.erasure import Eraser, validate_forget
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.validation import (
     MAX_SEARCH_LIMIT,
@@ -25,7 +26,8 @@ _MAX_CONTEXT_LIMIT = 1000
 
 
 class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
-    def __init__(self, *, ingestor: Ingestor, window: ShortTermWindow, formation: FormationClient) -> None:
+    def __init__(self, *, ingestor: Ingestor, window: ShortTermWindow, formation: FormationClient, eraser: Eraser) -> None:
+        self.eraser = eraser
         self.ingestor = ingestor
         self.window = window
         self.formation = formation
@@ -82,3 +84,9 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     ) -> memory_pb2.ListChainsResponse:
         raise_if_any(validate_list_chains(request))
         return await self.formation.call(self.formation.stub.ListChains, request)
+
+    async def ForgetUser(
+        self, request: memory_pb2.ForgetUserRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.ForgetUserResponse:
+        validate_forget(request)
+        return await self.eraser.forget(request.tenant_id, request.user_id)

@@ -14,6 +14,7 @@ from athena.events import ROLE_NAMES, TYPE_NAMES, timestamp_of
 from athena.memory.v1 import memory_pb2
 
 __all__ = [
+    "ID_PATTERN",
     "Limits",
     "raise_if_any",
     "validate_get_chain",
@@ -29,6 +30,8 @@ MAX_PAGE_SIZE = 200
 MAX_METADATA_FILTERS = 8
 
 _ID = re.compile(r"^[A-Za-z0-9._@-]{1,128}$")
+ID_PATTERN = _ID
+"""The rule of every scope id (and event and chain id)."""
 _EARLIEST = datetime(1990, 1, 1, tzinfo=timezone.utc)
 _ALLOWED_CONTROL = {"\n", "\r", "\t"}
 

@@ -56,6 +56,11 @@ class FormationServiceStub:
                 request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
                 response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
                 _registered_method=True)
+        self.ForgetUser = channel.unary_unary(
+                '/athena.internal.v1.FormationService/ForgetUser',
+                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
+                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
+                _registered_method=True)
 
 
 class FormationServiceServicer:
@@ -88,6 +93,15 @@ class FormationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ForgetUser(self, request, context):
+        """The formation part of MemoryService.ForgetUser, forwarded by ingest after it wrote the tombstone:
+        deletes the user's embeddings (first), chains and formation records. Fills only chains,
+        formation_records and embeddings of the receipt. Idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FormationServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -110,6 +124,11 @@ def add_FormationServiceServicer_to_server(servicer, server):
                     servicer.ListChains,
                     request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.FromString,
                     response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.SerializeToString,
+            ),
+            'ForgetUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetUser,
+                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.FromString,
+                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -221,6 +240,33 @@ class FormationService:
             '/athena.internal.v1.FormationService/ListChains',
             athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
             athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForgetUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/ForgetUser',
+            athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
+            athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
             options,
             channel_credentials,
             insecure,

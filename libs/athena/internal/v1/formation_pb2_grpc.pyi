@@ -40,6 +40,11 @@ class FormationServiceStub:
     """The public chain RPCs, forwarded by ingest after validation (formation owns Milvus)."""
     GetChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]
     ListChains: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]
+    ForgetUser: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ForgetUserRequest, _memory_pb2.ForgetUserResponse]
+    """The formation part of MemoryService.ForgetUser, forwarded by ingest after it wrote the tombstone:
+    deletes the user's embeddings (first), chains and formation records. Fills only chains,
+    formation_records and embeddings of the receipt. Idempotent.
+    """
 
 @_typing.type_check_only
 class FormationServiceAsyncStub(FormationServiceStub):
@@ -52,6 +57,11 @@ class FormationServiceAsyncStub(FormationServiceStub):
     """The public chain RPCs, forwarded by ingest after validation (formation owns Milvus)."""
     GetChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]  # type: ignore[assignment]
     ListChains: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]  # type: ignore[assignment]
+    ForgetUser: _aio.UnaryUnaryMultiCallable[_memory_pb2.ForgetUserRequest, _memory_pb2.ForgetUserResponse]  # type: ignore[assignment]
+    """The formation part of MemoryService.ForgetUser, forwarded by ingest after it wrote the tombstone:
+    deletes the user's embeddings (first), chains and formation records. Fills only chains,
+    formation_records and embeddings of the receipt. Idempotent.
+    """
 
 class FormationServiceServicer(metaclass=_abc_1.ABCMeta):
     """FormationService turns finished topic segments into cognitive chains."""
@@ -85,5 +95,16 @@ class FormationServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_pb2.ListChainsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_pb2.ListChainsResponse, _abc.Awaitable[_memory_pb2.ListChainsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ForgetUser(
+        self,
+        request: _memory_pb2.ForgetUserRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.ForgetUserResponse, _abc.Awaitable[_memory_pb2.ForgetUserResponse]]:
+        """The formation part of MemoryService.ForgetUser, forwarded by ingest after it wrote the tombstone:
+        deletes the user's embeddings (first), chains and formation records. Fills only chains,
+        formation_records and embeddings of the receipt. Idempotent.
+        """
 
 def add_FormationServiceServicer_to_server(servicer: FormationServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -774,3 +774,82 @@ class ListChainsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListChainsResponse: _TypeAlias = ListChainsResponse  # noqa: Y015
+
+@_typing.final
+class ForgetUserRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    """Both required: 1-128 characters of [A-Za-z0-9._@-]."""
+    user_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["tenant_id", b"tenant_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForgetUserRequest: _TypeAlias = ForgetUserRequest  # noqa: Y015
+
+@_typing.final
+class ForgetUserResponse(_message.Message):
+    """What was erased, counted per store. A repeated call returns zeros."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REDIS_KEYS_FIELD_NUMBER: _builtins.int
+    QUEUED_TASKS_FIELD_NUMBER: _builtins.int
+    DEAD_LETTERS_FIELD_NUMBER: _builtins.int
+    TASK_RESULTS_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    CHAINS_FIELD_NUMBER: _builtins.int
+    FORMATION_RECORDS_FIELD_NUMBER: _builtins.int
+    EMBEDDINGS_FIELD_NUMBER: _builtins.int
+    ERASED_AT_FIELD_NUMBER: _builtins.int
+    redis_keys: _builtins.int
+    """Redis: windows, applied markers, hand-offs, leases and task dedup keys of the user's scopes."""
+    queued_tasks: _builtins.int
+    """Task envelopes removed from the user's scope queues."""
+    dead_letters: _builtins.int
+    """Entries of the user removed from the dead-letter list."""
+    task_results: _builtins.int
+    """task_results keys deleted."""
+    events: _builtins.int
+    """cognitive_events documents deleted."""
+    chains: _builtins.int
+    """cognitive_chains documents deleted."""
+    formation_records: _builtins.int
+    """formation_outcomes records deleted (created, merged and rejected segments)."""
+    embeddings: _builtins.int
+    """Milvus embeddings deleted."""
+    @_builtins.property
+    def erased_at(self) -> _timestamp_pb2.Timestamp:
+        """The tombstone time: anything of the user stored or queued at or before it is dropped."""
+
+    def __init__(
+        self,
+        *,
+        redis_keys: _builtins.int = ...,
+        queued_tasks: _builtins.int = ...,
+        dead_letters: _builtins.int = ...,
+        task_results: _builtins.int = ...,
+        events: _builtins.int = ...,
+        chains: _builtins.int = ...,
+        formation_records: _builtins.int = ...,
+        embeddings: _builtins.int = ...,
+        erased_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["erased_at", b"erased_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chains", b"chains", "dead_letters", b"dead_letters", "embeddings", b"embeddings", "erased_at", b"erased_at", "events", b"events", "formation_records", b"formation_records", "queued_tasks", b"queued_tasks", "redis_keys", b"redis_keys", "task_results", b"task_results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForgetUserResponse: _TypeAlias = ForgetUserResponse  # noqa: Y015

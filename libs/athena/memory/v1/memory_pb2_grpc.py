@@ -65,6 +65,11 @@ class MemoryServiceStub:
                 request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
                 response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
                 _registered_method=True)
+        self.ForgetUser = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/ForgetUser',
+                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
+                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -116,6 +121,17 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ForgetUser(self, request, context):
+        """Erase everything Athena holds about a user in a tenant (all of the user's agents): short-term
+        windows, queued and dead-lettered tasks, task results, events, chains, formation records and
+        embeddings. Idempotent (a repeat returns zeros). Tasks of the user that were queued or in flight
+        before the call never hand anything to formation afterwards (tombstone; docs/architecture.md,
+        "Erasure"). Events stored after the call start a new, separate memory.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -148,6 +164,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ListChains,
                     request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.FromString,
                     response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.SerializeToString,
+            ),
+            'ForgetUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetUser,
+                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.FromString,
+                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -313,6 +334,33 @@ class MemoryService:
             '/athena.memory.v1.MemoryService/ListChains',
             athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
             athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForgetUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/ForgetUser',
+            athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
+            athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
             options,
             channel_credentials,
             insecure,

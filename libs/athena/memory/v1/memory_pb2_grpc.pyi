@@ -51,6 +51,13 @@ class MemoryServiceStub:
     """One chain, active or archived."""
     ListChains: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]
     """A scope's chains, most recent first, paged, filterable by status."""
+    ForgetUser: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ForgetUserRequest, _memory_pb2.ForgetUserResponse]
+    """Erase everything Athena holds about a user in a tenant (all of the user's agents): short-term
+    windows, queued and dead-lettered tasks, task results, events, chains, formation records and
+    embeddings. Idempotent (a repeat returns zeros). Tasks of the user that were queued or in flight
+    before the call never hand anything to formation afterwards (tombstone; docs/architecture.md,
+    "Erasure"). Events stored after the call start a new, separate memory.
+    """
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -75,6 +82,13 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     """One chain, active or archived."""
     ListChains: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]  # type: ignore[assignment]
     """A scope's chains, most recent first, paged, filterable by status."""
+    ForgetUser: _aio.UnaryUnaryMultiCallable[_memory_pb2.ForgetUserRequest, _memory_pb2.ForgetUserResponse]  # type: ignore[assignment]
+    """Erase everything Athena holds about a user in a tenant (all of the user's agents): short-term
+    windows, queued and dead-lettered tasks, task results, events, chains, formation records and
+    embeddings. Idempotent (a repeat returns zeros). Tasks of the user that were queued or in flight
+    before the call never hand anything to formation afterwards (tombstone; docs/architecture.md,
+    "Erasure"). Events stored after the call start a new, separate memory.
+    """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     """MemoryService is the one public endpoint (served by the ingest service)."""
@@ -132,5 +146,18 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_memory_pb2.ListChainsResponse, _abc.Awaitable[_memory_pb2.ListChainsResponse]]:
         """A scope's chains, most recent first, paged, filterable by status."""
+
+    @_abc_1.abstractmethod
+    def ForgetUser(
+        self,
+        request: _memory_pb2.ForgetUserRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.ForgetUserResponse, _abc.Awaitable[_memory_pb2.ForgetUserResponse]]:
+        """Erase everything Athena holds about a user in a tenant (all of the user's agents): short-term
+        windows, queued and dead-lettered tasks, task results, events, chains, formation records and
+        embeddings. Idempotent (a repeat returns zeros). Tasks of the user that were queued or in flight
+        before the call never hand anything to formation afterwards (tombstone; docs/architecture.md,
+        "Erasure"). Events stored after the call start a new, separate memory.
+        """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
