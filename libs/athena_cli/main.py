@@ -250,6 +250,18 @@ def forget(
     console.print(f"tombstone at {receipt.erased_at.ToDatetime().isoformat()}Z")
 
 
+@app.command()
+def bench(
+    quick: bool = typer.Option(False, "--quick", help="Smaller sizes and fewer repeats (under 3 minutes on 2 cores)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON (null for a stage not run)."),
+    stages: str = typer.Option("", "--stages", help="Comma-separated subset of: queue, ingest, search, cognition, e2e."),
+) -> None:
+    """Benchmark the pipeline: each figure the median of repeats with min/max, beside a baseline of the same run."""
+    from athena_cli.bench.command import bench_command
+
+    bench_command(quick, as_json, stages, console, err_console)
+
+
 def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

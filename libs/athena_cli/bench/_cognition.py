@@ -1,0 +1,101 @@
+"""Stage 4, cognition: decide() decisions/s over a replayed conversation, and the share spent embedding.
+
+The demo's sample conversation is replayed the way the worker sees it: each user message is decided
+against the open segment (the turns since the last break), with the default scorer (continuity, with
+its opener model), its calibrated thresholds, no arbiter (no LLM) and the local embedding model.
+Each repeat starts from an empty embedding cache, so every text is embedded once, as in a worker
+meeting a conversation for the first time. Baseline: the seed's pair_cosine scorer, same replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from athena.embeddings import EmbeddingCache, LocalEmbedder
+from athena_cli.bench._report import Figure, StageResult, summary
+
+__all__ = ["run_cognition_stage"]
+
+
+class _TimedEmbedder:
+    def __init__(self, inner: LocalEmbedder) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        t = time.perf_counter()
+        try:
+            return await self.inner.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - t
+
+
+async def _replay(scorer_name: str, turns: list, passes: int) -> tuple[int, float, float]:
+    from athena_cognition.detector import Turn, decide, default_thresholds, is_user_message, make_scorer
+
+    scorer = make_scorer(scorer_name)
+    thresholds = default_thresholds(scorer_name)
+    embedder = _TimedEmbedder(LocalEmbedder(cache=EmbeddingCache()))
+    all_turns = [Turn(role=t.role, type=t.type, content=t.content) for t in turns]
+    decisions = 0
+    t0 = time.perf_counter()
+    for p in range(passes):
+        # A new pass changes every text, so the cache does not carry over between passes.
+        seq = [Turn(role=t.role, type=t.type, content=f"{t.content} ({p})") for t in all_turns]
+        start = 0
+        for i, turn in enumerate(seq):
+            if not is_user_message(turn):
+                continue
+            window = seq[start : i + 1]
+            d = await decide(window, new_index=len(window) - 1, scorer=scorer, embedder=embedder, thresholds=thresholds,
+                             arbiter=None, max_events_before_flush=20)
+            decisions += 1
+            if d.is_break and d.starts_at is not None:
+                start += d.starts_at
+    return decisions, time.perf_counter() - t0, embedder.seconds
+
+
+async def _measure(repeats: int, passes: int, tick: Callable[[], None]) -> StageResult:
+    from athena_cli.sample_conversation import sample_conversation
+
+    turns = sample_conversation()
+    await LocalEmbedder(cache=EmbeddingCache()).embed(["load the model"])  # model load outside the timing
+    await _replay("continuity", turns, 1)
+    await _replay("pair_cosine", turns, 1)
+    dps, share, base_dps, base_share, n_dec = [], [], [], [], 0
+    for _ in range(repeats):
+        n_dec, el, emb = await _replay("continuity", turns, passes)
+        dps.append(n_dec / el), share.append(emb / el)
+        nb, el, emb = await _replay("pair_cosine", turns, passes)
+        base_dps.append(nb / el), base_share.append(emb / el)
+        tick()
+    res = StageResult(stage="cognition")
+    res.figures = [
+        Figure("decide() continuity scorer", "decisions/s", summary(dps), "pair_cosine scorer", summary(base_dps)),
+        Figure("share of time embedding", "fraction", summary(share), "pair_cosine scorer", summary(base_share)),
+    ]
+    res.keys = {
+        "decisions_per_s": res.figures[0].value["median"],
+        "decision_embedding_share": res.figures[1].value["median"],
+        "decisions_per_s_pair_cosine": res.figures[0].baseline["median"],  # type: ignore[index]
+    }
+    res.detail = {"decisions_per_repeat": n_dec, "passes": passes, "repeats": repeats, "turns": len(turns),
+                  "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures}}
+    res.notes.append(f"sample conversation ({len(turns)} turns) x {passes} passes = {n_dec} decisions per repeat, cold cache, no LLM")
+    return res
+
+
+def run_cognition_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
+    repeats, passes = (3, 2) if quick else (5, 6)
+    t0 = time.perf_counter()
+    res = asyncio.run(_measure(repeats, passes, tick))
+    res.seconds = time.perf_counter() - t0
+    return res

@@ -1,0 +1,186 @@
+"""Stage 2, ingest: StoreEvent requests/s and latency at concurrency 32, beside an empty handler.
+
+The measured server is the local stack's ingest process (event log in nx-27017, short-term window
+and chain-check enqueue in redis-server). The baseline is an empty grpc.aio MemoryService (StoreEvent
+and StoreEvents return empty responses) run as its own process the same way (`python -m
+athena_cli.bench._ingest PORT`), hit by the same client code with the same requests. Both are
+driven from this process over one grpc.aio channel each, CONCURRENCY requests in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import uuid
+from typing import Callable
+
+import grpc
+
+from athena.local import free_port, wait_for_port
+from athena.memory.v1 import memory_pb2, memory_pb2_grpc
+from athena_cli.bench._report import Figure, StageResult, percentile, summary
+
+__all__ = ["EmptyServer", "run_ingest_stage"]
+
+CONCURRENCY = 32
+BATCH = 100
+BATCH_CONCURRENCY = 4
+_CONTENT = (
+    "My invoice for March shows the wrong VAT number and the billing address is out of date; "
+    "could you correct both and send me a fresh copy of the invoice as a PDF? Order reference 4471-B."
+)
+
+
+def _event(role: int) -> memory_pb2.NewEvent:
+    return memory_pb2.NewEvent(role=role, type=memory_pb2.EVENT_TYPE_MESSAGE, content=_CONTENT, event_id=uuid.uuid4().hex)
+
+
+class _Empty(memory_pb2_grpc.MemoryServiceServicer):
+    async def StoreEvent(self, request, context):  # noqa: N802
+        return memory_pb2.StoreEventResponse()
+
+    async def StoreEvents(self, request, context):  # noqa: N802
+        return memory_pb2.StoreEventsResponse()
+
+
+async def _serve_empty(port: int) -> None:
+    server = grpc.aio.server()
+    memory_pb2_grpc.add_MemoryServiceServicer_to_server(_Empty(), server)
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    await server.wait_for_termination()
+
+
+class EmptyServer:
+    """The baseline server as a child process."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> "EmptyServer":
+        self.proc = subprocess.Popen([sys.executable, "-m", "athena_cli.bench._ingest", str(self.port)], stdin=subprocess.DEVNULL)
+        wait_for_port(self.port, timeout=30)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+async def _unary_round(target: str, n: int, role: int) -> tuple[float, list[float]]:
+    """n StoreEvent calls, CONCURRENCY in flight. Returns (requests/s, latencies in ms)."""
+    lat: list[float] = []
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        await channel.channel_ready()
+        counter = iter(range(n))
+
+        async def worker(k: int) -> None:
+            scope = memory_pb2.Scope(tenant_id="bench", user_id=f"ingest-{k}", agent_id="a")
+            for _ in counter:
+                req = memory_pb2.StoreEventRequest(scope=scope, event=_event(role))
+                t = time.perf_counter()
+                await stub.StoreEvent(req, timeout=30)
+                lat.append((time.perf_counter() - t) * 1000)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker(k) for k in range(CONCURRENCY)))
+        elapsed = time.perf_counter() - t0
+    return n / elapsed, lat
+
+
+async def _batch_round(target: str, batches: int, role: int) -> float:
+    """StoreEvents of BATCH events, BATCH_CONCURRENCY in flight. Returns events/s."""
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        await channel.channel_ready()
+        counter = iter(range(batches))
+
+        async def worker(k: int) -> None:
+            scope = memory_pb2.Scope(tenant_id="bench", user_id=f"batch-{k}", agent_id="a")
+            for _ in counter:
+                await stub.StoreEvents(memory_pb2.StoreEventsRequest(scope=scope, events=[_event(role) for _ in range(BATCH)]), timeout=60)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker(k) for k in range(BATCH_CONCURRENCY)))
+        return batches * BATCH / (time.perf_counter() - t0)
+
+
+async def _measure(ingest: str, empty: str, n: int, batches: int, repeats: int, role: int, tick: Callable[[], None]) -> StageResult:
+    # Warm-up: connections, code paths, the stores' first writes.
+    await _unary_round(ingest, 200, role)
+    await _unary_round(empty, 200, role)
+    rps, p50, p99, b_rps, b_p50, b_p99, ev, b_ev = ([] for _ in range(8))
+    for _ in range(repeats):
+        r, lat = await _unary_round(ingest, n, role)
+        rps.append(r), p50.append(percentile(lat, 50)), p99.append(percentile(lat, 99))
+        r, lat = await _unary_round(empty, n, role)
+        b_rps.append(r), b_p50.append(percentile(lat, 50)), b_p99.append(percentile(lat, 99))
+        ev.append(await _batch_round(ingest, batches, role))
+        b_ev.append(await _batch_round(empty, batches, role))
+        tick()
+    res = StageResult(stage="ingest")
+    res.figures = [
+        Figure("StoreEvent throughput (c=32)", "req/s", summary(rps), "empty handler", summary(b_rps)),
+        Figure("StoreEvent p50 latency", "ms", summary(p50), "empty handler", summary(b_p50)),
+        Figure("StoreEvent p99 latency", "ms", summary(p99), "empty handler", summary(b_p99)),
+        Figure(f"StoreEvents batches of {BATCH} (c={BATCH_CONCURRENCY})", "events/s", summary(ev), "empty handler", summary(b_ev)),
+    ]
+    res.keys = {
+        "ingest_vs_baseline": res.figures[0].ratio(),
+        "store_event_per_s": res.figures[0].value["median"],
+        "store_event_p50_ms": res.figures[1].value["median"],
+        "store_event_p99_ms": res.figures[2].value["median"],
+        "empty_handler_per_s": res.figures[0].baseline["median"],  # type: ignore[index]
+        "store_events_per_s": res.figures[3].value["median"],
+    }
+    res.detail = {
+        "requests_per_repeat": n,
+        "batches_per_repeat": batches,
+        "repeats": repeats,
+        "concurrency": CONCURRENCY,
+        "content_bytes": len(_CONTENT.encode()),
+        "role": memory_pb2.Role.Name(role),
+        "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures},
+    }
+    return res
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return float("nan")
+
+
+def run_ingest_stage(ingest_target: str, *, quick: bool, tick: Callable[[], None], pids: dict[str, int] | None = None) -> StageResult:
+    """Against a running ingest (the local stack's). Events are user messages, so each StoreEvent also
+    enqueues a chain check (the production path); the caller keeps cognition stopped meanwhile."""
+    n, batches, repeats = (1000, 10, 3) if quick else (5000, 40, 5)
+    t0 = time.perf_counter()
+    pids = dict(pids or {})
+    pids["bench client"] = os.getpid()
+    cpu0 = {n: _cpu_seconds(p) for n, p in pids.items()}
+    with EmptyServer() as empty:
+        res = asyncio.run(_measure(ingest_target, f"127.0.0.1:{empty.port}", n, batches, repeats, memory_pb2.ROLE_USER, tick))
+    wall = time.perf_counter() - t0
+    # CPU seconds per process over the whole stage (both servers' rounds), to see what saturates.
+    res.detail["cpu_seconds"] = {name: round(_cpu_seconds(p) - cpu0[name], 1) for name, p in pids.items()}
+    res.detail["cpu_seconds"]["stage wall"] = round(wall, 1)
+    res.notes.append(f"{n} StoreEvent + {batches} StoreEvents x {repeats} repeats; user messages of {res.detail['content_bytes']} B; cognition not running")
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+if __name__ == "__main__":
+    asyncio.run(_serve_empty(int(sys.argv[1])))

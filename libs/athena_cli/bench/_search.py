@@ -1,0 +1,138 @@
+"""Stage 3, search: VectorIndex.search on Milvus Lite beside brute-force numpy cosine.
+
+The collection is the one formation creates (VectorIndex, FLAT index, COSINE), in a fresh Milvus Lite
+file, filled with N random unit vectors (384-d, the local model's size) all in one tenant/user scope,
+so the scope filter keeps every row (the worst case of SearchMemory's vector step). Queries are
+distinct real questions embedded with LocalEmbedder: "included" times embedding + search, "excluded"
+times the search of a pre-embedded query. The baseline is numpy: cosine against the same N vectors
+(held normalised in memory) and the top 10 by argpartition, for the same query vectors.
+Random vectors stand in for chain embeddings because embedding 10^4-10^5 chain texts on 2 cores would
+take minutes; a FLAT index's cost does not depend on the values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from athena.embeddings import EmbeddingCache, LocalEmbedder
+from athena_cli.bench._report import Figure, StageResult, percentile, summary
+
+__all__ = ["run_search_stage"]
+
+DIM = 384
+LIMIT = 10
+INSERT_BATCH = 5000
+_TOPICS = ["Kyoto temples", "the VAT number on my invoice", "a webhook KeyError", "chickpea curry", "the JR Pass",
+           "pydantic validation", "coconut milk", "Nara day trip", "billing address", "cherry blossom crowds"]
+
+
+def _queries(n: int, salt: str) -> list[str]:
+    return [f"What did we say about {_TOPICS[i % len(_TOPICS)]}? (question {salt}-{i})" for i in range(n)]
+
+
+async def _fill(index, vectors: np.ndarray) -> None:
+    await index.open()
+    client = index._connect()  # the bench fills in bulk; formation upserts one chain at a time
+    for i in range(0, len(vectors), INSERT_BATCH):
+        rows = [
+            {"chain_id": f"c{j}", "tenant_id": "bench", "user_id": "u", "agent_id": "a", "embedding": vectors[j].tolist()}
+            for j in range(i, min(i + INSERT_BATCH, len(vectors)))
+        ]
+        await asyncio.to_thread(client.insert, index.collection, rows)
+    # Seal the segments: an unflushed (growing) segment is searched without the index and measured
+    # 0.6-1.2 s per query at 10,000 chains in this session's first run (see docs/benchmarks.md).
+    await asyncio.to_thread(client.flush, index.collection)
+
+
+async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick: Callable[[], None]) -> dict:
+    from athena_formation.vector_index import VectorIndex
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((n_chains, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = VectorIndex(str(path / "milvus.db"), collection="bench_chains", dim=DIM)
+    t_fill = time.perf_counter()
+    await _fill(index, vectors)
+    fill_s = time.perf_counter() - t_fill
+    embedder = LocalEmbedder(cache=EmbeddingCache())
+    await embedder.embed(["warm-up"])
+    await index.search(vectors[0], tenant_id="bench", user_id="u", limit=LIMIT)
+
+    out: dict[str, list[float]] = {k: [] for k in ("incl_p50", "incl_p95", "excl_p50", "excl_p95", "np_p50", "np_p95", "embed_p50", "np_incl_p95")}
+    agree = 0
+    total = 0
+    try:
+        for r in range(repeats):
+            texts = _queries(n_queries, f"r{r}")
+            incl, excl, base, emb, base_incl = [], [], [], [], []
+            qvecs = []
+            for text in texts:
+                t0 = time.perf_counter()
+                q = (await embedder.embed([text]))[0]
+                t1 = time.perf_counter()
+                hits = await index.search(q, tenant_id="bench", user_id="u", limit=LIMIT)
+                t2 = time.perf_counter()
+                incl.append((t2 - t0) * 1000)
+                emb.append((t1 - t0) * 1000)
+                qvecs.append((q, hits))
+            for q, hits in qvecs:
+                t0 = time.perf_counter()
+                await index.search(q, tenant_id="bench", user_id="u", limit=LIMIT)
+                excl.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                sims = vectors @ q
+                top = np.argpartition(-sims, LIMIT)[:LIMIT]
+                top = top[np.argsort(-sims[top])]
+                base.append((time.perf_counter() - t0) * 1000)
+                agree += len({f"c{j}" for j in top} & {h.chain_id for h in hits})
+                total += LIMIT
+            base_incl = [e + b for e, b in zip(emb, base)]
+            out["incl_p50"].append(percentile(incl, 50)), out["incl_p95"].append(percentile(incl, 95))
+            out["excl_p50"].append(percentile(excl, 50)), out["excl_p95"].append(percentile(excl, 95))
+            out["np_p50"].append(percentile(base, 50)), out["np_p95"].append(percentile(base, 95))
+            out["embed_p50"].append(percentile(emb, 50)), out["np_incl_p95"].append(percentile(base_incl, 95))
+            tick()
+    finally:
+        await index.close()
+    return {"series": out, "fill_s": fill_s, "top10_agreement": agree / total if total else None}
+
+
+def run_search_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
+    n_chains, n_queries, repeats = (10_000, 30, 3) if quick else (100_000, 60, 5)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="athena-bench-milvus-") as tmp:
+        m = asyncio.run(_measure(Path(tmp), n_chains, n_queries, repeats, tick))
+    s = m["series"]
+    res = StageResult(stage="search")
+    res.figures = [
+        Figure(f"search p50, query embedding included ({n_chains:,} chains)", "ms", summary(s["incl_p50"]), "numpy cosine + embedding", None),
+        Figure(f"search p95, query embedding included ({n_chains:,} chains)", "ms", summary(s["incl_p95"]), "numpy cosine + embedding", summary(s["np_incl_p95"])),
+        Figure(f"search p50, embedding excluded ({n_chains:,} chains)", "ms", summary(s["excl_p50"]), "numpy cosine", summary(s["np_p50"])),
+        Figure(f"search p95, embedding excluded ({n_chains:,} chains)", "ms", summary(s["excl_p95"]), "numpy cosine", summary(s["np_p95"])),
+        Figure("query embedding p50 (LocalEmbedder, 1 text)", "ms", summary(s["embed_p50"])),
+    ]
+    res.figures[0].baseline_name = ""
+    res.keys = {
+        "search_p95_ms": res.figures[1].value["median"],
+        "search_chains": n_chains,
+        "search_p95_ms_excluding_embedding": res.figures[3].value["median"],
+        "search_numpy_p95_ms": res.figures[3].baseline["median"],  # type: ignore[index]
+    }
+    res.detail = {
+        "chains": n_chains,
+        "queries_per_repeat": n_queries,
+        "repeats": repeats,
+        "limit": LIMIT,
+        "fill_seconds": m["fill_s"],
+        "milvus_vs_numpy_top10_agreement": m["top10_agreement"],
+        "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures},
+    }
+    res.notes.append(f"{n_chains:,} random unit vectors in one scope, {n_queries} queries x {repeats} repeats; fill took {m['fill_s']:.1f}s")
+    res.seconds = time.perf_counter() - t0
+    return res
