@@ -62,11 +62,7 @@ class FormationEraser:
                 async for d in self.store.outcomes.find({"tenant_id": tenant_id, "user_id": user_id}, {"chain_id": 1})
                 if d.get("chain_id")
             }
-        expr = f'tenant_id == "{tenant_id}" and user_id == "{user_id}"'  # ids validated by ingest
-        rows = await self.vectors._run(
-            lambda c: c.query(self.vectors.collection, filter=expr, output_fields=["chain_id"]), op="query"
-        )
-        vector_ids = {r["chain_id"] for r in rows} | await self.vectors.existing(sorted(chain_ids))
+        vector_ids = await self.vectors.ids_of_user(tenant_id=tenant_id, user_id=user_id) | await self.vectors.existing(sorted(chain_ids))
         await self.vectors.delete(sorted(vector_ids))
         with mongo_unavailable():
             chains = await self.store.chains.delete_many({"tenant_id": tenant_id, "user_id": user_id})

@@ -104,6 +104,12 @@ class VectorIndex:
         rows = await self._run(lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id"]), op="get")
         return {r["chain_id"] for r in rows}
 
+    async def ids_of_user(self, *, tenant_id: str, user_id: str) -> set[str]:
+        """Every chain id with an embedding of this tenant's user (for erasure)."""
+        expr = _scope_filter(tenant_id, user_id, None)
+        rows = await self._run(lambda c: c.query(self.collection, filter=expr, output_fields=["chain_id"]), op="query")
+        return {r["chain_id"] for r in rows}
+
     async def vectors(self, chain_ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not chain_ids:
             return {}
@@ -120,12 +126,7 @@ class VectorIndex:
         agent_id: str | None = None,
         limit: int = 10,
     ) -> list[VectorHit]:
-        for value in (tenant_id, user_id, agent_id or "x"):
-            if not _SAFE_VALUE.match(value):
-                raise ValueError("scope ids must be validated before they reach a Milvus filter")
-        expr = f'tenant_id == "{tenant_id}" and user_id == "{user_id}"'
-        if agent_id:
-            expr += f' and agent_id == "{agent_id}"'
+        expr = _scope_filter(tenant_id, user_id, agent_id)
         vector = np.asarray(embedding, dtype=np.float32).tolist()
         result = await self._run(
             lambda c: c.search(
@@ -145,3 +146,14 @@ class VectorIndex:
             client = self._client
             self._client = None
             await asyncio.to_thread(client.close)
+
+
+def _scope_filter(tenant_id: str, user_id: str, agent_id: str | None) -> str:
+    """A Milvus boolean filter for a scope; the ids are checked so nothing can be injected into it."""
+    for value in (tenant_id, user_id, agent_id or "x"):
+        if not _SAFE_VALUE.match(value):
+            raise ValueError("scope ids must be validated before they reach a Milvus filter")
+    expr = f'tenant_id == "{tenant_id}" and user_id == "{user_id}"'
+    if agent_id:
+        expr += f' and agent_id == "{agent_id}"'
+    return expr
