@@ -147,3 +147,28 @@ async def test_with_memory_workers_disabled_nothing_is_queued(client: AthenaClie
     assert result.task_id == ""
     assert [e.content for e in await client.get_context(SCOPE)] == ["just remember this"]
     assert await redis.llen(keys.DISPATCHER) == 0
+
+
+async def test_an_erasure_landing_between_the_tombstone_read_and_the_commit_drops_the_event(
+    client: AthenaClient, ingest: Ingestor, redis
+) -> None:
+    import time
+
+    real_append = ingest.window.append
+    appends = 0
+
+    async def append_while_a_forget_lands(event: memory_pb2.Event, *, client: object = None) -> bool:
+        # The first append runs inside MULTI, after the tombstone was read: ForgetUser lands right now.
+        nonlocal appends
+        appends += 1
+        if appends == 1:
+            await redis.set(keys.erasure_key("acme", "alice"), str(time.time() + 1))
+        return await real_append(event, client=client)
+
+    ingest.window.append = append_while_a_forget_lands  # type: ignore[method-assign]
+    await client.store_event(SCOPE, EventInput("user", "said just before the user asked to be forgotten"))
+
+    assert appends == 1  # the transaction was aborted and, on the retry, the event was dropped
+    assert await client.get_context(SCOPE) == []
+    assert await redis.llen(keys.scope_queue_key("acme:alice:helper")) == 0
+    assert await ingest.event_log.count({"tenant_id": "acme", "user_id": "alice"}) == 0

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Sequence
 
 from redis.asyncio import Redis
+from redis.exceptions import WatchError
 
 from athena import keys
 from athena.errors import DependencyUnavailable, FieldViolation
@@ -38,6 +39,17 @@ from athena_ingest.validation import Limits, raise_if_any, validate_new_event, v
 __all__ = ["Ingestor", "new_event_id"]
 
 log = logging.getLogger("athena.ingest")
+
+
+def _split_erased(
+    events: Sequence[memory_pb2.Event], tombstones: dict[tuple[str, str], float]
+) -> tuple[list[memory_pb2.Event], list[memory_pb2.Event]]:
+    """(kept, dropped): events stored at or before their user's erasure tombstone are dropped."""
+    kept, dropped = [], []
+    for e in events:
+        erased_at = tombstones.get((e.scope.tenant_id, e.scope.user_id))
+        (dropped if erased_at is not None and e.stored_at.ToNanoseconds() / 1e9 <= erased_at else kept).append(e)
+    return kept, dropped
 
 
 def new_event_id() -> str:
@@ -113,44 +125,46 @@ class Ingestor:
 
     async def apply(self, events: Sequence[memory_pb2.Event]) -> None:
         """The Redis step: append to the window and enqueue checks, atomically, idempotently."""
-        events = await self._drop_erased(events)
         if not events:
             return
-        checks = [e for e in events if self._triggers_check(e)]
-        with producer_span(count=len(checks)) if checks else nullcontext():
-            carrier: dict[str, str] = {}
-            inject_context(carrier)
-            with redis_unavailable():
-                async with self.redis.pipeline(transaction=True) as pipe:
-                    for e in events:
-                        await self.window.append(e, client=pipe)
-                        if self._triggers_check(e):
-                            await self.queue.enqueue(
-                                chain_check_task(scope=e.scope, event_id=e.id, trace_context=carrier), client=pipe
-                            )
-                    await pipe.execute()
+        users = sorted({(e.scope.tenant_id, e.scope.user_id) for e in events})
+        tombstone_keys = [keys.erasure_key(t, u) for t, u in users]
+        dropped: list[memory_pb2.Event] = []
+        with redis_unavailable():
+            async with self.redis.pipeline(transaction=True) as pipe:
+                while True:
+                    try:
+                        # WATCH the users' erasure tombstones: a ForgetUser that sets one between this
+                        # read and EXEC aborts the transaction, and the retry drops the events.
+                        await pipe.watch(*tombstone_keys)
+                        raws = await pipe.mget(tombstone_keys)
+                        tombstones = {user: float(raw) for user, raw in zip(users, raws) if raw}
+                        kept, dropped = _split_erased(events, tombstones)
+                        checks = [e for e in kept if self._triggers_check(e)]
+                        pipe.multi()
+                        with producer_span(count=len(checks)) if checks else nullcontext():
+                            carrier: dict[str, str] = {}
+                            inject_context(carrier)
+                            for e in kept:
+                                await self.window.append(e, client=pipe)
+                                if self._triggers_check(e):
+                                    await self.queue.enqueue(
+                                        chain_check_task(scope=e.scope, event_id=e.id, trace_context=carrier), client=pipe
+                                    )
+                            await pipe.execute()
+                        break
+                    except WatchError:
+                        await pipe.reset()
+        if dropped:
+            await self.event_log.delete([e.id for e in dropped])
+            log.info("dropped %d events stored before their user's erasure", len(dropped))
+        events = kept
+        if not events:
+            return
         try:
             await self.event_log.mark_applied(e.id for e in events)
         except DependencyUnavailable:
             log.warning("events reached Redis but could not be marked applied; the repair loop will mark them")
-
-    async def _drop_erased(self, events: Sequence[memory_pb2.Event]) -> list[memory_pb2.Event]:
-        """Drop events stored at or before their user's erasure tombstone (a StoreEvent or a pending
-        repair that raced ForgetUser): they never reach the window or the queue and leave the log."""
-        users = sorted({(e.scope.tenant_id, e.scope.user_id) for e in events})
-        with redis_unavailable():
-            raws = await self.redis.mget([keys.erasure_key(t, u) for t, u in users])
-        tombstones = {user: float(raw) for user, raw in zip(users, raws) if raw}
-        if not tombstones:
-            return list(events)
-        keep, dropped = [], []
-        for e in events:
-            erased_at = tombstones.get((e.scope.tenant_id, e.scope.user_id))
-            (dropped if erased_at is not None and e.stored_at.ToNanoseconds() / 1e9 <= erased_at else keep).append(e)
-        if dropped:
-            await self.event_log.delete([e.id for e in dropped])
-            log.info("dropped %d events stored before their user's erasure", len(dropped))
-        return keep
 
     async def repair_pending(self, *, older_than: timedelta = timedelta(seconds=30)) -> int:
         """Apply events whose Redis step never completed and whose client did not retry."""
