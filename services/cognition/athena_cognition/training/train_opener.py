@@ -15,7 +15,6 @@ Recipe (docs/segmentation.md, "Boundary placement"):
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import platform
 from collections.abc import Callable, Sequence
@@ -29,7 +28,7 @@ from athena_cognition.detector import ContinuityScorer, OpenerModel, Thresholds,
 from athena_cognition.detector._placement import OPENER_ARTIFACT, OPENER_FEATURE_NAMES, opener_candidate, opener_features
 from athena_cognition.training.embedding_cache import DiskCachedEmbedder, default_cache_path
 from athena_cognition.training.evaluate import dialogue_turns, evaluate
-from athena_cognition.training.segmentation_data import Dialogue, default_data_dir, load_dialogues, split_dialogues
+from athena_cognition.training.segmentation_data import Dialogue, data_record, default_data_dir, file_sha256, load_shared_sets
 
 __all__ = ["OpenerConfig", "opener_examples", "train_opener"]
 
@@ -104,10 +103,6 @@ async def _replay(
     return out
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 async def train_opener(
     *,
     out_dir: Path = DETECTOR_DIR,
@@ -118,10 +113,10 @@ async def train_opener(
 ) -> dict[str, object]:
     """Fit, pick the threshold on training data, measure; write opener_v1.npz and its record; return the record."""
     data_dir = data_dir or default_data_dir()
-    files = {name: data_dir / f"{name}.jsonl" for name in ("superseg_validation", "tiage_train", "tiage_validation")}
-    ss_train, ss_heldout = split_dialogues(load_dialogues(files["superseg_validation"]), config.heldout_fraction)
-    tiage_train = load_dialogues(files["tiage_train"])
-    tiage_val = load_dialogues(files["tiage_validation"])
+    sets = load_shared_sets(data_dir, config.heldout_fraction)
+    files = sets.files
+    ss_train, ss_heldout = sets.superseg_train, sets.superseg_heldout
+    tiage_train, tiage_val = sets.tiage_train, sets.tiage_validation
 
     disk: DiskCachedEmbedder | None = None
     if embedder is None:
@@ -168,7 +163,7 @@ async def train_opener(
 
     record: dict[str, object] = {
         "artifact": OPENER_ARTIFACT,
-        "artifact_sha256": _sha256(artifact),
+        "artifact_sha256": file_sha256(artifact),
         "command": "athena train opener",
         "model": {
             "kind": "standardize + L2 logistic regression, output P(the agent turn before the new user message opened a topic)",
@@ -178,7 +173,7 @@ async def train_opener(
             "used_with": "continuity_v1.npz (its gate thresholds in the replay)",
         },
         "features": list(OPENER_FEATURE_NAMES),
-        "data": {name: {"path": f"shared/data/segmentation/{p.name}", "sha256": _sha256(p)} for name, p in files.items()},
+        "data": data_record(files),
         "split": {
             "superseg_heldout": f"sha256(id) as a 64-bit fraction < {config.heldout_fraction}",
             "threshold_selection": "replay of decide() over the training dialogues (superseg train part + tiage_train)",
