@@ -43,7 +43,7 @@ async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> No
     scope = AthenaClient.scope(tenant, user, agent)
     turns = sample_conversation()
     responses = []
-    async with AthenaClient(stack.ingest_target) as client:
+    async with stack.client() as client:
         with Progress(console=console, transient=False) as progress:
             bar = progress.add_task("replaying the sample conversation", total=len(turns))
             for turn in turns:

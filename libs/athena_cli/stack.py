@@ -20,6 +20,7 @@ from typing import Mapping
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from athena.client import AthenaClient, ClientOptions
 from athena.local import MongoWireServer, RedisServer, free_port
 
 __all__ = ["LocalStack", "StackPorts", "ensure_redis_server_installed"]
@@ -76,6 +77,10 @@ class LocalStack:
     @property
     def formation_target(self) -> str:
         return f"127.0.0.1:{self.ports.formation}"
+
+    def client(self, *, tenant_id: str | None = None, options: ClientOptions | None = None) -> AthenaClient:
+        """A client of this stack's public API, carrying a credential for `tenant_id` (the dev tenant when None)."""
+        return AthenaClient(self.ingest_target, options=options)
 
     def service_env(self) -> dict[str, str]:
         env = dict(os.environ)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 async def processed(stack: LocalStack) -> dict:
     """Replays the sample conversation once and waits until every user message was decided."""
     scope = AthenaClient.scope(*SAMPLE_SCOPE)
-    async with AthenaClient(stack.ingest_target) as client:
+    async with stack.client() as client:
         responses = [await client.store_event(scope, turn) for turn in sample_conversation()]
     task_ids = [r.task_id for r in responses if r.task_id]
     results = await wait_until_processed(
@@ -40,7 +40,7 @@ async def test_topics_become_chains_small_talk_is_rejected_and_a_returning_topic
     assert outcomes.count("FORM_OUTCOME_CREATED") >= 2
     assert "FORM_OUTCOME_REJECTED" in outcomes
     assert "FORM_OUTCOME_MERGED" in outcomes
-    async with AthenaClient(stack.ingest_target) as client:
+    async with stack.client() as client:
         chains = await client.list_chains(AthenaClient.scope(*SAMPLE_SCOPE))
     assert len(chains) == outcomes.count("FORM_OUTCOME_CREATED")
     assert all(c.topic and c.summary and c.quality.overall >= 0.5 for c in chains)
@@ -48,7 +48,7 @@ async def test_topics_become_chains_small_talk_is_rejected_and_a_returning_topic
 
 
 async def test_search_memory_through_the_public_api_finds_the_returning_topic(processed: dict, stack: LocalStack) -> None:
-    async with AthenaClient(stack.ingest_target) as client:
+    async with stack.client() as client:
         hits = await client.search_memory(AthenaClient.scope(*SAMPLE_SCOPE), "Which Kyoto temples need a reservation?", limit=3)
         assert hits and "kyoto" in (hits[0].chain.topic + hits[0].chain.summary).lower()
         chain = await client.get_chain(AthenaClient.scope(*SAMPLE_SCOPE), hits[0].chain.id)
@@ -63,7 +63,7 @@ async def test_search_memory_through_the_public_api_finds_the_returning_topic(pr
 
 
 async def test_bad_search_input_is_refused_by_ingest_with_the_field_named(stack: LocalStack) -> None:
-    async with AthenaClient(stack.ingest_target) as client:
+    async with stack.client() as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await client.search_memory(AthenaClient.scope("acme", "alice", "x"), "   ")
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
