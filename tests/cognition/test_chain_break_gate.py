@@ -23,6 +23,7 @@ from athena_cognition.detector import (
     make_scorer,
     thresholds_from_settings,
 )
+from athena_cognition.detector._classifier import Classifier
 from athena_cognition.detector._placement import OPENER_FEATURE_NAMES, opener_candidate
 from athena_cognition.training.evaluate import segment_dialogue
 from athena_cognition.training.segmentation_data import Dialogue, Utterance
@@ -262,8 +263,9 @@ async def test_continuity_scorer_is_causal_and_cheap(embedder: LocalEmbedder) ->
 def constant_opener(probability_logit: float, threshold: float = 0.5) -> OpenerModel:
     """An opener whose P(agent turn opened a topic) is sigmoid(probability_logit) for every input."""
     n = len(OPENER_FEATURE_NAMES)
-    return OpenerModel(feature_names=OPENER_FEATURE_NAMES, mean=np.zeros(n), scale=np.ones(n), coef=np.zeros(n),
-                       intercept=probability_logit, threshold=threshold)
+    classifier = Classifier(feature_names=OPENER_FEATURE_NAMES, mean=np.zeros(n), scale=np.ones(n), coef=np.zeros(n),
+                            intercept=probability_logit)
+    return OpenerModel(classifier=classifier, threshold=threshold)
 
 
 class OpenerScorer(FixedScorer):
@@ -371,3 +373,16 @@ def test_committed_opener_artifact_loads() -> None:
     assert isinstance(scorer, ContinuityScorer) and isinstance(scorer.opener, OpenerModel)
     assert 0.0 < scorer.opener.threshold < 1.0
     assert ContinuityScorer().opener is None  # explicit construction: no placement unless given
+
+
+@pytest.mark.parametrize("artifact", ["continuity_v1", "opener_v1"])
+def test_committed_artifacts_match_their_training_records(artifact: str) -> None:
+    import hashlib
+    import json
+    from importlib import resources
+
+    folder = resources.files("athena_cognition.detector")
+    record = json.loads((folder / f"{artifact}.record.json").read_text(encoding="utf-8"))
+    digest = hashlib.sha256((folder / f"{artifact}.npz").read_bytes()).hexdigest()
+    assert record["artifact_sha256"] == digest  # the record describes the very bytes that are committed
+    assert record["command"].startswith("athena train ")

@@ -44,7 +44,21 @@ def test_eval_json_and_predictions(small_jsonl: Path, tmp_path: Path) -> None:
         assert set(row) == {"id", "starts"}
         assert len(row["starts"]) == len(dialogue.utterances)
         assert set(row["starts"]) <= {0, 1} and row["starts"][0] == 0
-        # Boundaries only ever open at user messages.
+        # A boundary opens at a user message, or (placement) at the agent message right before one.
+        roles = [u.role for u in dialogue.utterances]
+        for i, start in enumerate(row["starts"]):
+            if start:
+                assert roles[i] == "user" or (i + 1 < len(roles) and roles[i + 1] == "user"), (i, roles)
+
+
+def test_no_placement_opens_boundaries_only_at_user_messages(small_jsonl: Path, tmp_path: Path) -> None:
+    preds = tmp_path / "preds.jsonl"
+    args = ["segmentation", "--data", str(small_jsonl), "--json", "--no-placement", "--predictions-out", str(preds)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["placement"] is False
+    rows = [json.loads(line) for line in preds.read_text(encoding="utf-8").splitlines()]
+    for row, dialogue in zip(rows, load_dialogues(small_jsonl)):
         assert all(u.role == "user" for s, u in zip(row["starts"], dialogue.utterances) if s)
 
 

@@ -55,14 +55,29 @@ def opener(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
     ] = None,
+    hidden_units: Annotated[
+        int | None, typer.Option("--hidden-units", min=0, help="Tanh hidden units; 0 = logistic regression (default: 8).")
+    ] = None,
+    alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, help="L2 penalty of the hidden-layer model.")] = None,
+    l2_c: Annotated[float | None, typer.Option("--l2-c", min=0.0, help="Inverse L2 strength of the logistic regression.")] = None,
 ) -> None:
-    """Train the boundary-placement opener model; writes opener_v1.npz and opener_v1.record.json."""
-    from athena_cognition.training.train_opener import DETECTOR_DIR, train_opener
+    """Train the boundary-placement opener model; writes opener_v1.npz and opener_v1.record.json.
 
+    The model options exist to reproduce the comparisons in docs/segmentation.md; the defaults
+    are the committed artifact's recipe.
+    """
+    from dataclasses import replace
+
+    from athena_cognition.training.train_opener import DETECTOR_DIR, OpenerConfig, train_opener
+
+    config = OpenerConfig()
+    overrides = {k: v for k, v in (("hidden_units", hidden_units), ("alpha", alpha), ("l2_c", l2_c)) if v is not None}
+    config = replace(config, spec=replace(config.spec, **overrides))
     record = asyncio.run(
         train_opener(
             out_dir=out or DETECTOR_DIR,
             data_dir=data_dir,
+            config=config,
             log=lambda msg: _err.print(msg, markup=False, highlight=False, soft_wrap=True),
         )
     )

@@ -7,20 +7,22 @@ estimates P(the agent message at new_index - 1 starts a new segment) from the wi
 including the new user message (causal: the user's reply is the evidence). `decide()` asks it
 first; at or above its threshold the break opens at new_index - 1 (`Decision.starts_at`).
 
-Small logistic regression on 18 hand features, numpy at inference; trained by
-`athena train opener` (training/train_opener.py), artifact `opener_v1.npz` beside continuity_v1.
+A small `Classifier` (detector/_classifier.py) on the hand features below, numpy at inference;
+trained by `athena train opener` (training/train_opener.py), artifact `opener_v1.npz` beside
+continuity_v1.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
+from athena_cognition.detector._classifier import Classifier, load_classifier, packaged_artifact, save_classifier
 from athena_cognition.detector._features import _ACK, _QUESTION_OPENER, _SHIFT, _content, _unit, _words
 from athena_cognition.detector._turns import Turn, message_indices
 
@@ -54,7 +56,23 @@ OPENER_FEATURE_NAMES: tuple[str, ...] = (
     "user_starts_question",
     "agent_starts_shift_cue",
     "cos_agent_prev_agent",      # agent turn vs the agent message before it
+    "log_segment_messages",      # segment length before the agent turn: topics wear out
+    "cos_agent_nearest",         # agent turn vs its nearest message in the segment
+    "cos_agent_last3_mean",      # agent turn vs the segment's last three messages
+    "cos_agent_first",           # agent turn vs the message that opened the segment
+    "agent_statement_then_question",  # "nice. do you like cooking?": react, then open
+    "overlap_agent_last_sentence_before",  # content words of the agent's last sentence already in the segment
+    "agent_last_sentence_topic_question",  # the agent's last sentence opens with "do you", "what about", ...
+    "segment_coherence",         # length of the segment's mean vector: how tight it is
+    "cos_user_first",
+    "cos_user_nearest",
 )
+
+
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+_TOPIC_QUESTION = ("do you", "have you", "what do you", "what is your", "what's your", "are you", "did you",
+                   "what kind", "who is your", "what are your", "how about", "what about", "by the way", "anyway",
+                   "speaking of", "so ")
 
 
 def opener_candidate(window: Sequence[Turn], new_index: int) -> bool:
@@ -85,6 +103,11 @@ def opener_features(window: Sequence[Turn], new_index: int, vectors: Mapping[int
     agent_lower, user_lower = agent_text.lower().strip(), user_text.lower().strip()
     agent_content, user_content = _content(agent_text), _content(user_text)
     before_content: set[str] = set().union(*(_content(window[k].content) for k in before))
+    cos_agent = embs @ a
+    sentences = [t.strip() for t in _SENTENCE.findall(agent_text) if t.strip()]
+    last_sentence = sentences[-1] if sentences else agent_text
+    last_content = _content(last_sentence)
+    first = embs[0]
     return np.array(
         [
             a @ u,
@@ -105,6 +128,16 @@ def opener_features(window: Sequence[Turn], new_index: int, vectors: Mapping[int
             float(user_lower.startswith(_QUESTION_OPENER)),
             float(agent_lower.startswith(_SHIFT)),
             a @ prev_agent,
+            np.log1p(len(before)),
+            cos_agent.max(),
+            cos_agent[-3:].mean(),
+            a @ first,
+            float(len(sentences) >= 2 and last_sentence.endswith("?")),
+            len(last_content & before_content) / max(1, len(last_content)),
+            float(last_sentence.lower().startswith(_TOPIC_QUESTION)),
+            np.linalg.norm(embs.mean(axis=0)),
+            u @ first,
+            (embs @ u).max(),
         ],
         dtype=np.float64,
     )
@@ -112,21 +145,17 @@ def opener_features(window: Sequence[Turn], new_index: int, vectors: Mapping[int
 
 @dataclass(frozen=True, slots=True)
 class OpenerModel:
-    """Standardize, then logistic regression: P(the agent turn before the new message opened a topic)."""
+    """P(the agent turn before the new message opened a topic) (a `Classifier`) and its threshold."""
 
-    feature_names: tuple[str, ...]
-    mean: np.ndarray
-    scale: np.ndarray
-    coef: np.ndarray
-    intercept: float
+    classifier: Classifier
     threshold: float  # P >= threshold: the break opens at the agent turn
 
+    def __post_init__(self) -> None:
+        if self.classifier.feature_names != OPENER_FEATURE_NAMES:
+            raise ValueError("opener trained on a different feature list; retrain it")
+
     def predict(self, features: np.ndarray) -> float:
-        z = float(((features - self.mean) / self.scale) @ self.coef + self.intercept)
-        if z >= 0:
-            return 1.0 / (1.0 + float(np.exp(-z)))
-        ez = float(np.exp(z))
-        return ez / (1.0 + ez)
+        return self.classifier.predict(features)
 
     def probability(self, window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> float | None:
         """None when the turn before the new message is not a candidate agent message."""
@@ -135,33 +164,12 @@ class OpenerModel:
         return self.predict(opener_features(window, new_index, vectors))
 
     def save(self, path: str | Path) -> None:
-        np.savez(
-            path,
-            feature_names=np.array(self.feature_names),
-            mean=self.mean.astype(np.float64),
-            scale=self.scale.astype(np.float64),
-            coef=self.coef.astype(np.float64),
-            intercept=np.array(self.intercept, dtype=np.float64),
-            threshold=np.array(self.threshold, dtype=np.float64),
-        )
+        save_classifier(path, self.classifier, threshold=self.threshold)
 
     @classmethod
     def load(cls, path: str | Path) -> "OpenerModel":
-        with np.load(path, allow_pickle=False) as z:
-            model = cls(
-                feature_names=tuple(str(n) for n in z["feature_names"]),
-                mean=z["mean"].astype(np.float64),
-                scale=z["scale"].astype(np.float64),
-                coef=z["coef"].astype(np.float64),
-                intercept=float(z["intercept"]),
-                threshold=float(z["threshold"]),
-            )
-        if model.feature_names != OPENER_FEATURE_NAMES:
-            raise ValueError(f"{path}: trained on a different opener feature list; retrain it")
-        n = len(OPENER_FEATURE_NAMES)
-        if not (model.mean.shape == model.scale.shape == model.coef.shape == (n,)):
-            raise ValueError(f"{path}: parameter shapes do not match {n} features")
-        return model
+        classifier, scalars = load_classifier(path, scalars=("threshold",), feature_names=OPENER_FEATURE_NAMES)
+        return cls(classifier=classifier, threshold=scalars["threshold"])
 
 
 @lru_cache(maxsize=4)
@@ -169,5 +177,5 @@ def load_opener_model(path: str | None = None) -> OpenerModel:
     """The committed artifact next to this module, unless a path is given; loaded once per process."""
     if path is not None:
         return OpenerModel.load(path)
-    with resources.as_file(resources.files("athena_cognition.detector") / OPENER_ARTIFACT) as p:
+    with packaged_artifact(OPENER_ARTIFACT) as p:
         return OpenerModel.load(p)

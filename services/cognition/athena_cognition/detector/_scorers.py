@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from athena_cognition.detector._classifier import Classifier, load_classifier, packaged_artifact, save_classifier
 from athena_cognition.detector._features import extract_features, feature_names
 from athena_cognition.detector._gate import Thresholds
 from athena_cognition.detector._placement import OpenerModel, load_opener_model
@@ -74,50 +74,25 @@ class EveryUserMessageScorer:
 
 @dataclass(frozen=True, slots=True)
 class ContinuityModel:
-    """Standardize, then logistic regression: P(same topic | features). Plain numpy at inference."""
+    """P(same topic | features) (a `Classifier`) and the gate thresholds calibrated for it."""
 
-    feature_names: tuple[str, ...]
-    mean: np.ndarray
-    scale: np.ndarray
-    coef: np.ndarray
-    intercept: float
+    classifier: Classifier
     thresholds: Thresholds
 
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return self.classifier.feature_names
+
     def predict(self, features: np.ndarray) -> float:
-        z = float(((features - self.mean) / self.scale) @ self.coef + self.intercept)
-        # Numerically safe logistic in both directions.
-        if z >= 0:
-            return 1.0 / (1.0 + float(np.exp(-z)))
-        ez = float(np.exp(z))
-        return ez / (1.0 + ez)
+        return self.classifier.predict(features)
 
     def save(self, path: str | Path) -> None:
-        np.savez(
-            path,
-            feature_names=np.array(self.feature_names),
-            mean=self.mean.astype(np.float64),
-            scale=self.scale.astype(np.float64),
-            coef=self.coef.astype(np.float64),
-            intercept=np.array(self.intercept, dtype=np.float64),
-            high=np.array(self.thresholds.high, dtype=np.float64),
-            low=np.array(self.thresholds.low, dtype=np.float64),
-        )
+        save_classifier(path, self.classifier, high=self.thresholds.high, low=self.thresholds.low)
 
     @classmethod
     def load(cls, path: str | Path) -> "ContinuityModel":
-        with np.load(path, allow_pickle=False) as z:
-            model = cls(
-                feature_names=tuple(str(n) for n in z["feature_names"]),
-                mean=z["mean"].astype(np.float64),
-                scale=z["scale"].astype(np.float64),
-                coef=z["coef"].astype(np.float64),
-                intercept=float(z["intercept"]),
-                thresholds=Thresholds(high=float(z["high"]), low=float(z["low"])),
-            )
-        n = len(model.feature_names)
-        if not (model.mean.shape == model.scale.shape == model.coef.shape == (n,)):
-            raise ValueError(f"{path}: parameter shapes do not match {n} features")
-        return model
+        classifier, scalars = load_classifier(path, scalars=("high", "low"))
+        return cls(classifier=classifier, thresholds=Thresholds(high=scalars["high"], low=scalars["low"]))
 
 
 @lru_cache(maxsize=4)
@@ -125,7 +100,7 @@ def load_continuity_model(path: str | None = None) -> ContinuityModel:
     """The committed artifact next to this module, unless a path is given; loaded once per process."""
     if path is not None:
         return ContinuityModel.load(path)
-    with resources.as_file(resources.files("athena_cognition.detector") / CONTINUITY_ARTIFACT) as p:
+    with packaged_artifact(CONTINUITY_ARTIFACT) as p:
         return ContinuityModel.load(p)
 
 

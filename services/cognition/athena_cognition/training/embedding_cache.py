@@ -1,4 +1,9 @@
-"""An Embedder wrapper that keeps vectors on disk between training runs (under /tmp, never in the repo)."""
+"""An Embedder wrapper that keeps vectors on disk between training runs (under /tmp, never in the repo).
+
+New texts are encoded one at a time. A text's vector then never depends on which other texts
+shared its batch (padding and kernel shapes change the last float bits), nor on what an earlier
+run had already cached, so the trained artifacts are reproducible byte for byte from the data.
+"""
 
 from __future__ import annotations
 
@@ -15,11 +20,11 @@ __all__ = ["DiskCachedEmbedder", "default_cache_path"]
 
 
 def default_cache_path(model: str = "all-MiniLM-L6-v2") -> Path:
-    return Path(tempfile.gettempdir()) / "athena-embedding-cache" / f"{model}.npz"
+    return Path(tempfile.gettempdir()) / "athena-embedding-cache" / f"{model}.one-by-one.npz"
 
 
 class DiskCachedEmbedder:
-    """Serves known texts from an npz file; embeds the rest with `inner` and remembers them."""
+    """Serves known texts from an npz file; embeds the rest with `inner`, one text per call, and remembers them."""
 
     def __init__(self, inner: Embedder, path: Path) -> None:
         self._inner = inner
@@ -38,10 +43,8 @@ class DiskCachedEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         keys = [text_key(t) for t in texts]
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in self._vectors))
-        if missing:
-            fresh = await self._inner.embed(missing)
-            for text, vec in zip(missing, fresh):
-                self._vectors[text_key(text)] = np.asarray(vec, dtype=np.float32)
+        for text in missing:  # one per call: batch-independent vectors (module docstring)
+            self._vectors[text_key(text)] = np.asarray((await self._inner.embed([text]))[0], dtype=np.float32)
             self._dirty = True
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -18,6 +18,7 @@ __all__ = [
     "SHARED_FILES",
     "Dialogue",
     "SharedSets",
+    "cv_fold",
     "data_record",
     "file_sha256",
     "load_shared_sets",
@@ -100,6 +101,12 @@ def heldout_split(dialogue_id: str, fraction: float = 0.3) -> bool:
     """True if the dialogue is in the held-out part: a fixed split by a hash of its id (stable across runs)."""
     digest = hashlib.sha256(dialogue_id.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def cv_fold(dialogue_id: str, folds: int) -> int:
+    """Cross-validation fold of a training dialogue: a fixed assignment by a hash of its id."""
+    digest = hashlib.sha256(f"fold:{dialogue_id}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % folds
 
 
 def split_dialogues(dialogues: Sequence[Dialogue], fraction: float = 0.3) -> tuple[list[Dialogue], list[Dialogue]]:

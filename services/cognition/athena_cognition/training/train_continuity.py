@@ -33,10 +33,11 @@ from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_feat
 from athena_cognition.detector._scorers import CONTINUITY_ARTIFACT
 from athena_cognition.detector._turns import user_message_indices
 from athena_cognition.training.embedding_cache import DiskCachedEmbedder, default_cache_path
+from athena_cognition.training.fitting import ClassifierSpec, Part, fit_classifier
 from athena_cognition.training.evaluate import dialogue_turns, evaluate
 from athena_cognition.training.segmentation_data import Dialogue, data_record, default_data_dir, file_sha256, load_shared_sets
 
-__all__ = ["TrainConfig", "train_continuity"]
+__all__ = ["TrainConfig", "continuity_parts", "fit_continuity", "train_continuity"]
 
 RECORD_NAME = "continuity_v1.record.json"
 DETECTOR_DIR = Path(__file__).resolve().parent.parent / "detector"
@@ -112,24 +113,31 @@ async def _examples(
     return np.asarray(rows, dtype=np.float64), np.asarray(labels, dtype=np.int64)
 
 
-def _fit(parts: Sequence[tuple[np.ndarray, np.ndarray, float]], config: TrainConfig, thresholds: Thresholds) -> ContinuityModel:
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
+def _fit(parts: Sequence[Part], config: TrainConfig, thresholds: Thresholds) -> ContinuityModel:
+    dim = parts[0][0].shape[1] - len(HAND_FEATURE_NAMES)
+    classifier = fit_classifier(parts, feature_names(dim), ClassifierSpec(l2_c=config.l2_c))
+    return ContinuityModel(classifier=classifier, thresholds=thresholds)
 
-    x = np.vstack([p[0] for p in parts])
-    y = np.concatenate([p[1] for p in parts])
-    w = np.concatenate([np.full(len(p[1]), p[2]) for p in parts])
-    scaler = StandardScaler().fit(x)
-    clf = LogisticRegression(C=config.l2_c, max_iter=5000).fit(scaler.transform(x), y, sample_weight=w)
-    dim = x.shape[1] - len(HAND_FEATURE_NAMES)
-    return ContinuityModel(
-        feature_names=tuple(feature_names(dim)),
-        mean=scaler.mean_.astype(np.float64),
-        scale=scaler.scale_.astype(np.float64),
-        coef=clf.coef_[0].astype(np.float64),
-        intercept=float(clf.intercept_[0]),
-        thresholds=thresholds,
-    )
+
+async def continuity_parts(
+    superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: TrainConfig
+) -> list[Part]:
+    """Weighted example parts: SuperDialseg, TIAGE and seeded splices of the TIAGE dialogues given."""
+    spliced = _splices(tiage, config.splices, random.Random(config.seed))
+    await embedder.embed(list(dict.fromkeys(u.text for d in spliced for u in d.utterances)))
+    max_events = config.max_events_before_flush
+    return [
+        (*await _examples(superseg, embedder, max_events), config.weight_superseg),
+        (*await _examples(tiage, embedder, max_events), config.weight_tiage),
+        (*await _examples(spliced, embedder, max_events), config.weight_splice),
+    ]
+
+
+async def fit_continuity(
+    superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: TrainConfig, thresholds: Thresholds
+) -> ContinuityModel:
+    """The continuity model this recipe fits on these training dialogues (also used for cross-validation)."""
+    return _fit(await continuity_parts(superseg, tiage, embedder, config), config, thresholds)
 
 
 def _gray(midpoint: float, half_width: float) -> Thresholds:
@@ -179,22 +187,13 @@ async def train_continuity(
 
     max_events = config.max_events_before_flush
 
-    async def parts_for(ss: Sequence[Dialogue], ti: Sequence[Dialogue], seed: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
-        spliced = _splices(ti, config.splices, random.Random(seed))
-        await embedder.embed(list(dict.fromkeys(u.text for d in spliced for u in d.utterances)))
-        return [
-            (*await _examples(ss, embedder, max_events), config.weight_superseg),
-            (*await _examples(ti, embedder, max_events), config.weight_tiage),
-            (*await _examples(spliced, embedder, max_events), config.weight_splice),
-        ]
-
     # 1. Pick the midpoint on an inner split of the training dialogues only.
     inner_ss_tr = [d for d in ss_train if not _inner_val(d.id, config.inner_val_fraction)]
     inner_ss_val = [d for d in ss_train if _inner_val(d.id, config.inner_val_fraction)]
     inner_ti_tr = [d for d in tiage_train if not _inner_val(d.id, config.inner_val_fraction)]
     inner_ti_val = [d for d in tiage_train if _inner_val(d.id, config.inner_val_fraction)]
     log(f"inner split: superseg {len(inner_ss_tr)}/{len(inner_ss_val)}, tiage {len(inner_ti_tr)}/{len(inner_ti_val)}")
-    inner_model = _fit(await parts_for(inner_ss_tr, inner_ti_tr, config.seed), config, _gray(0.5, config.gray_half_width))
+    inner_model = await fit_continuity(inner_ss_tr, inner_ti_tr, embedder, config, _gray(0.5, config.gray_half_width))
     sweep: list[dict[str, object]] = []
     for mid in config.midpoints:
         th = _gray(mid, config.gray_half_width)
@@ -210,7 +209,7 @@ async def train_continuity(
     log(f"chosen thresholds: high {thresholds.high} low {thresholds.low} (midpoint {best['midpoint']})")
 
     # 2. Refit on all training data with the chosen gate.
-    parts = await parts_for(ss_train, tiage_train, config.seed)
+    parts = await continuity_parts(ss_train, tiage_train, embedder, config)
     model = _fit(parts, config, thresholds)
 
     # 3. Measure on the held-out sets with the production decide().

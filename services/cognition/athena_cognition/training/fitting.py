@@ -1,0 +1,71 @@
+"""Fit the detector's `Classifier` from weighted example parts; sklearn at training time only.
+
+Deterministic: fixed `random_state`, full-batch L-BFGS, so the same rows give the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from athena_cognition.detector._classifier import Classifier
+
+__all__ = ["ClassifierSpec", "Part", "fit_classifier", "stack_parts"]
+
+Part = tuple[np.ndarray, np.ndarray, float]
+"""(feature rows, labels, sample weight of every row in this part)."""
+
+
+@dataclass(frozen=True)
+class ClassifierSpec:
+    """hidden_units 0: L2 logistic regression with inverse strength `l2_c`. Otherwise one tanh
+    hidden layer of that many units with L2 penalty `alpha` (sklearn's MLPClassifier, L-BFGS)."""
+
+    hidden_units: int = 0
+    l2_c: float = 1.0
+    alpha: float = 1.0
+    max_iter: int = 2000
+    seed: int = 0
+
+
+def stack_parts(parts: Sequence[Part]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = np.vstack([p[0] for p in parts])
+    y = np.concatenate([p[1] for p in parts])
+    w = np.concatenate([np.full(len(p[1]), p[2], dtype=np.float64) for p in parts])
+    return x, y, w
+
+
+def fit_classifier(parts: Sequence[Part], feature_names: Sequence[str], spec: ClassifierSpec) -> Classifier:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.preprocessing import StandardScaler
+
+    x, y, w = stack_parts(parts)
+    if x.shape[1] != len(feature_names):
+        raise ValueError(f"{x.shape[1]} feature columns for {len(feature_names)} names")
+    scaler = StandardScaler().fit(x)
+    xs = scaler.transform(x)
+    names = tuple(feature_names)
+    mean, scale = scaler.mean_.astype(np.float64), scaler.scale_.astype(np.float64)
+    if spec.hidden_units == 0:
+        lr = LogisticRegression(C=spec.l2_c, max_iter=5000).fit(xs, y, sample_weight=w)
+        return Classifier(names, mean, scale, lr.coef_[0].astype(np.float64), float(lr.intercept_[0]))
+    mlp = MLPClassifier(
+        hidden_layer_sizes=(spec.hidden_units,),
+        activation="tanh",
+        solver="lbfgs",
+        alpha=spec.alpha,
+        max_iter=spec.max_iter,
+        random_state=spec.seed,
+    ).fit(xs, y, sample_weight=w)
+    return Classifier(
+        names,
+        mean,
+        scale,
+        mlp.coefs_[1][:, 0].astype(np.float64),
+        float(mlp.intercepts_[1][0]),
+        hidden_weights=mlp.coefs_[0].astype(np.float64),
+        hidden_bias=mlp.intercepts_[0].astype(np.float64),
+    )
