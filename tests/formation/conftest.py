@@ -1,68 +1,18 @@
 from __future__ import annotations
 
-import itertools
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import AsyncIterator, Sequence
+from typing import AsyncIterator
 
 import grpc
 import pytest
 
+from athena.auth import BearerCredentialInterceptor
 from athena.config import load_settings
-from athena.events import to_timestamp
-from athena.internal.v1 import formation_pb2, formation_pb2_grpc
+from athena.internal.v1 import formation_pb2_grpc
 from athena.local import MongoWireServer, free_port
-from athena.memory.v1 import memory_pb2
 from athena_formation.server import Formation, build_formation
 
-SCOPE = memory_pb2.Scope(tenant_id="acme", user_id="alice", agent_id="helper")
-_ids = itertools.count()
-
-KYOTO = [
-    ("user", "I'm planning a trip to Kyoto in April. Which neighbourhoods are best for seeing temples?"),
-    ("agent", "Higashiyama is ideal: Kiyomizu-dera, Yasaka Shrine and the Philosopher's Path are all walkable from there."),
-    ("user", "How many days would you recommend for Kyoto and a day trip to Nara?"),
-    ("agent", "Plan four days in Kyoto plus one for Nara; visit Fushimi Inari early to avoid the cherry blossom crowds."),
-]
-KYOTO_AGAIN = [
-    ("user", "Back to my Kyoto trip: which temples in Kyoto need booking in advance in April?"),
-    ("agent", "Book Saiho-ji, the moss temple, weeks ahead; the Katsura Imperial Villa in Kyoto also needs a reservation."),
-    ("user", "And when should I visit Kiyomizu-dera in Kyoto to avoid the crowds?"),
-    ("agent", "Arrive at opening at 6 am or in the last hour before closing; weekday mornings in Kyoto are quietest."),
-]
-PYTHON_BUG = [
-    ("user", "My Python script crashes with KeyError: 'user_id' when parsing the webhook payload. What should I check?"),
-    ("agent", "Since API v2 the id is nested: use payload['data']['user']['id'] or a pydantic model to validate the webhook payload."),
-    ("user", "How do I validate the whole payload structure with pydantic?"),
-    ("agent", "Define a WebhookPayload model and call WebhookPayload.model_validate(payload); a ValidationError names the missing field."),
-]
-COOKING = [
-    ("user", "What's a good vegetarian dinner I can cook in 30 minutes with chickpeas and spinach?"),
-    ("agent", "Try a chickpea and spinach curry: fry onion, garlic and ginger, add curry powder and tomatoes, then the chickpeas."),
-    ("user", "Could I make the curry with coconut milk instead of tomatoes?"),
-    ("agent", "Yes, coconut milk makes the curry creamier and milder; add a squeeze of lime at the end."),
-]
-SMALL_TALK = [("user", "haha ok thanks!"), ("agent", "You're welcome!")]
-
-
-def make_segment(turns: Sequence[tuple[str, str]], *, start: datetime | None = None, scope: memory_pb2.Scope = SCOPE) -> formation_pb2.Segment:
-    t0 = start or datetime.now(timezone.utc) - timedelta(minutes=10)
-    events = []
-    for i, (role, text) in enumerate(turns):
-        n = next(_ids)
-        events.append(
-            memory_pb2.Event(
-                id=f"ev_test{n:06d}",
-                scope=scope,
-                role=memory_pb2.ROLE_USER if role == "user" else memory_pb2.ROLE_AGENT,
-                type=memory_pb2.EVENT_TYPE_MESSAGE,
-                content=text,
-                timestamp=to_timestamp(t0 + timedelta(seconds=30 * i)),
-                stored_at=to_timestamp(t0 + timedelta(seconds=30 * i)),
-                client_event_id=f"c{n}",
-            )
-        )
-    return formation_pb2.Segment(id=f"seg_test{next(_ids):06d}", scope=scope, events=events, reason=formation_pb2.CUT_REASON_TOPIC_BREAK)
+from support.formation_data import INTERNAL_TOKEN, SCOPE, make_segment, milvus_ids  # noqa: F401
 
 
 @pytest.fixture
@@ -75,6 +25,7 @@ async def formation(mongo_server: MongoWireServer, mongo_db_name: str, tmp_path:
         formation_grpc_port=free_port(),
         grpc_bind_host="127.0.0.1",
         llm_base_url="",
+        internal_auth_token=INTERNAL_TOKEN,
     )
     f = await build_formation(settings)
     await f.host.start()
@@ -84,10 +35,7 @@ async def formation(mongo_server: MongoWireServer, mongo_db_name: str, tmp_path:
 
 @pytest.fixture
 async def stub(formation: Formation) -> AsyncIterator[formation_pb2_grpc.FormationServiceStub]:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{formation.host.bound_port}") as channel:
+    """A stub of the in-process formation whose channel carries the internal credential."""
+    interceptors = [BearerCredentialInterceptor(INTERNAL_TOKEN)]
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{formation.host.bound_port}", interceptors=interceptors) as channel:
         yield formation_pb2_grpc.FormationServiceStub(channel)
-
-
-async def milvus_ids(f: Formation) -> set[str]:
-    rows = await f.vectors._run(lambda c: c.query(f.vectors.collection, filter='chain_id != ""', output_fields=["chain_id"]))
-    return {r["chain_id"] for r in rows}

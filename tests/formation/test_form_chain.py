@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import grpc
+import numpy as np
 import pytest
 
 from athena.errors import DependencyUnavailable
 from athena.internal.v1 import formation_pb2
+from athena_formation.chain_store import epoch
+from athena_formation.former import chain_vector, key_phrases
 from athena_formation.server import Formation
-from conftest import KYOTO, KYOTO_AGAIN, PYTHON_BUG, SMALL_TALK, make_segment, milvus_ids
+from support.formation_data import KYOTO, KYOTO_AGAIN, PYTHON_BUG, SMALL_TALK, make_segment, milvus_ids
 
 
 async def test_a_substantive_segment_becomes_a_chain_with_one_embedding(formation: Formation, stub) -> None:
@@ -70,6 +75,40 @@ async def test_a_returning_topic_merges_into_its_chain_and_another_topic_does_no
     assert await milvus_ids(formation) == {kyoto.chain_id, python.chain_id}
     record = await formation.store.outcomes.find_one({"outcome": "merged"})
     assert record is not None and record["merge"]["confidence"] >= 0.7 and record["merge"]["similarity"] >= 0.6
+
+
+async def test_a_returning_topic_whose_chain_is_full_starts_a_new_chain_linked_to_it_and_warms_the_full_one(formation: Formation, stub) -> None:
+    formation.former.settings = formation.former.settings.model_copy(update={"session_merge_max_chain_events": 6})
+    kyoto = await stub.FormChain(formation_pb2.FormChainRequest(segment=make_segment(KYOTO)), timeout=60)
+    an_hour_ago = epoch(datetime.now(timezone.utc) - timedelta(hours=1))
+    await formation.store.set_fields(kyoto.chain_id, {"last_accessed_at": an_hour_ago})
+    returning = make_segment(KYOTO_AGAIN)
+
+    again = await stub.FormChain(formation_pb2.FormChainRequest(segment=returning), timeout=60)
+
+    # 4 + 4 events would pass 6: the seed's gate still says "same topic", the chain is not grown.
+    assert again.outcome == formation_pb2.FORM_OUTCOME_CREATED and again.chain_id != kyoto.chain_id
+    record = await formation.store.outcome(returning.id)
+    assert record is not None and record["merge"]["continues"] == kyoto.chain_id
+    assert record["merge"]["confidence"] >= 0.7 and record["merge"]["similarity"] >= 0.6
+    full = await formation.store.get(kyoto.chain_id)
+    assert full["event_count"] == 4 and full["merge_count"] == 0 and full["last_accessed_at"] > an_hour_ago
+    assert (await formation.store.get(again.chain_id))["continues_chain_id"] == kyoto.chain_id
+    assert await milvus_ids(formation) == {kyoto.chain_id, again.chain_id}
+
+
+def test_the_chain_embedding_weighs_a_long_turn_above_a_short_acknowledgement() -> None:
+    long_turn, ack = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+
+    vector = chain_vector(np.stack([long_turn, ack]), event_words=[25, 1])
+
+    assert vector @ long_turn > vector @ ack
+    assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-6
+
+
+def test_key_phrases_name_the_topic_and_entities_but_not_small_talk() -> None:
+    assert key_phrases(topic="trip to Kyoto", subtopics=["temples"], entities=["Kyoto", "Nara"]) == "trip to Kyoto, temples, Kyoto, Nara"
+    assert key_phrases(topic="small talk", subtopics=[], entities=[]) == ""
 
 
 @pytest.mark.parametrize("step", ["plan_recorded", "chain_written", "vector_written", "indexed", "events_marked"])

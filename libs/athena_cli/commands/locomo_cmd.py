@@ -36,9 +36,9 @@ def locomo(
     err = Console(stderr=True)
     data_dir = Path(tempfile.mkdtemp(prefix="athena-locomo-"))
     stack = LocalStack(data_dir=data_dir, ports=StackPorts.free(), env={"QUEUE_BACKOFF_BASE_SECONDS": "0.5"})
-    with err.status("starting the local stack..."):
-        stack.start()
     try:
+        with err.status("starting the local stack..."):
+            stack.start()
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err, transient=True) as progress:
             bars: dict[str, int] = {}
             dumped: list[dict[str, object]] = []
@@ -50,7 +50,7 @@ def locomo(
 
             report = asyncio.run(
                 run_locomo(
-                    stack.ingest_target,
+                    stack.client,
                     f"redis://127.0.0.1:{stack.ports.redis}/0",
                     files,
                     k=k,

@@ -36,14 +36,14 @@ from athena.memory.v1 import memory_pb2
 from athena.metrics import CHAIN_HEAT, FORMATION_OUTCOMES, FORMATION_SECONDS
 from athena.tracing import tracer
 from opentelemetry import trace
-from athena_formation.analysis import Analysis, Entity, Topic, analyze
+from athena_formation.analysis import SMALL_TALK, Analysis, Entity, Topic, analyze
 from athena_formation.chain_store import ChainStore, cutoff, epoch, from_epoch
 from athena_formation.heat import HeatModel, importance, lifecycle_of
 from athena_formation.merge import MergeCandidate, choose_merge, words
 from athena_formation.quality_gate import QualityReport, assess_quality
 from athena_formation.vector_index import VectorIndex
 
-__all__ = ["ChainFormer", "chain_vector", "new_chain_id"]
+__all__ = ["ChainFormer", "chain_vector", "key_phrases", "new_chain_id"]
 
 log = logging.getLogger("athena.formation")
 
@@ -55,14 +55,36 @@ def new_chain_id(segment_id: str) -> str:
     return "ch_" + hashlib.sha256(segment_id.encode()).hexdigest()[:32]
 
 
-def chain_vector(event_vectors: np.ndarray, summary_vector: np.ndarray | None = None) -> np.ndarray:
-    """A chain's embedding: the normalized mean of its events' embeddings, nudged toward its summary."""
-    mean = event_vectors.mean(axis=0)
+_EVENTS_WEIGHT, _SUMMARY_WEIGHT, _KEY_PHRASES_WEIGHT = 0.7, 0.2, 0.1
+_KEY_PHRASE_ENTITIES = 15
+
+
+def chain_vector(
+    event_vectors: np.ndarray,
+    *,
+    event_words: Sequence[int] | None = None,
+    summary_vector: np.ndarray | None = None,
+    key_phrase_vector: np.ndarray | None = None,
+) -> np.ndarray:
+    """A chain's one embedding: 0.7 x the mean of its events' embeddings, each weighted by the square
+    root of its word count (an "ok, thanks" says less about the chain than a paragraph does), + 0.2 x
+    its summary's + 0.1 x its key phrases' (topic, subtopics, entities: what people search by).
+    Missing parts leave the others' weights as they are; the result is normalized."""
+    weights = np.sqrt(np.maximum(1, np.asarray(event_words, dtype=np.float64))) if event_words is not None else np.ones(len(event_vectors))
+    mean = (event_vectors * weights[:, None]).sum(axis=0)
     mean /= np.linalg.norm(mean) or 1.0
-    if summary_vector is not None:
-        mean = 0.8 * mean + 0.2 * summary_vector
-        mean /= np.linalg.norm(mean) or 1.0
-    return mean.astype(np.float32)
+    out = _EVENTS_WEIGHT * mean
+    for weight, vector in ((_SUMMARY_WEIGHT, summary_vector), (_KEY_PHRASES_WEIGHT, key_phrase_vector)):
+        if vector is not None:
+            out = out + weight * vector
+    out /= np.linalg.norm(out) or 1.0
+    return out.astype(np.float32)
+
+
+def key_phrases(*, topic: str, subtopics: Sequence[str], entities: Sequence[str]) -> str:
+    """The names a chain is searched by, as one text: topic, subtopics and its first entities."""
+    names = [topic] if topic and topic != SMALL_TALK else []
+    return ", ".join([*names, *subtopics, *entities[:_KEY_PHRASE_ENTITIES]])
 
 
 def activity_share(events: Sequence[memory_pb2.Event]) -> float:
@@ -170,6 +192,27 @@ class ChainFormer:
             span.set_attributes({"athena.analysis.path": analysis.path, "athena.analysis.topic": analysis.main_topic.name[:100]})
         return analysis, vectors
 
+    async def _embedding(self, events: Sequence[memory_pb2.Event], *, summary: str, topic: str, subtopics: Sequence[str], entities: Sequence[str]) -> np.ndarray:
+        phrases = key_phrases(topic=topic, subtopics=subtopics, entities=entities)
+        vectors = await self.embedder.embed([e.content for e in events] + [t for t in (summary, phrases) if t])
+        n = len(events)
+        extra = iter(vectors[n:])
+        return chain_vector(
+            vectors[:n],
+            event_words=[len(e.content.split()) for e in events],
+            summary_vector=next(extra) if summary else None,
+            key_phrase_vector=next(extra) if phrases else None,
+        )
+
+    async def _analysis_embedding(self, events: Sequence[memory_pb2.Event], analysis: Analysis) -> np.ndarray:
+        return await self._embedding(
+            events,
+            summary=analysis.summary,
+            topic=analysis.main_topic.name,
+            subtopics=[t.name for t in analysis.subtopics],
+            entities=[e.text for e in analysis.entities],
+        )
+
     async def _plan(self, segment: formation_pb2.Segment) -> dict[str, Any]:
         s = self.settings
         events = list(segment.events)
@@ -194,8 +237,7 @@ class ChainFormer:
         if not quality.passed:
             return {**record, "outcome": "rejected", "chain_id": "", "reason": quality.reason}
 
-        summary_vec = (await self.embedder.embed([analysis.summary]))[0]
-        seg_vec = chain_vector(vectors, summary_vec)
+        seg_vec = await self._analysis_embedding(events, analysis)
         first_at = timestamp_of(events[0].timestamp)
         candidates = await self.store.merge_candidates(
             tenant_id=scope.tenant_id,
@@ -224,8 +266,14 @@ class ChainFormer:
             segment_event_count=len(events),
             min_confidence=s.session_merge_min_confidence,
             similarity_threshold=s.session_similarity_threshold,
+            max_chain_events=s.session_merge_max_chain_events,
         )
-        merge = {"confidence": decision.confidence, "similarity": decision.similarity, "continuity": decision.continuity}
+        merge = {
+            "confidence": decision.confidence,
+            "similarity": decision.similarity,
+            "continuity": decision.continuity,
+            "continues": decision.continues or "",
+        }
         trace.get_current_span().add_event("merge_decision", {**merge, "candidates": len(candidates), "merge_into": decision.chain_id or ""})
         if decision.chain_id is not None:
             return {**record, "outcome": "merged", "chain_id": decision.chain_id, "reason": "", "merge": merge}
@@ -258,6 +306,7 @@ class ChainFormer:
         chain_id = record["chain_id"]
         events = list(segment.events)
         analysis = _analysis_from(record["analysis"])
+        continues = record.get("merge", {}).get("continues", "")
         now = datetime.now(timezone.utc)
         existing = await self.store.get(chain_id)
         if existing is None:
@@ -283,6 +332,7 @@ class ChainFormer:
                 "merge_count": 0,
                 "version": 0,
                 "activity": activity_share(events),
+                "continues_chain_id": continues,
                 **self._heat_fields(
                     quality=record["quality"], entity_count=len(analysis.entities), activity=activity_share(events),
                     recall_count=0, last_accessed_at=now, now=now,
@@ -291,9 +341,17 @@ class ChainFormer:
             await self.store.insert_new(doc)
             await self._step("chain_written")
         if existing is None or existing.get("embedding_state") != "indexed":
-            vectors = await self.embedder.embed([e.content for e in events])
-            summary_vec = (await self.embedder.embed([analysis.summary]))[0]
-            await self._index(chain_id, segment.scope, chain_vector(vectors, summary_vec))
+            await self._index(chain_id, segment.scope, await self._analysis_embedding(events, analysis))
+        if continues:
+            await self._warm_continued(continues, now)
+
+    async def _warm_continued(self, chain_id: str, now: datetime) -> None:
+        """A returning topic whose chain is full still counts as an access of that chain (idempotent)."""
+        doc = await self.store.get(chain_id)
+        if doc is None or doc.get("status") != "active":
+            return
+        heat = self.heat.heat(importance=float(doc.get("importance", 0.5)), recall_count=int(doc.get("recall_count", 0)), last_accessed_at=now, now=now)
+        await self.store.set_fields(chain_id, {"last_accessed_at": epoch(now), "heat_score": heat, "lifecycle": lifecycle_of(heat)})
 
     async def _index(self, chain_id: str, scope: memory_pb2.Scope, vector: np.ndarray) -> None:
         await self.vectors.upsert(chain_id=chain_id, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id, embedding=vector)
@@ -340,11 +398,15 @@ class ChainFormer:
                 # Lost a race with another write to the chain: plan again from the top on the retry.
                 raise _RetryMerge(f"chain {chain_id} changed while merging")
             await self._step("chain_written")
-        vectors = await self.embedder.embed([e.content for e in combined])
-        fresh = await self.store.get(chain_id)
-        summary = (fresh or chain).get("summary", "")
-        summary_vec = (await self.embedder.embed([summary]))[0] if summary else None
-        await self._index(chain_id, segment.scope, chain_vector(vectors, summary_vec))
+        doc = await self.store.get(chain_id) or chain
+        vector = await self._embedding(
+            combined,
+            summary=doc.get("summary", ""),
+            topic=doc.get("topic", ""),
+            subtopics=[t["name"] for t in doc.get("subtopics", [])],
+            entities=[e["text"] for e in doc.get("entities", [])],
+        )
+        await self._index(chain_id, segment.scope, vector)
         return chain_id, "merged"
 
 

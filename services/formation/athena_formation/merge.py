@@ -17,6 +17,14 @@ The continuity analyzer's score combines it with what the two share by name:
 
 (overlaps are Jaccard indices over lower-cased entity texts and topic words), so a returning topic
 that names the same things scores higher than one that merely sounds alike.
+
+Departure from the seed, a size limit (SESSION_MERGE_MAX_CHAIN_EVENTS): the seed's confidence and
+thresholds still decide whether the segment continues a chain, but a merge that would take the chain
+past the limit is not made. The segment becomes a new chain that records the one it continues
+(`MergeDecision.continues`). Why: a chain is the unit SearchMemory returns and is represented by one
+embedding; unbounded merging in a long conversation between the same people grew chains to 130
+events whose mean embedding matched everything a little and whose hits were mostly irrelevant turns
+(measured in docs/formation.md).
 """
 
 from __future__ import annotations
@@ -48,6 +56,8 @@ class MergeDecision:
     confidence: float
     similarity: float
     continuity: float
+    continues: str | None = None
+    """The chain the segment continues when a merge into it was due but the chain is full; else None."""
 
 
 def words(texts: Iterable[str]) -> frozenset[str]:
@@ -83,8 +93,11 @@ def choose_merge(
     segment_event_count: int,
     min_confidence: float,
     similarity_threshold: float,
+    max_chain_events: int = 0,
 ) -> MergeDecision:
+    """The seed's choice of merge target; `max_chain_events` > 0 keeps a merge from growing a chain past it."""
     best: MergeDecision | None = None
+    best_events = 0
     for cand in candidates:
         cont = continuity_score(
             similarity=cand.similarity,
@@ -97,8 +110,11 @@ def choose_merge(
         conf = merge_confidence(continuity=cont, gap_hours=max(0.0, gap), event_count_difference=segment_event_count - cand.event_count)
         if best is None or conf > best.confidence:
             best = MergeDecision(chain_id=cand.chain_id, confidence=conf, similarity=cand.similarity, continuity=cont)
+            best_events = cand.event_count
     if best is None:
         return MergeDecision(chain_id=None, confidence=0.0, similarity=0.0, continuity=0.0)
     if best.confidence >= min_confidence and best.similarity >= similarity_threshold:
-        return best
+        if max_chain_events <= 0 or best_events + segment_event_count <= max_chain_events:
+            return best
+        return MergeDecision(chain_id=None, confidence=best.confidence, similarity=best.similarity, continuity=best.continuity, continues=best.chain_id)
     return MergeDecision(chain_id=None, confidence=best.confidence, similarity=best.similarity, continuity=best.continuity)
