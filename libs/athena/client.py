@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 import grpc
 
+from athena.auth import AUTHORIZATION, bearer_metadata
 from athena.events import to_timestamp
 from athena.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena.queue import Backoff, ExponentialFullJitter
@@ -69,9 +70,33 @@ _RETRYABLE = {grpc.StatusCode.UNAVAILABLE}
 
 
 class AthenaClient:
-    def __init__(self, target: str, *, options: ClientOptions | None = None, channel: grpc.aio.Channel | None = None) -> None:
-        self.options = options or ClientOptions()
-        self._channel = channel or grpc.aio.insecure_channel(target)
+    def __init__(
+        self,
+        target: str,
+        *,
+        options: ClientOptions | None = None,
+        channel: grpc.aio.Channel | None = None,
+        api_key: str | None = None,
+        bearer_token: str | None = None,
+        tls: bool = False,
+        root_certificates: bytes | None = None,
+    ) -> None:
+        """`api_key` or `bearer_token` (a JWT) is sent as `authorization: Bearer ...` with every call; the
+        server takes the tenant from it. `tls` (implied by `root_certificates`, the PEM CAs to trust;
+        None: the system's) connects over TLS."""
+        if api_key and bearer_token:
+            raise ValueError("give api_key or bearer_token, not both")
+        credential = api_key or bearer_token
+        base = options or ClientOptions()
+        if credential:
+            base = replace(base, metadata=(*[m for m in base.metadata if m[0].lower() != AUTHORIZATION], *bearer_metadata(credential)))
+        self.options = base
+        if channel is not None:
+            self._channel = channel
+        elif tls or root_certificates is not None:
+            self._channel = grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(root_certificates=root_certificates))
+        else:
+            self._channel = grpc.aio.insecure_channel(target)
         self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
 
     async def __aenter__(self) -> "AthenaClient":

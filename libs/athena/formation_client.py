@@ -7,6 +7,8 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 import grpc
 
+from athena.auth import internal_call_metadata, internal_channel_credentials
+from athena.config import Settings, SettingsError
 from athena.errors import DependencyUnavailable
 from athena.grpc_util import error_from_rpc
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
@@ -28,13 +30,29 @@ class FormationClient:
         attempts: int = 3,
         backoff: Backoff | None = None,
         metadata: tuple[tuple[str, str], ...] = (),
+        credentials: grpc.ChannelCredentials | None = None,
     ) -> None:
+        """`metadata` carries the internal credential; `credentials` the (m)TLS of the hop (None: plaintext)."""
         self.timeout = timeout
         self.attempts = attempts
         self.backoff = backoff or ExponentialFullJitter(base=0.2, cap=2.0)
         self.metadata = metadata
-        self._channel = grpc.aio.insecure_channel(target)
+        self._channel = grpc.aio.secure_channel(target, credentials) if credentials is not None else grpc.aio.insecure_channel(target)
         self.stub = formation_pb2_grpc.FormationServiceStub(self._channel)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, timeout: float = 30.0) -> "FormationClient":
+        """The client ingest and cognition use: FORMATION_ADDRESS, the internal token, mTLS when configured."""
+        metadata = internal_call_metadata(settings)
+        if not metadata and not settings.auth_disabled:
+            # Fail at start-up rather than on every call: formation would refuse us.
+            raise SettingsError("INTERNAL_AUTH_TOKEN (or INTERNAL_AUTH_TOKEN_FILE) is required to call formation")
+        return cls(
+            settings.formation_address,
+            timeout=timeout,
+            metadata=metadata,
+            credentials=internal_channel_credentials(settings),
+        )
 
     async def close(self) -> None:
         await self._channel.close()

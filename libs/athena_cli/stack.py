@@ -8,6 +8,7 @@ vars production uses, so nothing here is special to local runs except who starts
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -20,10 +21,12 @@ from typing import Mapping
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from athena.auth import ApiKeyEntry, bearer_metadata, hash_api_key, mint_hs256, new_api_key
 from athena.client import AthenaClient, ClientOptions
-from athena.local import MongoWireServer, RedisServer, free_port
+from athena.local import MongoWireServer, RedisServer, free_ports
+from athena_cli.sample_conversation import SAMPLE_SCOPE
 
-__all__ = ["LocalStack", "StackPorts", "ensure_redis_server_installed"]
+__all__ = ["LocalStack", "StackCredentials", "StackPorts", "ensure_redis_server_installed"]
 
 SERVICES = ("ingest", "cognition", "formation")
 
@@ -41,7 +44,36 @@ class StackPorts:
 
     @classmethod
     def free(cls) -> "StackPorts":
-        return cls(*(free_port() for _ in range(8)))
+        return cls(*free_ports(8))
+
+
+@dataclass(frozen=True)
+class StackCredentials:
+    """Secrets generated for one run of the stack: nothing of it is written to disk or reused."""
+
+    dev_tenant: str = SAMPLE_SCOPE[0]
+    """The tenant of the dev API key (the demo's sample conversation is stored under it)."""
+    dev_api_key: str = field(default_factory=new_api_key)
+    jwt_secret: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    internal_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    audience: str = "athena"
+    token_ttl_seconds: float = 24 * 3600.0
+
+    def settings_overrides(self) -> dict[str, str]:
+        """The auth settings of services using these credentials (for load_settings in-process)."""
+        return {
+            "auth_api_keys": ApiKeyEntry(self.dev_tenant, hash_api_key(self.dev_api_key)).render(),
+            "auth_jwt_hs256_secret": self.jwt_secret,
+            "auth_jwt_audience": self.audience,
+            "internal_auth_token": self.internal_token,
+        }
+
+    def env(self) -> dict[str, str]:
+        return {name.upper(): value for name, value in self.settings_overrides().items()}
+
+    def token_for(self, tenant_id: str) -> str:
+        """A JWT for any tenant, signed with the stack's HS256 secret."""
+        return mint_hs256(self.jwt_secret, tenant_id, audience=self.audience, ttl_seconds=self.token_ttl_seconds, subject="local-stack")
 
 
 def ensure_redis_server_installed() -> None:
@@ -65,6 +97,8 @@ class LocalStack:
     redis: RedisServer | None = None
     mongo: MongoWireServer | None = None
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    credentials: StackCredentials = field(default_factory=StackCredentials)
+    """The dev API key, the JWT secret and the internal token the services are started with."""
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).resolve()
@@ -80,7 +114,39 @@ class LocalStack:
 
     def client(self, *, tenant_id: str | None = None, options: ClientOptions | None = None) -> AthenaClient:
         """A client of this stack's public API, carrying a credential for `tenant_id` (the dev tenant when None)."""
-        return AthenaClient(self.ingest_target, options=options)
+        roots = self.tls_root_certificates()
+        if tenant_id is None:
+            return AthenaClient(self.ingest_target, options=options, api_key=self.credentials.dev_api_key, root_certificates=roots)
+        return AthenaClient(self.ingest_target, options=options, bearer_token=self.credentials.token_for(tenant_id), root_certificates=roots)
+
+    def tls_root_certificates(self) -> bytes | None:
+        """What to trust when the stack is given TLS settings in `env`: the internal CA, else the
+        (self-signed) service certificate itself; None when the stack runs plaintext (the default)."""
+        cert, ca = self.env.get("GRPC_TLS_CERT_FILE"), self.env.get("INTERNAL_TLS_CA_FILE")
+        if not cert:
+            return None
+        return Path(ca or cert).read_bytes()
+
+    def _probe_credentials(self, name: str) -> grpc.ChannelCredentials | None:
+        roots = self.tls_root_certificates()
+        if roots is None:
+            return None
+        if name == "formation" and self.env.get("INTERNAL_TLS_CA_FILE"):
+            # mTLS: formation wants a client certificate; present the one the services use.
+            key, chain = Path(self.env["GRPC_TLS_KEY_FILE"]).read_bytes(), Path(self.env["GRPC_TLS_CERT_FILE"]).read_bytes()
+            return grpc.ssl_channel_credentials(roots, key, chain)
+        return grpc.ssl_channel_credentials(roots)
+
+    def call_metadata(self, *, tenant_id: str | None = None) -> tuple[tuple[str, str], ...]:
+        """Metadata authorising a raw MemoryService stub for `tenant_id` (the dev tenant when None)."""
+        if tenant_id is None:
+            return bearer_metadata(self.credentials.dev_api_key)
+        return bearer_metadata(self.credentials.token_for(tenant_id))
+
+    @property
+    def internal_metadata(self) -> tuple[tuple[str, str], ...]:
+        """Metadata authorising a raw FormationService stub (the internal token)."""
+        return bearer_metadata(self.credentials.internal_token)
 
     def service_env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -100,6 +166,7 @@ class LocalStack:
                 "HF_HUB_OFFLINE": "1",
                 "TRANSFORMERS_OFFLINE": "1",
                 "TOKENIZERS_PARALLELISM": "false",
+                **self.credentials.env(),
             }
         )
         env.update(self.env)
@@ -133,7 +200,9 @@ class LocalStack:
         deadline = time.monotonic() + timeout
         target = f"127.0.0.1:{self.port_of(name)}"
         last = "no answer"
-        with grpc.insecure_channel(target) as channel:
+        credentials = self._probe_credentials(name)
+        channel = grpc.secure_channel(target, credentials) if credentials is not None else grpc.insecure_channel(target)
+        with channel:
             stub = health_pb2_grpc.HealthStub(channel)
             while time.monotonic() < deadline:
                 proc = self.procs.get(name)

@@ -23,11 +23,13 @@ from athena.client import AthenaClient, ClientOptions, EventInput
 from athena.config import load_settings
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.local import MongoWireServer, RedisServer, free_port
+from athena_cli.stack import StackCredentials
 from athena_ingest.server import build_ingest
 
 pytestmark = pytest.mark.slow
 SCOPE = AthenaClient.scope("acme", "alice", "helper")
 SCOPE_ID = "acme:alice:helper"
+CREDENTIALS = StackCredentials()
 
 KYOTO = [
     ("user", "I'm planning a trip to Kyoto in April. Which neighbourhoods are best for seeing temples?"),
@@ -70,11 +72,12 @@ async def formation() -> AsyncIterator[tuple[RecordingFormation, int]]:
 async def client(redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, redis) -> AsyncIterator[AthenaClient]:
     settings = load_settings(
         redis_url=redis_server.url, mongodb_uri=mongo_server.url, mongodb_database=mongo_db_name,
-        ingest_grpc_port=free_port(), grpc_bind_host="127.0.0.1",
+        ingest_grpc_port=free_port(), grpc_bind_host="127.0.0.1", **CREDENTIALS.settings_overrides(),
     )
     host, _ = await build_ingest(settings)
     await host.start()
-    async with AthenaClient(f"127.0.0.1:{host.bound_port}", options=ClientOptions(max_attempts=1)) as c:
+    token = CREDENTIALS.token_for(SCOPE.tenant_id)
+    async with AthenaClient(f"127.0.0.1:{host.bound_port}", options=ClientOptions(max_attempts=1), bearer_token=token) as c:
         yield c
     await host.shutdown()
 
@@ -94,6 +97,7 @@ class CognitionProcess:
             QUEUE_BACKOFF_MAX_SECONDS="1",
             LLM_BASE_URL="",
             HF_HUB_OFFLINE="1",
+            INTERNAL_AUTH_TOKEN=CREDENTIALS.internal_token,
         )
         env.update(extra_env)
         self.proc = subprocess.Popen([sys.executable, "-m", "athena_cognition"], env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)

@@ -58,12 +58,13 @@ async def test_search_memory_through_the_public_api_finds_the_returning_topic(pr
                 scope=AthenaClient.scope(*SAMPLE_SCOPE), query="JR Pass for Kyoto and Nara", chain_limit=2
             ),
             timeout=30,
+            metadata=client.options.metadata,
         )
         assert context.relevant_chains and context.events
 
 
 async def test_bad_search_input_is_refused_by_ingest_with_the_field_named(stack: LocalStack) -> None:
-    async with stack.client() as client:
+    async with stack.client(tenant_id="acme") as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await client.search_memory(AthenaClient.scope("acme", "alice", "x"), "   ")
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT

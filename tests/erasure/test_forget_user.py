@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from athena import keys
+from athena.auth import BearerCredentialInterceptor, bearer_metadata
 from athena.client import AthenaClient, ClientOptions, EventInput
 from athena.config import load_settings
 from athena.formation_client import FormationClient
@@ -25,6 +26,7 @@ from athena.memory.v1 import memory_pb2
 from athena.queue import FairQueue, chain_check_task
 from athena.stm import ShortTermWindow
 from athena_cli.main import app
+from athena_cli.stack import StackCredentials
 from athena_cognition.chain_check import ChainCheckHandler
 from athena_formation.server import Formation, build_formation
 from athena_ingest.server import build_ingest
@@ -50,18 +52,25 @@ OTHER_TENANT = memory_pb2.Scope(tenant_id="globex", user_id="alice", agent_id="t
 
 
 class Stack:
-    def __init__(self, formation: Formation, target: str, formation_target: str, redis: Any, mongo: Any, db: str) -> None:
+    def __init__(
+        self, formation: Formation, target: str, formation_target: str, redis: Any, mongo: Any, db: str, credentials: StackCredentials
+    ) -> None:
         self.formation = formation
         self.target = target
         self.formation_target = formation_target
         self.redis = redis
         self.mongo = mongo
         self.db = mongo[db]
+        self.credentials = credentials
+
+    def client(self, tenant_id: str, *, timeout: float) -> AthenaClient:
+        return AthenaClient(self.target, options=ClientOptions(timeout=timeout, max_attempts=1), bearer_token=self.credentials.token_for(tenant_id))
 
 
 @pytest.fixture
 async def stack(redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, tmp_path: Path, redis, mongo) -> AsyncIterator[Stack]:
     formation_port = free_port()
+    credentials = StackCredentials()
     settings = load_settings(
         redis_url=redis_server.url,
         mongodb_uri=mongo_server.url,
@@ -72,13 +81,14 @@ async def stack(redis_server: RedisServer, mongo_server: MongoWireServer, mongo_
         ingest_grpc_port=free_port(),
         grpc_bind_host="127.0.0.1",
         llm_base_url="",
+        **credentials.settings_overrides(),
     )
     formation = await build_formation(settings)
     await formation.host.start()
     formation_target = f"127.0.0.1:{formation.host.bound_port}"
     host, _ = await build_ingest(settings)
     await host.start()
-    yield Stack(formation, f"127.0.0.1:{host.bound_port}", formation_target, redis, mongo, mongo_db_name)
+    yield Stack(formation, f"127.0.0.1:{host.bound_port}", formation_target, redis, mongo, mongo_db_name, credentials)
     await host.shutdown()
     await formation.host.shutdown()
 
@@ -148,8 +158,9 @@ async def _alice_everywhere(s: Stack) -> dict[str, int]:
 
 async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> None:
     s = stack
-    client = AthenaClient(s.target, options=ClientOptions(timeout=30, max_attempts=1))
-    channel = grpc.aio.insecure_channel(s.formation_target)
+    client = s.client("acme", timeout=30)
+    other_tenant = s.client(OTHER_TENANT.tenant_id, timeout=30)
+    channel = grpc.aio.insecure_channel(s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)])
     stub = formation_pb2_grpc.FormationServiceStub(channel)
     queue = FairQueue(s.redis)
     window = ShortTermWindow(s.redis)
@@ -158,7 +169,7 @@ async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> 
         await _converse(client, ALICE_A, KYOTO)
         await _converse(client, ALICE_B, PYTHON_BUG + SMALL_TALK)
         await _converse(client, BOB, KYOTO)
-        await _converse(client, OTHER_TENANT, PYTHON_BUG)
+        await _converse(other_tenant, OTHER_TENANT, PYTHON_BUG)
 
         # chains, as cognition would form them from the windows: alice x2, bob, globex/alice; one rejection of alice
         a_events = await window.read(ALICE_A)
@@ -208,7 +219,7 @@ async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> 
         assert await client.search_memory(ALICE_A, "Kyoto temples") == []
 
         # the task that was in flight finishes after the forget: nothing reaches formation, nothing is written
-        handler = ChainCheckHandler(redis=s.redis, window=window, detector=None, formation=FormationClient(s.formation_target))  # type: ignore[arg-type]
+        handler = ChainCheckHandler(redis=s.redis, window=window, detector=None, formation=FormationClient(s.formation_target, metadata=bearer_metadata(s.credentials.internal_token)))  # type: ignore[arg-type]
         outcome = await handler(lease.task)
         assert outcome["path"] == "erased"
         assert await queue.ack(lease, outcome) is False  # the erasure took its lease: no task result reappears
@@ -231,24 +242,26 @@ async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> 
         assert created.reason != "erased"
     finally:
         await client.close()
+        await other_tenant.close()
         await channel.close()
 
 
 async def test_forget_user_validates_tenant_and_user(stack: Stack) -> None:
-    async with AthenaClient(stack.target, options=ClientOptions(timeout=10, max_attempts=1)) as client:
+    async with stack.client("ac:me", timeout=10) as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:
-            await client.forget_user("", "al:ice")
+            await client.forget_user("", "al:ice")  # the tenant comes from the credential
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert {f for f, _ in bad_request_violations(err.value)} == {"tenant_id", "user_id"}
+    async with stack.client("acme", timeout=10) as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await client.forget_user("acme", "")
         assert [f for f, _ in bad_request_violations(err.value)] == ["user_id"]
 
 
 async def test_athena_forget_command(stack: Stack) -> None:
-    async with AthenaClient(stack.target, options=ClientOptions(timeout=30, max_attempts=1)) as client:
+    async with stack.client("acme", timeout=30) as client:
         await _converse(client, BOB, SMALL_TALK)
-    runner = CliRunner(env={"COLUMNS": "200"})
+    runner = CliRunner(env={"COLUMNS": "200", "ATHENA_TOKEN": stack.credentials.token_for("acme")})
     done = await asyncio.to_thread(runner.invoke, app, ["forget", "--tenant", "acme", "--user", "bob", "--target", stack.target])
     assert done.exit_code == 0, done.output
     assert "events" in done.output and "2" in done.output and "tombstone" in done.output

@@ -21,6 +21,7 @@ from athena.client import AthenaClient, EventInput
 from athena.config import load_settings
 from athena.local import MongoWireServer, RedisServer, free_port
 from athena.tracing import setup_tracing
+from athena_cli.stack import StackCredentials
 
 pytestmark = pytest.mark.slow
 
@@ -36,11 +37,12 @@ async def test_one_user_message_yields_spans_from_every_service_linked_across_th
     from athena_ingest.server import build_ingest
 
     formation_port = free_port()
+    credentials = StackCredentials()
     settings = load_settings(
         redis_url=redis_server.url, mongodb_uri=mongo_server.url, mongodb_database=mongo_db_name,
         vector_index_uri=str(tmp_path / "milvus.db"), grpc_bind_host="127.0.0.1", llm_base_url="",
         ingest_grpc_port=free_port(), formation_grpc_port=formation_port, cognition_grpc_port=free_port(),
-        formation_address=f"127.0.0.1:{formation_port}",
+        formation_address=f"127.0.0.1:{formation_port}", **credentials.settings_overrides(),
     )
     formation = await build_formation(settings)
     await formation.host.start()
@@ -52,7 +54,7 @@ async def test_one_user_message_yields_spans_from_every_service_linked_across_th
     await pool.start()
     try:
         scope = AthenaClient.scope("acme", "alice", "helper")
-        async with AthenaClient(f"127.0.0.1:{ingest.bound_port}") as client:
+        async with AthenaClient(f"127.0.0.1:{ingest.bound_port}", bearer_token=credentials.token_for(scope.tenant_id)) as client:
             for role, text in [
                 ("user", "How do I rotate the API keys of my Stripe account?"),
                 ("agent", "In the Stripe dashboard open Developers, API keys, and roll the secret key."),

@@ -93,8 +93,37 @@ def error_from_rpc(error: grpc.aio.AioRpcError) -> AthenaError | None:
     return kind(error.details() or code.name) if kind else None
 
 
+class _Undecodable:
+    """Stands in for a request whose bytes did not parse (see ErrorMappingInterceptor)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    # grpc answers a deserializer's exception with UNKNOWN; hand the handler a marker instead, so the
+    # failure becomes INVALID_ARGUMENT like every other bad input.
+    if deserializer is None:
+        return None
+
+    def deserialize(raw: bytes) -> Any:
+        try:
+            return deserializer(raw)
+        except Exception as exc:  # DecodeError: corrupt wire format, invalid UTF-8 in a string field
+            return _Undecodable(str(exc))
+
+    return deserialize
+
+
 class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
-    """Turns AthenaError into its status code with rich details; anything else into a bare INTERNAL."""
+    """Turns AthenaError into its status code with rich details; anything else into a bare INTERNAL.
+
+    A request that does not parse (corrupt protobuf, invalid UTF-8 in a string field) is INVALID_ARGUMENT
+    with the field violation `request`. Interceptors outside this one receive such a request as an opaque
+    marker and must not read request fields; those inside it (authentication) never see it.
+    """
 
     async def intercept_service(
         self,
@@ -109,6 +138,8 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
 
         async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
+                if isinstance(request, _Undecodable):
+                    raise InvalidArgument([FieldViolation("request", f"could not be parsed: {request.reason}")])
                 return await inner(request, context)
             except AthenaError as exc:
                 code = status_code_for(exc)
@@ -124,7 +155,7 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
 
         return grpc.unary_unary_rpc_method_handler(
             unary_unary,
-            request_deserializer=handler.request_deserializer,
+            request_deserializer=_tolerant(handler.request_deserializer),
             response_serializer=handler.response_serializer,
         )
 

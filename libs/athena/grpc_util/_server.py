@@ -45,6 +45,10 @@ class ServiceHost:
     on_stop: Sequence[Callable[[], Awaitable[None]]] = ()
     """Run after the server stops taking requests and before it exits (e.g. stop workers)."""
     interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
+    auth: grpc.aio.ServerInterceptor | None = None
+    """Authentication of the served services; innermost, so its refusals go through error mapping."""
+    credentials: grpc.ServerCredentials | None = None
+    """TLS of the listener; None serves plaintext."""
     server: grpc.aio.Server | None = field(default=None, init=False)
     health: health.aio.HealthServicer = field(default_factory=health.aio.HealthServicer, init=False)  # type: ignore[attr-defined]
     bound_port: int = field(default=0, init=False)
@@ -53,7 +57,13 @@ class ServiceHost:
     _monitor_task: asyncio.Task[None] | None = field(default=None, init=False)
 
     async def start(self) -> None:
-        self.server = grpc.aio.server(interceptors=[MetricsInterceptor(), *self.interceptors, ErrorMappingInterceptor()])
+        innermost = [self.auth] if self.auth is not None else []
+        self.server = grpc.aio.server(
+            interceptors=[MetricsInterceptor(), *self.interceptors, ErrorMappingInterceptor(), *innermost],
+            # gRPC binds with SO_REUSEPORT by default: a second process on our port would then share it
+            # silently (the kernel splitting connections between two services). Fail to start instead.
+            options=[("grpc.so_reuseport", 0)],
+        )
         self.register(self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         if self.reflection:
@@ -61,11 +71,15 @@ class ServiceHost:
                 [*self.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
                 self.server,
             )
-        self.bound_port = self.server.add_insecure_port(f"{self.bind_host}:{self.port}")
+        address = f"{self.bind_host}:{self.port}"
+        if self.credentials is not None:
+            self.bound_port = self.server.add_secure_port(address, self.credentials)
+        else:
+            self.bound_port = self.server.add_insecure_port(address)
         await self.server.start()
         await self._check_dependencies()
         self._monitor_task = asyncio.create_task(self._monitor(), name=f"{self.name} health monitor")
-        log.info("%s listening on %s:%d", self.name, self.bind_host, self.bound_port)
+        log.info("%s listening on %s:%d (%s)", self.name, self.bind_host, self.bound_port, "TLS" if self.credentials else "plaintext")
 
     async def _set_health(self, serving: bool) -> None:
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING

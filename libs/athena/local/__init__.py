@@ -8,7 +8,8 @@ from athena.local._processes import (
     MongoWireServer,
     RedisServer,
     free_port,
+    free_ports,
     wait_for_port,
 )
 
-__all__ = ["LocalProcess", "MongoWireServer", "RedisServer", "free_port", "wait_for_port"]
+__all__ = ["LocalProcess", "MongoWireServer", "RedisServer", "free_port", "free_ports", "wait_for_port"]

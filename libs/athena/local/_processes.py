@@ -9,16 +9,25 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
-__all__ = ["LocalProcess", "MongoWireServer", "RedisServer", "free_port", "wait_for_port"]
+__all__ = ["LocalProcess", "MongoWireServer", "RedisServer", "free_port", "free_ports", "wait_for_port"]
 
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports: every socket stays bound until all are chosen, so none repeats
+    (ports picked one at a time may, and two servers told the same port collide)."""
+    with ExitStack() as held:
+        sockets = [held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
 
 
 def wait_for_port(port: int, *, host: str = "127.0.0.1", timeout: float = 20.0) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from athena.auth import server_credentials
 from athena.config import Settings
 from athena.embeddings import make_embedder
 from athena.formation_client import FormationClient
@@ -42,7 +43,8 @@ def detector_setup(settings: Settings) -> DetectorSetup:
 async def build_cognition(settings: Settings) -> tuple[ServiceHost, WorkerPool | None]:
     # No socket timeout shorter than the blocking claim: BLMOVE waits up to 1 s.
     redis = connect_redis(settings.redis_url, socket_timeout=10.0)
-    formation = FormationClient(settings.formation_address)
+    credentials = server_credentials(settings)
+    formation = FormationClient.from_settings(settings)
     pool: WorkerPool | None = None
     if settings.enable_memory_workers:
         queue = FairQueue(
@@ -51,6 +53,7 @@ async def build_cognition(settings: Settings) -> tuple[ServiceHost, WorkerPool |
             result_ttl_seconds=settings.queue_result_ttl_seconds,
             retry=RetryPolicy(
                 max_attempts=settings.queue_max_attempts,
+                max_outage_attempts=settings.queue_max_outage_attempts,
                 backoff=ExponentialFullJitter(base=settings.queue_backoff_base_seconds, cap=settings.queue_backoff_max_seconds),
             ),
         )
@@ -80,6 +83,7 @@ async def build_cognition(settings: Settings) -> tuple[ServiceHost, WorkerPool |
         reflection=settings.grpc_reflection,
         grace=1.0,
         on_stop=[stop_workers],
+        credentials=credentials,
     )
     return host, pool
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from athena.auth import internal_auth_interceptor, server_credentials
 from athena.config import Settings
 from athena.embeddings import make_embedder
 from athena.grpc_util import DependencyCheck, ServiceHost
@@ -24,7 +25,8 @@ from athena_formation.vector_index import VectorIndex
 
 __all__ = ["Formation", "build_formation", "main", "serve"]
 
-SERVICE_NAME = formation_pb2.DESCRIPTOR.services_by_name["FormationService"].full_name
+SERVICE = formation_pb2.DESCRIPTOR.services_by_name["FormationService"]
+SERVICE_NAME = SERVICE.full_name
 
 
 @dataclass
@@ -39,8 +41,16 @@ class Formation:
 
 
 async def build_formation(settings: Settings) -> Formation:
+    # Configuration first: without the internal credential formation must not start (unless AUTH_DISABLED).
+    auth = internal_auth_interceptor(settings, [SERVICE])
+    credentials = server_credentials(settings, internal=True)
     mongo = connect_mongo(settings)
-    vectors = VectorIndex(settings.vector_index_uri, collection=settings.milvus_collection, dim=settings.embedding_dim)
+    vectors = VectorIndex(
+        settings.vector_index_uri,
+        collection=settings.milvus_collection,
+        dim=settings.embedding_dim,
+        cache_max_chains=settings.vector_index_cache_max_chains,
+    )
     await vectors.open()
     store = ChainStore(mongo, settings.mongodb_database)
     embedder = make_embedder(settings)
@@ -71,6 +81,8 @@ async def build_formation(settings: Settings) -> Formation:
         reflection=settings.grpc_reflection,
         grace=settings.grpc_shutdown_grace_seconds,
         on_stop=[close],
+        auth=auth,
+        credentials=credentials,
     )
     return Formation(host=host, former=former, recall=recall, archiver=archiver, store=store, vectors=vectors, eraser=eraser)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from athena.auth import public_auth_interceptor, server_credentials
 from athena.config import Settings
 from athena.formation_client import FormationClient
 from athena.grpc_util import DependencyCheck, ServiceHost
@@ -20,10 +21,14 @@ from athena_ingest.validation import Limits
 
 __all__ = ["build_ingest", "main", "serve"]
 
-SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+SERVICE = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"]
+SERVICE_NAME = SERVICE.full_name
 
 
 async def build_ingest(settings: Settings) -> tuple[ServiceHost, Ingestor]:
+    # Configuration first: a service without a credential source must not even connect to its stores.
+    auth = public_auth_interceptor(settings, [SERVICE])
+    credentials = server_credentials(settings)
     redis = connect_redis(settings.redis_url)
     mongo = connect_mongo(settings)
     event_log = EventLog(mongo, settings.mongodb_database)
@@ -42,7 +47,7 @@ async def build_ingest(settings: Settings) -> tuple[ServiceHost, Ingestor]:
         limits=Limits.from_settings(settings),
         enqueue_checks=settings.enable_memory_workers,
     )
-    formation = FormationClient(settings.formation_address, timeout=10.0)
+    formation = FormationClient.from_settings(settings, timeout=10.0)
     eraser = Eraser(redis=redis, queue=queue, mongo=mongo, database=settings.mongodb_database, formation=formation)
     servicer = MemoryServicer(ingestor=ingestor, window=window, formation=formation, eraser=eraser)
 
@@ -64,6 +69,8 @@ async def build_ingest(settings: Settings) -> tuple[ServiceHost, Ingestor]:
         reflection=settings.grpc_reflection,
         grace=settings.grpc_shutdown_grace_seconds,
         on_stop=[close],
+        auth=auth,
+        credentials=credentials,
     )
     return host, ingestor
 
