@@ -13,6 +13,7 @@ from athena.client import AthenaClient, ClientOptions, EventInput
 from athena.config import load_settings
 from athena.local import MongoWireServer, RedisServer, free_port
 from athena.redis_util import connect_redis
+from athena_cli.stack import StackCredentials
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.server import build_ingest
 
@@ -20,7 +21,9 @@ SCOPE = AthenaClient.scope("acme", "alice", "helper")
 
 
 @pytest.fixture
-async def fragile_ingest(own_redis_server: RedisServer, own_mongo_server: MongoWireServer) -> AsyncIterator[tuple[Ingestor, str]]:
+async def fragile_ingest(
+    own_redis_server: RedisServer, own_mongo_server: MongoWireServer, credentials: StackCredentials
+) -> AsyncIterator[tuple[Ingestor, str]]:
     """Ingest against servers this test may stop."""
     settings = load_settings(
         redis_url=own_redis_server.url,
@@ -28,6 +31,7 @@ async def fragile_ingest(own_redis_server: RedisServer, own_mongo_server: MongoW
         ingest_grpc_port=free_port(),
         grpc_bind_host="127.0.0.1",
         mongodb_timeout_ms=1000,
+        **credentials.settings_overrides(),
     )
     host, ingestor = await build_ingest(settings)
     await host.start()
@@ -35,10 +39,12 @@ async def fragile_ingest(own_redis_server: RedisServer, own_mongo_server: MongoW
     await host.shutdown()
 
 
-async def test_mongodb_down_gives_unavailable_and_writes_nothing(fragile_ingest, own_mongo_server: MongoWireServer, own_redis_server: RedisServer) -> None:
+async def test_mongodb_down_gives_unavailable_and_writes_nothing(
+    fragile_ingest, own_mongo_server: MongoWireServer, own_redis_server: RedisServer, credentials: StackCredentials
+) -> None:
     ingestor, target = fragile_ingest
     own_mongo_server.stop()
-    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1)) as client:
+    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")) as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await client.store_event(SCOPE, EventInput("user", "is anyone there?"))
     assert err.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -48,12 +54,12 @@ async def test_mongodb_down_gives_unavailable_and_writes_nothing(fragile_ingest,
 
 
 async def test_redis_down_after_the_log_write_converges_when_retried_with_the_same_event_id(
-    fragile_ingest, own_redis_server: RedisServer
+    fragile_ingest, own_redis_server: RedisServer, credentials: StackCredentials
 ) -> None:
     ingestor, target = fragile_ingest
     event = EventInput("user", "please remember my seat preference", event_id="evt-42")
     own_redis_server.stop()
-    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1)) as client:
+    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")) as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await client.store_event(SCOPE, event)
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -73,13 +79,13 @@ async def test_redis_down_after_the_log_write_converges_when_retried_with_the_sa
 
 
 async def test_pending_events_are_applied_by_the_repair_loop_when_the_client_never_retries(
-    fragile_ingest, own_redis_server: RedisServer
+    fragile_ingest, own_redis_server: RedisServer, credentials: StackCredentials
 ) -> None:
     from datetime import timedelta
 
     ingestor, target = fragile_ingest
     own_redis_server.stop()
-    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1)) as client:
+    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")) as client:
         with pytest.raises(grpc.aio.AioRpcError):
             await client.store_event(SCOPE, EventInput("user", "abandoned by its client"))
         own_redis_server.start()
@@ -123,7 +129,9 @@ async def test_health_is_not_serving_while_redis_is_down_and_serving_again_when_
     await _wait_health(target, health_pb2.HealthCheckResponse.SERVING)
 
 
-async def test_the_client_retries_unavailable_with_backoff_until_the_event_is_stored(fragile_ingest, own_redis_server: RedisServer) -> None:
+async def test_the_client_retries_unavailable_with_backoff_until_the_event_is_stored(
+    fragile_ingest, own_redis_server: RedisServer, credentials: StackCredentials
+) -> None:
     from athena.queue import ExponentialFullJitter
 
     ingestor, target = fragile_ingest
@@ -135,7 +143,7 @@ async def test_the_client_retries_unavailable_with_backoff_until_the_event_is_st
 
     comeback = asyncio.create_task(bring_redis_back())
     options = ClientOptions(timeout=10, max_attempts=20, backoff=ExponentialFullJitter(base=0.2, cap=0.5))
-    async with AthenaClient(target, options=options) as client:
+    async with AthenaClient(target, options=options, bearer_token=credentials.token_for("acme")) as client:
         result = await client.store_event(SCOPE, EventInput("user", "stored despite the outage"))
         await comeback
         assert [e.id for e in await client.get_context(SCOPE)] == [result.event_id]

@@ -12,17 +12,15 @@ from athena.stm import ShortTermWindow
 from athena_ingest.erasure import Eraser, validate_forget
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.validation import (
-    MAX_SEARCH_LIMIT,
     raise_if_any,
     validate_get_chain,
+    validate_get_context,
     validate_list_chains,
     validate_scope,
     validate_search,
 )
 
 __all__ = ["MemoryServicer"]
-
-_MAX_CONTEXT_LIMIT = 1000
 
 
 class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
@@ -51,15 +49,8 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     async def GetContext(
         self, request: memory_pb2.GetContextRequest, context: grpc.aio.ServicerContext
     ) -> memory_pb2.GetContextResponse:
-        violations = validate_scope(request.scope, has_scope=request.HasField("scope"))
-        if not 0 <= request.limit <= _MAX_CONTEXT_LIMIT:
-            violations.append(FieldViolation("limit", f"must be between 0 and {_MAX_CONTEXT_LIMIT}"))
-        if not 0 <= request.chain_limit <= MAX_SEARCH_LIMIT:
-            violations.append(FieldViolation("chain_limit", f"must be between 0 and {MAX_SEARCH_LIMIT} (0: default 3)"))
+        raise_if_any(validate_get_context(request, limits=self.ingestor.limits))
         search = memory_pb2.SearchMemoryRequest(scope=request.scope, query=request.query, limit=request.chain_limit or 3)
-        if request.query:
-            violations += [v for v in validate_search(search) if v.field == "query"]
-        raise_if_any(violations)
 
         with redis_unavailable():
             events = await self.window.read(request.scope, limit=request.limit)
@@ -72,7 +63,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     async def SearchMemory(
         self, request: memory_pb2.SearchMemoryRequest, context: grpc.aio.ServicerContext
     ) -> memory_pb2.SearchMemoryResponse:
-        raise_if_any(validate_search(request))
+        raise_if_any(validate_search(request, limits=self.ingestor.limits))
         return await self.formation.call(self.formation.stub.SearchMemory, request)
 
     async def GetChain(self, request: memory_pb2.GetChainRequest, context: grpc.aio.ServicerContext) -> memory_pb2.Chain:

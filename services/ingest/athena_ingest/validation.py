@@ -1,49 +1,82 @@
-"""Validation of public requests: every problem is reported with the field it concerns, before any write."""
+"""Validation of public requests: every problem is reported with the field it concerns, before any write.
+
+The rules (docs/api.md, "Limits"):
+- ids (scope ids, event_id, chain_id): 1-128 characters of [A-Za-z0-9._@-];
+- free text (content, metadata values, queries): UTF-8 (protobuf refuses anything else at parse time),
+  bounded in bytes, no control characters except tab, newline and carriage return. Text is refused,
+  never silently stripped: what is stored is byte for byte what the client sent;
+- metadata keys: 1..N bytes, no control character at all, no '.' and no leading '$' (they are field
+  names in MongoDB, and a filter could never address such a key);
+- timestamps: valid protobuf Timestamps between EVENT_EARLIEST_TIMESTAMP and now + the allowed skew;
+- counts (batch size, metadata entries, filters, result limits) inside their ranges.
+Field paths follow google.rpc.BadRequest: `events[3].metadata["k"]`.
+"""
 
 from __future__ import annotations
 
+import json
 import re
-import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Sequence
+from datetime import datetime, timedelta
+from typing import Mapping, Sequence
+
+from google.protobuf import timestamp_pb2
 
 from athena.config import Settings
 from athena.errors import FieldViolation, InvalidArgument
-from athena.events import ROLE_NAMES, TYPE_NAMES, timestamp_of
+from athena.events import ROLE_NAMES, TYPE_NAMES
 from athena.memory.v1 import memory_pb2
 
 __all__ = [
     "ID_PATTERN",
     "Limits",
+    "MAX_CONTEXT_CHAINS",
+    "MAX_PAGE_SIZE",
+    "MAX_SEARCH_LIMIT",
     "raise_if_any",
     "validate_get_chain",
+    "validate_get_context",
     "validate_list_chains",
     "validate_new_event",
     "validate_scope",
     "validate_search",
 ]
 
-MAX_QUERY_BYTES = 4096
+# Result-count ranges are part of the API contract (memory.proto states them), not deployment settings.
 MAX_SEARCH_LIMIT = 100
+MAX_CONTEXT_CHAINS = 100
 MAX_PAGE_SIZE = 200
-MAX_METADATA_FILTERS = 8
+_MAX_PAGE_TOKEN_CHARS = 512
+_MAX_REPORTED = 10
+"""Most violations listed in one error: the rest are counted, so the status fits in gRPC trailers."""
+_MAX_SHOWN_KEY_CHARS = 40
 
-_ID = re.compile(r"^[A-Za-z0-9._@-]{1,128}$")
-ID_PATTERN = _ID
+# \Z, not $: `$` also matches before a trailing newline, and "alice\n" is not an id.
+ID_PATTERN = re.compile(r"^[A-Za-z0-9._@-]{1,128}\Z")
 """The rule of every scope id (and event and chain id)."""
-_EARLIEST = datetime(1990, 1, 1, tzinfo=timezone.utc)
-_ALLOWED_CONTROL = {"\n", "\r", "\t"}
+_ID_RULE = "must be 1-128 characters of A-Z a-z 0-9 . _ @ -"
+_PAGE_TOKEN = re.compile(r"^[A-Za-z0-9_=-]*\Z")
+# Unicode category Cc is exactly U+0000-U+001F (C0, NUL included), U+007F (DEL) and U+0080-U+009F (C1).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_TEXT_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Control characters free text may not hold: all but tab, newline and carriage return."""
 
 
 @dataclass(frozen=True)
 class Limits:
+    """The configurable input limits (Settings fields of the same meaning)."""
+
     max_content_bytes: int
     max_metadata_entries: int
     max_metadata_key_bytes: int
     max_metadata_value_bytes: int
+    earliest_timestamp: datetime
     max_future_skew: timedelta
     max_batch: int
+    max_query_bytes: int
+    max_metadata_filters: int
+    max_window_events: int
+    """GetContext's limit may not exceed what a window can hold."""
 
     @classmethod
     def from_settings(cls, s: Settings) -> "Limits":
@@ -52,14 +85,28 @@ class Limits:
             max_metadata_entries=s.event_max_metadata_entries,
             max_metadata_key_bytes=s.event_max_metadata_key_bytes,
             max_metadata_value_bytes=s.event_max_metadata_value_bytes,
+            earliest_timestamp=s.event_earliest_timestamp,
             max_future_skew=timedelta(seconds=s.event_max_future_skew_seconds),
             max_batch=s.store_events_max_batch,
+            max_query_bytes=s.search_max_query_bytes,
+            max_metadata_filters=s.search_max_metadata_filters,
+            max_window_events=s.stm_window_max_events,
         )
 
 
 def raise_if_any(violations: Sequence[FieldViolation]) -> None:
-    if violations:
-        raise InvalidArgument(list(violations))
+    if not violations:
+        return
+    listed = list(violations[:_MAX_REPORTED])
+    if len(violations) > _MAX_REPORTED:
+        listed.append(FieldViolation("request", f"{len(violations) - _MAX_REPORTED} more violations not listed"))
+    raise InvalidArgument(listed)
+
+
+def _id_violation(value: str, field: str, *, required: bool = True) -> list[FieldViolation]:
+    if not value:
+        return [FieldViolation(field, "is required")] if required else []
+    return [] if ID_PATTERN.match(value) else [FieldViolation(field, _ID_RULE)]
 
 
 def validate_scope(
@@ -67,20 +114,56 @@ def validate_scope(
 ) -> list[FieldViolation]:
     if not has_scope:
         return [FieldViolation(field, "is required")]
-    out = []
-    for name in ("tenant_id", "user_id", "agent_id"):
-        value = getattr(scope, name)
-        if not value and name == "agent_id" and agent_optional:
-            continue
-        if not value:
-            out.append(FieldViolation(f"{field}.{name}", "is required"))
-        elif not _ID.match(value):
-            out.append(FieldViolation(f"{field}.{name}", "must be 1-128 characters of A-Z a-z 0-9 . _ @ -"))
+    out = _id_violation(scope.tenant_id, f"{field}.tenant_id")
+    out += _id_violation(scope.user_id, f"{field}.user_id")
+    out += _id_violation(scope.agent_id, f"{field}.agent_id", required=not agent_optional)
     return out
 
 
-def _has_bad_control(text: str) -> bool:
-    return any(unicodedata.category(ch) == "Cc" and ch not in _ALLOWED_CONTROL for ch in text)
+def _text_violations(text: str, field: str, *, max_bytes: int, required: bool) -> list[FieldViolation]:
+    if required and not text.strip():
+        return [FieldViolation(field, "must not be empty")]
+    if len(text.encode("utf-8")) > max_bytes:
+        return [FieldViolation(field, f"must be at most {max_bytes} bytes of UTF-8")]
+    if _TEXT_CONTROL.search(text):
+        return [FieldViolation(field, "must not contain control characters other than tab, newline and carriage return")]
+    return []
+
+
+def _key_path(field: str, key: str) -> str:
+    shown = key if len(key) <= _MAX_SHOWN_KEY_CHARS else key[:_MAX_SHOWN_KEY_CHARS] + "..."
+    # JSON quoting escapes quotes and control characters, so the path is always printable.
+    return f"{field}[{json.dumps(shown, ensure_ascii=False)}]"
+
+
+def _metadata_violations(
+    entries: Mapping[str, str], field: str, *, max_entries: int, max_key_bytes: int, max_value_bytes: int
+) -> list[FieldViolation]:
+    if len(entries) > max_entries:
+        return [FieldViolation(field, f"must have at most {max_entries} entries")]
+    out = []
+    for key, value in entries.items():
+        path = _key_path(field, key)
+        if not key or len(key.encode("utf-8")) > max_key_bytes:
+            out.append(FieldViolation(path, f"key must be 1-{max_key_bytes} bytes of UTF-8"))
+        elif _CONTROL.search(key) or "." in key or key.startswith("$"):
+            out.append(FieldViolation(path, "key must not contain control characters or '.', nor start with '$'"))
+        else:
+            out += _text_violations(value, path, max_bytes=max_value_bytes, required=False)
+    return out
+
+
+def _timestamp_violations(ts: timestamp_pb2.Timestamp, field: str, *, limits: Limits, now: datetime) -> list[FieldViolation]:
+    # Plain arithmetic: an absurd seconds value must not reach datetime (OverflowError).
+    if not 0 <= ts.nanos < 1_000_000_000:
+        return [FieldViolation(f"{field}.nanos", "must be between 0 and 999999999")]
+    earliest = limits.earliest_timestamp
+    if ts.seconds < int(earliest.timestamp()):
+        return [FieldViolation(field, f"must not be before {earliest.isoformat()}")]
+    latest = (now + limits.max_future_skew).timestamp()
+    if ts.seconds + ts.nanos / 1e9 > latest:
+        return [FieldViolation(field, f"must not be more than {int(limits.max_future_skew.total_seconds())}s in the future")]
+    return []
 
 
 def validate_new_event(event: memory_pb2.NewEvent, *, field: str, limits: Limits, now: datetime) -> list[FieldViolation]:
@@ -94,82 +177,61 @@ def validate_new_event(event: memory_pb2.NewEvent, *, field: str, limits: Limits
                 "must be EVENT_TYPE_MESSAGE, EVENT_TYPE_THOUGHT, EVENT_TYPE_ACTION or EVENT_TYPE_OBSERVATION",
             )
         )
-    if not event.content.strip():
-        out.append(FieldViolation(f"{field}.content", "must not be empty"))
-    elif len(event.content.encode("utf-8")) > limits.max_content_bytes:
-        out.append(FieldViolation(f"{field}.content", f"must be at most {limits.max_content_bytes} bytes"))
-    elif _has_bad_control(event.content):
-        out.append(FieldViolation(f"{field}.content", "must not contain control characters other than tab and newline"))
-    if len(event.metadata) > limits.max_metadata_entries:
-        out.append(FieldViolation(f"{field}.metadata", f"must have at most {limits.max_metadata_entries} entries"))
-    else:
-        for key, value in event.metadata.items():
-            if not key or len(key.encode("utf-8")) > limits.max_metadata_key_bytes or _has_bad_control(key):
-                out.append(
-                    FieldViolation(
-                        f"{field}.metadata", f"key {key[:40]!r} must be 1-{limits.max_metadata_key_bytes} bytes without control characters"
-                    )
-                )
-            elif len(value.encode("utf-8")) > limits.max_metadata_value_bytes or _has_bad_control(value):
-                out.append(
-                    FieldViolation(
-                        f"{field}.metadata[{key}]",
-                        f"must be at most {limits.max_metadata_value_bytes} bytes without control characters",
-                    )
-                )
+    out += _text_violations(event.content, f"{field}.content", max_bytes=limits.max_content_bytes, required=True)
+    out += _metadata_violations(
+        event.metadata,
+        f"{field}.metadata",
+        max_entries=limits.max_metadata_entries,
+        max_key_bytes=limits.max_metadata_key_bytes,
+        max_value_bytes=limits.max_metadata_value_bytes,
+    )
     if event.HasField("timestamp"):
-        ts = event.timestamp
-        if not (0 <= ts.nanos < 1_000_000_000) or ts.seconds < int(_EARLIEST.timestamp()):
-            out.append(FieldViolation(f"{field}.timestamp", "must be a valid time after 1990-01-01"))
-        elif ts.seconds > int((now + limits.max_future_skew).timestamp()) or timestamp_of(ts) > now + limits.max_future_skew:
-            out.append(
-                FieldViolation(f"{field}.timestamp", f"must not be more than {int(limits.max_future_skew.total_seconds())}s in the future")
-            )
-    if event.event_id and not _ID.match(event.event_id):
-        out.append(FieldViolation(f"{field}.event_id", "must be 1-128 characters of A-Z a-z 0-9 . _ @ -"))
+        out += _timestamp_violations(event.timestamp, f"{field}.timestamp", limits=limits, now=now)
+    out += _id_violation(event.event_id, f"{field}.event_id", required=False)
     return out
 
 
-def _validate_query(query: str, field: str = "query") -> list[FieldViolation]:
-    if not query.strip():
-        return [FieldViolation(field, "must not be empty")]
-    if len(query.encode("utf-8")) > MAX_QUERY_BYTES:
-        return [FieldViolation(field, f"must be at most {MAX_QUERY_BYTES} bytes")]
-    if _has_bad_control(query):
-        return [FieldViolation(field, "must not contain control characters other than tab and newline")]
-    return []
+def _range_violation(value: int, field: str, *, top: int, zero_means: str) -> list[FieldViolation]:
+    return [] if 0 <= value <= top else [FieldViolation(field, f"must be between 0 and {top} (0: {zero_means})")]
 
 
-def validate_search(request: memory_pb2.SearchMemoryRequest) -> list[FieldViolation]:
+def validate_get_context(request: memory_pb2.GetContextRequest, *, limits: Limits) -> list[FieldViolation]:
+    out = validate_scope(request.scope, has_scope=request.HasField("scope"))
+    out += _range_violation(request.limit, "limit", top=limits.max_window_events, zero_means="the whole window")
+    out += _range_violation(request.chain_limit, "chain_limit", top=MAX_CONTEXT_CHAINS, zero_means="default 3")
+    if request.query:
+        out += _text_violations(request.query, "query", max_bytes=limits.max_query_bytes, required=True)
+    return out
+
+
+def validate_search(request: memory_pb2.SearchMemoryRequest, *, limits: Limits) -> list[FieldViolation]:
     out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
-    out += _validate_query(request.query)
-    if not 0 <= request.limit <= MAX_SEARCH_LIMIT:
-        out.append(FieldViolation("limit", f"must be between 0 and {MAX_SEARCH_LIMIT} (0: default 5)"))
-    if not -1.0 <= request.similarity_threshold <= 1.0:
+    out += _text_violations(request.query, "query", max_bytes=limits.max_query_bytes, required=True)
+    out += _range_violation(request.limit, "limit", top=MAX_SEARCH_LIMIT, zero_means="default 5")
+    # NaN fails both comparisons, so it is refused too.
+    if request.HasField("similarity_threshold") and not -1.0 <= request.similarity_threshold <= 1.0:
         out.append(FieldViolation("similarity_threshold", "must be between -1 and 1"))
-    if len(request.metadata_filters) > MAX_METADATA_FILTERS:
-        out.append(FieldViolation("metadata_filters", f"must have at most {MAX_METADATA_FILTERS} entries"))
-    for key, value in request.metadata_filters.items():
-        if not key or len(key) > 128 or len(value) > 1024 or _has_bad_control(key + value) or "." in key or key.startswith("$"):
-            out.append(FieldViolation(f"metadata_filters[{key[:40]}]", "key must be 1-128 characters without '.', '$' or control characters; value at most 1024"))
+    out += _metadata_violations(
+        request.metadata_filters,
+        "metadata_filters",
+        max_entries=limits.max_metadata_filters,
+        max_key_bytes=limits.max_metadata_key_bytes,
+        max_value_bytes=limits.max_metadata_value_bytes,
+    )
     return out
 
 
 def validate_get_chain(request: memory_pb2.GetChainRequest) -> list[FieldViolation]:
     out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
-    if not request.chain_id:
-        out.append(FieldViolation("chain_id", "is required"))
-    elif not _ID.match(request.chain_id):
-        out.append(FieldViolation("chain_id", "is not a chain id"))
+    out += _id_violation(request.chain_id, "chain_id")
     return out
 
 
 def validate_list_chains(request: memory_pb2.ListChainsRequest) -> list[FieldViolation]:
     out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
-    if not 0 <= request.page_size <= MAX_PAGE_SIZE:
-        out.append(FieldViolation("page_size", f"must be between 0 and {MAX_PAGE_SIZE} (0: default 20)"))
+    out += _range_violation(request.page_size, "page_size", top=MAX_PAGE_SIZE, zero_means="default 20")
     if request.status not in (memory_pb2.CHAIN_STATUS_UNSPECIFIED, memory_pb2.CHAIN_STATUS_ACTIVE, memory_pb2.CHAIN_STATUS_ARCHIVED):
         out.append(FieldViolation("status", "must be CHAIN_STATUS_ACTIVE, CHAIN_STATUS_ARCHIVED or unspecified"))
-    if len(request.page_token) > 512:
+    if len(request.page_token) > _MAX_PAGE_TOKEN_CHARS or not _PAGE_TOKEN.match(request.page_token):
         out.append(FieldViolation("page_token", "is not a token this service issued"))
     return out
