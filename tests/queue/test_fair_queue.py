@@ -146,6 +146,39 @@ async def test_scopes_are_served_round_robin_one_task_per_turn(redis: Redis) -> 
     assert served == ["A1", "B1", "C1", "A2", "B2", "A3"]
 
 
+async def test_ack_and_claim_serves_scopes_round_robin_like_separate_ack_and_claim(redis: Redis) -> None:
+    queue = FairQueue(redis, lease_seconds=LEASE)
+    for user, n in (("a", 3), ("b", 2), ("c", 1)):
+        for i in range(1, n + 1):
+            await queue.enqueue(make_task(user, f"{user.upper()}{i}"))
+
+    lease = await queue.claim("w", timeout=0.1)
+    served = []
+    while lease is not None:
+        served.append(lease.task.id)
+        acked, lease = await queue.ack_and_claim(lease, {"n": len(served)})
+        assert acked
+    assert served == ["A1", "B1", "C1", "A2", "B2", "A3"]
+    assert await is_done(queue, "a", "A3") and await dispatcher(redis) == []
+    assert await redis.zcard(keys.QUEUE_LEASES) == 0
+
+
+async def test_a_ready_claim_skips_a_leased_scope_and_an_empty_scope_on_the_dispatcher(redis: Redis) -> None:
+    queue = FairQueue(redis, lease_seconds=LEASE)
+    await queue.enqueue(make_task("a", "a1"))
+    held = await queue.claim("w1", timeout=0.1)
+    assert held is not None
+    # A stale dispatcher entry of the leased scope and one of a scope without work (as after a reap race).
+    await redis.rpush(keys.DISPATCHER, scope_of("a"), scope_of("nobody"))
+    await queue.enqueue(make_task("b", "b1"))
+
+    lease = await queue.claim("w2", timeout=0.1)
+
+    assert lease is not None and lease.task.id == "b1"
+    assert await dispatcher(redis) == []
+    assert await redis.get(keys.lease_key(scope_of("a"))) == held.token.encode(), "the held lease was touched"
+
+
 # --- order and exclusivity -------------------------------------------------------------------------
 async def test_a_leased_scope_is_invisible_to_other_workers(redis: Redis) -> None:
     queue = FairQueue(redis, lease_seconds=LEASE)
@@ -292,10 +325,17 @@ async def test_a_claim_interrupted_between_blmove_and_the_claim_script_does_not_
         return await real_claim_script(**kwargs)
 
     queue._claim = drops_first_call  # type: ignore[method-assign]
+    # The worker is idle and blocks in BLMOVE (a ready scope would be claimed in one script instead).
+    waiting = asyncio.create_task(queue.claim("w1", timeout=10))
+
+    async def blocked_in_blmove() -> bool:
+        return any(c.get("cmd") == "blmove" for c in await redis.client_list())
+
+    await wait_until(blocked_in_blmove, what="the worker blocking in BLMOVE")
     await queue.enqueue(make_task("a", "a1"))
 
     try:
-        await queue.claim("w1", timeout=0.1)
+        await waiting
         raise AssertionError("the injected connection error did not surface")
     except RedisConnectionError:
         pass

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from athena.batching import Coalescer
 from athena.embeddings._cache import EmbeddingCache, cached_embed, shared_cache
 from athena.embeddings._provider import normalize_rows
 
@@ -46,8 +48,32 @@ def _load(model_path: str, device: str) -> tuple[Any, threading.Lock]:
         return entry
 
 
+SMALL_BATCH = 8
+"""Batches up to this size (a search query, a few turns) run on one intra-op thread: their matrices are
+too small to gain from a second thread, and on busy cores the threads' synchronisation cost them up to
+10x (docs/benchmarks.md, "search")."""
+
+
+@contextmanager
+def _intra_op_threads(n: int | None) -> Iterator[None]:
+    """torch's intra-op thread count set to `n` for the block (None: left as it is). Callers hold the
+    model's encode lock, so no other encode runs meanwhile."""
+    if n is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 class LocalEmbedder:
-    """sentence-transformers encoder run in a worker thread, loaded on first use, batched, cached."""
+    """sentence-transformers encoder run in a worker thread, loaded on first use, batched (also across
+    concurrent callers), cached."""
 
     def __init__(
         self,
@@ -62,6 +88,7 @@ class LocalEmbedder:
         self._batch_size = batch_size
         self._cache = cache if cache is not None else shared_cache(f"local:{self._path}")
         self.encoded_texts = 0  # how many texts went through the model (cache misses), for tests and metrics
+        self._batches: Coalescer[str, np.ndarray] = Coalescer(self._encode_rows, max_items=4 * batch_size)
 
     @property
     def dim(self) -> int:
@@ -73,7 +100,7 @@ class LocalEmbedder:
 
     def _encode_sync(self, texts: list[str]) -> np.ndarray:
         model, lock = _load(self._path, self._device)
-        with lock:
+        with lock, _intra_op_threads(1 if len(texts) <= SMALL_BATCH else None):
             vecs = model.encode(
                 texts,
                 batch_size=self._batch_size,
@@ -85,7 +112,14 @@ class LocalEmbedder:
         return normalize_rows(vecs)
 
     async def _encode(self, texts: list[str]) -> np.ndarray:
-        return await asyncio.to_thread(self._encode_sync, texts)
+        # Concurrent callers (a worker pool's tasks) share one forward pass instead of queueing on the
+        # model's lock one by one.
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.vstack(await self._batches.submit(texts))
+
+    async def _encode_rows(self, texts: list[str]) -> list[np.ndarray]:
+        return list(await asyncio.to_thread(self._encode_sync, texts))
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await cached_embed(texts, self.dim, self._cache, self._encode)

@@ -41,9 +41,15 @@ class RetryPolicy:
     max_attempts: int = 3
     """Attempts in all, the first included; then the task is dead-lettered."""
     backoff: Backoff = field(default_factory=ExponentialFullJitter)
+    max_outage_attempts: int = 0
+    """Attempts in all when the failures are a dependency outage (the dependency, not the task, is at
+    fault, so an outage longer than max_attempts' backoff must not dead-letter); 0 means max_attempts."""
     max_deliveries: int = 0
     """Deliveries without an outcome (the worker died holding the task) before it is dead-lettered as
     stalled; 0 means max_attempts + 2."""
 
     def stall_limit(self) -> int:
         return self.max_deliveries or self.max_attempts + 2
+
+    def attempts_for(self, *, outage: bool) -> int:
+        return max(self.max_attempts, self.max_outage_attempts) if outage else self.max_attempts

@@ -6,12 +6,17 @@ head is removed only on acknowledge, so a worker killed mid-task leaves it in pl
 requeues the scope once the lease expires. A leased scope is off the dispatcher, so one scope never
 runs two tasks at once and its tasks run in order. Failures keep the head in place and park the scope
 in a delayed set (exponential backoff, full jitter) instead of the seed's immediate LIFO re-push.
+
+Round trips: when a scope is ready, a claim is one script (CLAIM_READY pops and leases atomically, so
+no claiming list is needed), and a busy worker acknowledges a task and leases its next scope in one
+script (ACK_AND_CLAIM); BLMOVE + CLAIM is the path of a worker waiting for work.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+import time
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Mapping
@@ -36,6 +41,8 @@ class Lease:
     token: str
     task: task_pb2.Task
     deliveries: int
+    claimed_at: float = 0.0
+    """Epoch seconds when this worker leased the scope (the end of the task's queue wait)."""
 
 
 class FailOutcome(str, Enum):
@@ -71,6 +78,8 @@ class FairQueue:
         self._claim = redis.register_script(_scripts.CLAIM)
         self._extend = redis.register_script(_scripts.EXTEND)
         self._ack = redis.register_script(_scripts.ACK)
+        self._claim_ready = redis.register_script(_scripts.CLAIM_READY)
+        self._ack_and_claim = redis.register_script(_scripts.ACK_AND_CLAIM)
         self._fail = redis.register_script(_scripts.FAIL)
         self._release = redis.register_script(_scripts.RELEASE)
         self._promote = redis.register_script(_scripts.PROMOTE)
@@ -99,6 +108,12 @@ class FairQueue:
     # --- workers -------------------------------------------------------------------------------
     async def claim(self, worker_id: str, *, timeout: float = 1.0) -> Lease | None:
         """Wait up to `timeout` seconds for a runnable scope and lease it."""
+        if worker_id not in self._interrupted_claims:
+            # One round trip when a scope is ready; block (BLMOVE + CLAIM) only when none is.
+            token = secrets.token_hex(16)
+            ready = await self._claim_ready(keys=self._claim_ready_keys(), args=[*self._claim_ready_args(), token, self.lease_ms])
+            if ready:
+                return self._lease(ready, token)
         claiming = keys.claiming_key(worker_id)
         try:
             scope_raw = None
@@ -125,9 +140,23 @@ class FairQueue:
         if not res:
             return None
         head, deliveries = res
+        return self._lease([scope, head, deliveries], token)
+
+    @staticmethod
+    def _claim_ready_keys() -> list[str]:
+        return [keys.DISPATCHER, keys.QUEUE_LEASES, keys.QUEUE_DELIVERIES]
+
+    @staticmethod
+    def _claim_ready_args() -> list[str]:
+        return [keys.SCOPE_QUEUE_PREFIX, keys.LEASE_PREFIX]
+
+    @staticmethod
+    def _lease(claimed: list[Any], token: str) -> Lease:
+        """A Lease from a claim script's {scope, head envelope, deliveries}."""
+        scope, head, deliveries = claimed
         task = task_pb2.Task()
         task.ParseFromString(head)
-        return Lease(scope=scope, token=token, task=task, deliveries=int(deliveries))
+        return Lease(scope=_text(scope), token=token, task=task, deliveries=int(deliveries), claimed_at=time.time())
 
     async def extend(self, lease: Lease) -> bool:
         return bool(
@@ -137,29 +166,53 @@ class FairQueue:
         )
 
     async def ack(self, lease: Lease, result: Mapping[str, Any]) -> bool:
-        """Remove the finished head task and record its result. False if the lease was lost."""
-        payload = json.dumps({"task_id": lease.task.id, "status": "done", **result}, default=str)
-        return bool(
-            await self._ack(
-                keys=[
-                    keys.lease_key(lease.scope),
-                    keys.QUEUE_LEASES,
-                    keys.scope_queue_key(lease.scope),
-                    keys.DISPATCHER,
-                    keys.task_result_key(lease.scope, lease.task.id),
-                    keys.QUEUE_DELIVERIES,
-                ],
-                args=[lease.token, lease.scope, payload, self.result_ttl_seconds],
-            )
-        )
+        """Remove the finished head task and record its result (and queue wait). False if the lease was lost."""
+        return bool(await self._ack(keys=self._ack_keys(lease), args=self._ack_args(lease, result)))
 
-    async def fail(self, lease: Lease, error: str, *, retryable: bool = True) -> FailOutcome:
-        """Record a failed attempt: back off and retry, or dead-letter once attempts are spent."""
+    async def ack_and_claim(self, lease: Lease, result: Mapping[str, Any]) -> tuple[bool, Lease | None]:
+        """`ack`, then claim a ready scope for the same worker, in one round trip.
+
+        Returns (acknowledged, the next lease or None when no scope was ready). Do not retry it after
+        a connection error (the claim may have happened): settle with `ack` instead.
+        """
+        token = secrets.token_hex(16)
+        res = await self._ack_and_claim(
+            keys=self._ack_keys(lease),
+            args=[*self._ack_args(lease, result), *self._claim_ready_args(), token, self.lease_ms],
+        )
+        return bool(int(res[0])), (self._lease(res[1:], token) if len(res) > 1 else None)
+
+    @staticmethod
+    def _ack_keys(lease: Lease) -> list[str]:
+        return [
+            keys.lease_key(lease.scope),
+            keys.QUEUE_LEASES,
+            keys.scope_queue_key(lease.scope),
+            keys.DISPATCHER,
+            keys.task_result_key(lease.scope, lease.task.id),
+            keys.QUEUE_DELIVERIES,
+        ]
+
+    def _ack_args(self, lease: Lease, result: Mapping[str, Any]) -> list[Any]:
+        """The result record (it also records the task's queue wait, enqueue to this attempt's claim,
+        so that waits can be read per tenant and per task, not only as a histogram)."""
+        record: dict[str, Any] = {"task_id": lease.task.id, "status": "done", **result}
+        if lease.task.HasField("enqueued_at") and lease.claimed_at:
+            wait_s = lease.claimed_at - lease.task.enqueued_at.ToNanoseconds() / 1e9
+            record["queue_wait_ms"] = round(max(0.0, wait_s) * 1000, 3)
+        return [lease.token, lease.scope, json.dumps(record, default=str), self.result_ttl_seconds]
+
+    async def fail(self, lease: Lease, error: str, *, retryable: bool = True, outage: bool = False) -> FailOutcome:
+        """Record a failed attempt: back off and retry, or dead-letter once attempts are spent.
+
+        `outage`: the attempt failed because a dependency is unavailable; such failures get the
+        larger budget `RetryPolicy.max_outage_attempts`.
+        """
         task = task_pb2.Task()
         task.CopyFrom(lease.task)
         task.attempt = lease.task.attempt + 1
         task.last_error = error[:2000]
-        exhausted = (not retryable) or task.attempt >= self.retry.max_attempts
+        exhausted = (not retryable) or task.attempt >= self.retry.attempts_for(outage=outage)
         delay_ms = -1 if exhausted else int(self.retry.backoff.compute(task.attempt) * 1000)
         status = "dead_lettered" if exhausted else "retry_scheduled"
         result = json.dumps(

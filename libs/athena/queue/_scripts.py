@@ -10,7 +10,9 @@ from __future__ import annotations
 
 __all__ = [
     "ACK",
+    "ACK_AND_CLAIM",
     "CLAIM",
+    "CLAIM_READY",
     "ENQUEUE",
     "ERASE_SCOPE",
     "EXTEND",
@@ -72,24 +74,79 @@ redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[3])
 return 1
 """
 
-ACK = """
+_ACK_FN = """
+-- ack(lease key, leases zset, scope queue, dispatcher, result key, deliveries hash, token, scope id,
+--     result JSON, result ttl): 1 when acknowledged, 0 when the lease was lost.
+local function ack(lease, leases, queue, dispatcher, result_key, deliveries, token, scope, result, ttl)
+  if redis.call('GET', lease) ~= token then
+    return 0
+  end
+  redis.call('LPOP', queue)
+  redis.call('SET', result_key, result, 'EX', ttl)
+  redis.call('HDEL', deliveries, scope)
+  redis.call('DEL', lease)
+  redis.call('ZREM', leases, scope)
+  if redis.call('LLEN', queue) > 0 then
+    -- to the tail: one task per turn, round-robin across scopes
+    redis.call('RPUSH', dispatcher, scope)
+  end
+  return 1
+end
+"""
+
+_CLAIM_READY_FN = """
+-- claim_ready(dispatcher, leases zset, deliveries hash, scope queue prefix, lease prefix, token,
+--             lease ttl ms): pops scopes off the dispatcher until one has a head task and no lease,
+-- and leases it. Nothing is held between the pop and the lease (one script), so no claiming list is
+-- needed. A popped scope without work, or leased already, is dropped, as CLAIM drops it.
+-- Returns {scope, head envelope, deliveries}, or false when no scope was ready.
+local function claim_ready(dispatcher, leases, deliveries, qprefix, lprefix, token, ttl)
+  for _ = 1, 64 do
+    local scope = redis.call('LPOP', dispatcher)
+    if not scope then
+      return false
+    end
+    local head = redis.call('LINDEX', qprefix .. scope, 0)
+    if head and redis.call('EXISTS', lprefix .. scope) == 0 then
+      redis.call('SET', lprefix .. scope, token, 'PX', ttl)
+      redis.call('ZADD', leases, now + tonumber(ttl), scope)
+      return {scope, head, redis.call('HINCRBY', deliveries, scope, 1)}
+    end
+  end
+  return false
+end
+"""
+
+ACK = _ACK_FN + """
 -- KEYS[1] lease key   KEYS[2] leases zset   KEYS[3] scope queue   KEYS[4] dispatcher
 -- KEYS[5] task result key   KEYS[6] deliveries hash
 -- ARGV[1] lease token   ARGV[2] scope id   ARGV[3] result JSON   ARGV[4] result ttl (s)
+-- Removes the finished head task and records its result.
 -- Returns 1 when acknowledged, 0 when the lease was lost (another worker may run the task again).
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
+return ack(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+"""
+
+CLAIM_READY = _NOW_MS + _CLAIM_READY_FN + """
+-- KEYS[1] dispatcher   KEYS[2] leases zset   KEYS[3] deliveries hash
+-- ARGV[1] scope queue key prefix   ARGV[2] lease key prefix   ARGV[3] lease token   ARGV[4] lease ttl (ms)
+-- A claim in one round trip when a scope is ready (the blocking BLMOVE + CLAIM path is for waiting).
+-- Returns {scope, head envelope, deliveries} or false.
+return claim_ready(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+"""
+
+ACK_AND_CLAIM = _NOW_MS + _ACK_FN + _CLAIM_READY_FN + """
+-- KEYS[1] lease key   KEYS[2] leases zset   KEYS[3] scope queue   KEYS[4] dispatcher
+-- KEYS[5] task result key   KEYS[6] deliveries hash
+-- ARGV[1] lease token   ARGV[2] scope id   ARGV[3] result JSON   ARGV[4] result ttl (s)
+-- ARGV[5] scope queue key prefix   ARGV[6] lease key prefix   ARGV[7] new lease token   ARGV[8] lease ttl (ms)
+-- ACK, then CLAIM_READY for the same worker: a busy worker settles a task and takes the next in one
+-- round trip. Returns {acked} or {acked, scope, head envelope, deliveries}.
+local acked = ack(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+local claimed = claim_ready(KEYS[4], KEYS[2], KEYS[6], ARGV[5], ARGV[6], ARGV[7], ARGV[8])
+if not claimed then
+  return {acked}
 end
-redis.call('LPOP', KEYS[3])
-redis.call('SET', KEYS[5], ARGV[3], 'EX', ARGV[4])
-redis.call('HDEL', KEYS[6], ARGV[2])
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[2], ARGV[2])
-if redis.call('LLEN', KEYS[3]) > 0 then
-  -- to the tail: one task per turn, round-robin across scopes
-  redis.call('RPUSH', KEYS[4], ARGV[2])
-end
-return 1
+return {acked, claimed[1], claimed[2], claimed[3]}
 """
 
 FAIL = _NOW_MS + """

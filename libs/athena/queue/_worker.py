@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Callable, Mapping
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from athena.errors import PermanentTaskError
+from athena.errors import DependencyUnavailable, PermanentTaskError
 from athena.internal.v1 import task_pb2
 from athena.metrics import QUEUE_DEPTH, QUEUE_WAIT_SECONDS, TASK_OUTCOMES, TASK_RETRIES, TASK_SECONDS
 from athena.queue._backoff import ExponentialFullJitter
@@ -112,9 +112,11 @@ class WorkerPool:
 
     async def _run_worker(self, worker_id: str) -> None:
         failures = 0
+        lease: Lease | None = None  # the next task, when claimed together with the last acknowledgement
         while not self._stopping.is_set():
             try:
-                lease = await self.queue.claim(worker_id, timeout=self.claim_timeout)
+                if lease is None:
+                    lease = await self.queue.claim(worker_id, timeout=self.claim_timeout)
                 failures = 0
             except _REDIS_DOWN as exc:
                 failures += 1
@@ -128,16 +130,20 @@ class WorkerPool:
                 with suppress(*_REDIS_DOWN):
                     await self.queue.release(lease)
                 return
-            await self._process(worker_id, lease)
+            lease = await self._process(worker_id, lease)
+        if lease is not None:  # claimed with the last ack while stop() ran: give it back
+            with suppress(*_REDIS_DOWN):
+                await self.queue.release(lease)
 
-    async def _process(self, worker_id: str, lease: Lease) -> None:
+    async def _process(self, worker_id: str, lease: Lease) -> Lease | None:
         task = lease.task
         if task.HasField("enqueued_at"):
             QUEUE_WAIT_SECONDS.observe(max(0.0, time.time() - task.enqueued_at.ToNanoseconds() / 1e9))
         with consumer_span(trace_context=task.trace_context, task_id=task.id, task_type=task.type, attempt=task.attempt):
-            await self._attempt(worker_id, lease)
+            return await self._attempt(worker_id, lease)
 
-    async def _attempt(self, worker_id: str, lease: Lease) -> None:
+    async def _attempt(self, worker_id: str, lease: Lease) -> Lease | None:
+        """Run the leased task and settle it. Returns the worker's next lease if one came with the ack."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         if lease.deliveries > self.queue.retry.stall_limit():
@@ -145,7 +151,7 @@ class WorkerPool:
                 lease, f"stalled: delivered {lease.deliveries} times without an outcome", retryable=False
             )
             self._report("stalled", lease.task, 0.0)
-            return
+            return None
         run = asyncio.create_task(asyncio.wait_for(self.handler(lease.task), self.task_timeout))
         self._in_flight[worker_id] = run
         keeper = asyncio.create_task(self._keep_lease(lease, run))
@@ -156,25 +162,38 @@ class WorkerPool:
             with suppress(*_REDIS_DOWN):
                 await self.queue.release(lease)
             self._report("released", lease.task, loop.time() - started)
-            return
+            return None
         except PermanentTaskError as exc:
             await self._settle_failure(lease, f"{type(exc).__name__}: {exc}", retryable=False)
             self._report("failed", lease.task, loop.time() - started)
-            return
+            return None
         except Exception as exc:  # any other failure is retried with backoff
             msg = "task timed out" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
             log.warning("task %s failed (attempt %d): %s", lease.task.id, lease.task.attempt + 1, msg)
-            await self._settle_failure(lease, msg, retryable=True)
+            await self._settle_failure(lease, msg, retryable=True, outage=isinstance(exc, DependencyUnavailable))
             self._report("failed", lease.task, loop.time() - started)
-            return
+            return None
         finally:
             keeper.cancel()
             self._in_flight.pop(worker_id, None)
-        await self._settle(lambda: self.queue.ack(lease, result))
+        following = await self._acknowledge(lease, result)
         self._report("done", lease.task, loop.time() - started)
+        return following
 
-    async def _settle_failure(self, lease: Lease, error: str, *, retryable: bool) -> None:
-        outcome = await self._settle(lambda: self.queue.fail(lease, error, retryable=retryable))
+    async def _acknowledge(self, lease: Lease, result: Mapping[str, Any]) -> Lease | None:
+        """Ack and take the next ready task in one round trip; after a Redis error, settle with the plain
+        ack (idempotent: a lost lease writes nothing). A scope the failed call may have leased is
+        recovered by the reaper when that lease expires."""
+        if not self._stopping.is_set():
+            try:
+                return (await self.queue.ack_and_claim(lease, result))[1]
+            except _REDIS_DOWN:
+                pass
+        await self._settle(lambda: self.queue.ack(lease, result))
+        return None
+
+    async def _settle_failure(self, lease: Lease, error: str, *, retryable: bool, outage: bool = False) -> None:
+        outcome = await self._settle(lambda: self.queue.fail(lease, error, retryable=retryable, outage=outage))
         if outcome == FailOutcome.RETRY_SCHEDULED:
             TASK_RETRIES.labels(lease.task.type).inc()
         if outcome == FailOutcome.DEAD_LETTERED:

@@ -63,7 +63,7 @@ class EventLog:
         self._indexes_ready = True
 
     async def insert(self, events: Sequence[memory_pb2.Event]) -> list[InsertOutcome]:
-        """Insert events; a repeated (scope, client_event_id) keeps the original. Results in input order."""
+        """Insert events (of any scopes); a repeated (scope, client_event_id) keeps the original. Results in input order."""
         if not events:
             return []
         await self.ensure_indexes()
@@ -86,25 +86,23 @@ class EventLog:
         out = []
         for i, event in enumerate(events):
             if i in duplicates:
-                doc = originals[event.client_event_id]
+                doc = originals[(event.scope.tenant_id, event.scope.user_id, event.scope.agent_id, event.client_event_id)]
                 out.append(InsertOutcome(doc_to_event(doc), True, doc.get("window_state") == WindowState.APPLIED.value))
             else:
                 out.append(InsertOutcome(event, False, False))
         return out
 
-    async def _originals(self, events: Sequence[memory_pb2.Event]) -> dict[str, dict[str, Any]]:
-        if not events:
-            return {}
-        s = events[0].scope
-        cursor = self.collection.find(
-            {
-                "tenant_id": s.tenant_id,
-                "user_id": s.user_id,
-                "agent_id": s.agent_id,
-                "client_event_id": {"$in": [e.client_event_id for e in events]},
-            }
-        )
-        return {d["client_event_id"]: d async for d in cursor}
+    async def _originals(self, events: Sequence[memory_pb2.Event]) -> dict[tuple[str, str, str, str], dict[str, Any]]:
+        """The stored originals of repeated events, by (tenant, user, agent, client_event_id); one query per scope."""
+        by_scope: dict[tuple[str, str, str], list[str]] = {}
+        for e in events:
+            by_scope.setdefault((e.scope.tenant_id, e.scope.user_id, e.scope.agent_id), []).append(e.client_event_id)
+        found: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        for (tenant, user, agent), ids in by_scope.items():
+            cursor = self.collection.find({"tenant_id": tenant, "user_id": user, "agent_id": agent, "client_event_id": {"$in": ids}})
+            async for d in cursor:
+                found[(tenant, user, agent, d["client_event_id"])] = d
+        return found
 
     async def mark_applied(self, event_ids: Iterable[str]) -> None:
         ids = list(event_ids)

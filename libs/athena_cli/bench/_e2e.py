@@ -62,7 +62,7 @@ async def _floor(client: AthenaClient) -> float:
 
 async def _measure(stack: LocalStack, trials: int, repeats: int, timeout: float, tick: Callable[[], None]) -> StageResult:
     p50s, p95s, floors50, floors95, timeouts = [], [], [], [], 0
-    async with stack.client() as client:
+    async with stack.client(tenant_id="bench") as client:
         await _floor(client)
         for _ in range(repeats):
             lat, fl = [], []

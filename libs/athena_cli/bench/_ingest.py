@@ -15,10 +15,12 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Callable
 
 import grpc
 
+from athena.auth import BearerCredentialInterceptor
 from athena.local import free_port, wait_for_port
 from athena.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena_cli.bench._report import Figure, StageResult, percentile, summary
@@ -76,16 +78,28 @@ class EmptyServer:
                 self.proc.wait()
 
 
-async def _unary_round(target: str, n: int, role: int) -> tuple[float, list[float]]:
+@dataclass(frozen=True)
+class _Caller:
+    """Who the bench calls as: the tenant of its scopes and that tenant's credential (empty: none)."""
+
+    tenant: str
+    credential: str
+
+    def channel(self, target: str) -> grpc.aio.Channel:
+        interceptors = [BearerCredentialInterceptor(self.credential)] if self.credential else None
+        return grpc.aio.insecure_channel(target, interceptors=interceptors)
+
+
+async def _unary_round(target: str, n: int, role: int, caller: _Caller) -> tuple[float, list[float]]:
     """n StoreEvent calls, CONCURRENCY in flight. Returns (requests/s, latencies in ms)."""
     lat: list[float] = []
-    async with grpc.aio.insecure_channel(target) as channel:
+    async with caller.channel(target) as channel:
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
         await channel.channel_ready()
         counter = iter(range(n))
 
         async def worker(k: int) -> None:
-            scope = memory_pb2.Scope(tenant_id="bench", user_id=f"ingest-{k}", agent_id="a")
+            scope = memory_pb2.Scope(tenant_id=caller.tenant, user_id=f"ingest-{k}", agent_id="a")
             for _ in counter:
                 req = memory_pb2.StoreEventRequest(scope=scope, event=_event(role))
                 t = time.perf_counter()
@@ -98,15 +112,15 @@ async def _unary_round(target: str, n: int, role: int) -> tuple[float, list[floa
     return n / elapsed, lat
 
 
-async def _batch_round(target: str, batches: int, role: int) -> float:
+async def _batch_round(target: str, batches: int, role: int, caller: _Caller) -> float:
     """StoreEvents of BATCH events, BATCH_CONCURRENCY in flight. Returns events/s."""
-    async with grpc.aio.insecure_channel(target) as channel:
+    async with caller.channel(target) as channel:
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
         await channel.channel_ready()
         counter = iter(range(batches))
 
         async def worker(k: int) -> None:
-            scope = memory_pb2.Scope(tenant_id="bench", user_id=f"batch-{k}", agent_id="a")
+            scope = memory_pb2.Scope(tenant_id=caller.tenant, user_id=f"batch-{k}", agent_id="a")
             for _ in counter:
                 await stub.StoreEvents(memory_pb2.StoreEventsRequest(scope=scope, events=[_event(role) for _ in range(BATCH)]), timeout=60)
 
@@ -115,18 +129,20 @@ async def _batch_round(target: str, batches: int, role: int) -> float:
         return batches * BATCH / (time.perf_counter() - t0)
 
 
-async def _measure(ingest: str, empty: str, n: int, batches: int, repeats: int, role: int, tick: Callable[[], None]) -> StageResult:
+async def _measure(
+    ingest: str, empty: str, n: int, batches: int, repeats: int, role: int, tick: Callable[[], None], caller: _Caller
+) -> StageResult:
     # Warm-up: connections, code paths, the stores' first writes.
-    await _unary_round(ingest, 200, role)
-    await _unary_round(empty, 200, role)
+    await _unary_round(ingest, 200, role, caller)
+    await _unary_round(empty, 200, role, caller)
     rps, p50, p99, b_rps, b_p50, b_p99, ev, b_ev = ([] for _ in range(8))
     for _ in range(repeats):
-        r, lat = await _unary_round(ingest, n, role)
+        r, lat = await _unary_round(ingest, n, role, caller)
         rps.append(r), p50.append(percentile(lat, 50)), p99.append(percentile(lat, 99))
-        r, lat = await _unary_round(empty, n, role)
+        r, lat = await _unary_round(empty, n, role, caller)
         b_rps.append(r), b_p50.append(percentile(lat, 50)), b_p99.append(percentile(lat, 99))
-        ev.append(await _batch_round(ingest, batches, role))
-        b_ev.append(await _batch_round(empty, batches, role))
+        ev.append(await _batch_round(ingest, batches, role, caller))
+        b_ev.append(await _batch_round(empty, batches, role, caller))
         tick()
     res = StageResult(stage="ingest")
     res.figures = [
@@ -163,16 +179,27 @@ def _cpu_seconds(pid: int) -> float:
         return float("nan")
 
 
-def run_ingest_stage(ingest_target: str, *, quick: bool, tick: Callable[[], None], pids: dict[str, int] | None = None) -> StageResult:
+def run_ingest_stage(
+    ingest_target: str,
+    *,
+    quick: bool,
+    tick: Callable[[], None],
+    pids: dict[str, int] | None = None,
+    tenant: str = "bench",
+    credential: str = "",
+) -> StageResult:
     """Against a running ingest (the local stack's). Events are user messages, so each StoreEvent also
-    enqueues a chain check (the production path); the caller keeps cognition stopped meanwhile."""
+    enqueues a chain check (the production path); the caller keeps cognition stopped meanwhile. Calls
+    go out as `tenant` with `credential` (an API key of it, as production clients mostly send); the
+    empty handler receives the same metadata, so the baseline pays the same transport cost."""
     n, batches, repeats = (1000, 10, 3) if quick else (5000, 40, 5)
     t0 = time.perf_counter()
     pids = dict(pids or {})
     pids["bench client"] = os.getpid()
     cpu0 = {n: _cpu_seconds(p) for n, p in pids.items()}
     with EmptyServer() as empty:
-        res = asyncio.run(_measure(ingest_target, f"127.0.0.1:{empty.port}", n, batches, repeats, memory_pb2.ROLE_USER, tick))
+        caller = _Caller(tenant=tenant, credential=credential)
+        res = asyncio.run(_measure(ingest_target, f"127.0.0.1:{empty.port}", n, batches, repeats, memory_pb2.ROLE_USER, tick, caller))
     wall = time.perf_counter() - t0
     # CPU seconds per process over the whole stage (both servers' rounds), to see what saturates.
     res.detail["cpu_seconds"] = {name: round(_cpu_seconds(p) - cpu0[name], 1) for name, p in pids.items()}

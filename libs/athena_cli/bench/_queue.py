@@ -3,8 +3,9 @@
 Both sides run in this one process against a redis-server started for the stage, with the same
 payloads (serialized chain-check Task envelopes), the same enqueue batching (non-transactional
 pipelines of ENQUEUE_BATCH) and the same consumer concurrency (CONSUMERS coroutines, one request
-at a time each). FairQueue needs a claim (BLMOVE + the claim script) and an ack script per task;
-the baseline needs one RPOP. Tasks spread over SCOPES scopes, since one scope runs one task at a time.
+at a time each). FairQueue consumers work as WorkerPool's do: a claim when idle (one CLAIM_READY
+script when a scope is ready, BLMOVE + CLAIM otherwise), then one ACK_AND_CLAIM script per task,
+which settles the task and leases the next ready scope; the baseline needs one RPOP per task. Tasks spread over SCOPES scopes, since one scope runs one task at a time.
 """
 
 from __future__ import annotations
@@ -51,13 +52,16 @@ async def _fair_round(redis, tasks: list) -> tuple[float, float]:
     total = len(tasks)
 
     async def consumer(k: int) -> None:
+        # As WorkerPool does: claim when idle, then each ack takes the next ready scope with it.
         nonlocal done
         wid = f"bench-{k}"
+        lease = None
         while done < total:
-            lease = await q.claim(wid, timeout=0.05)
             if lease is None:
-                continue
-            await q.ack(lease, {"decision": "continue"})
+                lease = await q.claim(wid, timeout=0.05)
+                if lease is None:
+                    continue
+            _, lease = await q.ack_and_claim(lease, {"decision": "continue"})
             done += 1
 
     await asyncio.gather(*(consumer(k) for k in range(CONSUMERS)))

@@ -122,6 +122,9 @@ class Recall:
         )
 
 
+_MAX_OFFSET = 2**31 - 1
+
+
 def _encode_token(offset: int) -> str:
     return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode()
 
@@ -131,7 +134,8 @@ def _decode_token(token: str) -> int:
         return 0
     try:
         offset = int(json.loads(base64.urlsafe_b64decode(token.encode()))["o"])
-        if offset < 0:
+        # A forged offset past int64 overflows MongoDB's skip (INTERNAL); no real page is past int32.
+        if not 0 <= offset <= _MAX_OFFSET:
             raise ValueError
         return offset
     except Exception:

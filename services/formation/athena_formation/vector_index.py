@@ -3,6 +3,13 @@
 Milvus Lite (a local file path as VECTOR_INDEX_URI) or a Milvus server (http://host:19530): same client code.
 Only formation opens it (a Milvus Lite file admits one process). pymilvus is synchronous, so calls run
 in a worker thread to keep the event loop free.
+
+Search speed (docs/benchmarks.md, "search"): with Milvus Lite, searches are answered from an
+in-process copy of the searched user's vectors (user_vectors.py), because Milvus Lite's own search
+costs time in proportion to the whole collection; its collections get a FLAT index (nothing to
+build). With a Milvus server, new collections get an HNSW index. Either way `tenant_id` is the
+partition key, and every `flush_every` upserts are flushed, so that rows upserted one chain at a
+time do not pile up in a growing segment (searched without the index, and slowly).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from opentelemetry import trace
 from pymilvus import DataType, MilvusClient
 
 from athena.errors import DependencyUnavailable
+from athena_formation.user_vectors import UserVectorCache, UserVectors
 
 __all__ = ["VectorHit", "VectorIndex"]
 
@@ -31,12 +39,27 @@ class VectorHit:
 
 
 class VectorIndex:
-    def __init__(self, uri: str, *, collection: str = "cognitive_chains", dim: int = 384) -> None:
+    def __init__(
+        self,
+        uri: str,
+        *,
+        collection: str = "cognitive_chains",
+        dim: int = 384,
+        index_type: str | None = None,
+        flush_every: int = 256,
+        cache_max_chains: int = 200_000,
+    ) -> None:
         self.uri = uri
         self.collection = collection
         self.dim = dim
+        self.index_type = index_type or ("HNSW" if "://" in uri else "FLAT")
+        """Index of a collection this class creates (an existing collection keeps its own)."""
+        self.flush_every = flush_every
         self._client: MilvusClient | None = None
         self._lock = asyncio.Lock()
+        self._unflushed = 0
+        # Milvus Lite only (a local file, so formation is its one writer): see user_vectors.py.
+        self._users: UserVectorCache | None = UserVectorCache(dim, max_chains=cache_max_chains) if "://" not in uri else None
 
     def _connect(self) -> MilvusClient:
         if self._client is None:
@@ -46,12 +69,13 @@ class VectorIndex:
             if not client.has_collection(self.collection):
                 schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
                 schema.add_field("chain_id", DataType.VARCHAR, is_primary=True, max_length=64)
-                schema.add_field("tenant_id", DataType.VARCHAR, max_length=128)
+                # Partition key: a tenant's rows share partitions, so its filtered searches scan fewer rows.
+                schema.add_field("tenant_id", DataType.VARCHAR, max_length=128, is_partition_key=True)
                 schema.add_field("user_id", DataType.VARCHAR, max_length=128)
                 schema.add_field("agent_id", DataType.VARCHAR, max_length=128)
                 schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dim)
                 index = client.prepare_index_params()
-                index.add_index("embedding", metric_type="COSINE", index_type="FLAT")
+                index.add_index("embedding", metric_type="COSINE", index_type=self.index_type, params=_INDEX_PARAMS.get(self.index_type, {}))
                 client.create_collection(self.collection, schema=schema, index_params=index)
             # Search needs the collection loaded.
             client.load_collection(self.collection)
@@ -90,12 +114,36 @@ class VectorIndex:
             "agent_id": agent_id,
             "embedding": np.asarray(embedding, dtype=np.float32).tolist(),
         }
-        await self._run(lambda c: c.upsert(self.collection, [row]), op="upsert")
+        try:
+            await self._run(lambda c: c.upsert(self.collection, [row]), op="upsert")
+        except DependencyUnavailable:
+            self._forget_cached()  # the upsert may or may not have landed
+            raise
+        if self._users is not None:
+            self._users.put((tenant_id, user_id), chain_id, agent_id, embedding)
+        self._unflushed += 1
+        if self._unflushed >= self.flush_every:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Seal what was upserted since the last flush, so searches use the index for it."""
+        self._unflushed = 0
+        await self._run(lambda c: c.flush(self.collection), op="flush")
 
     async def delete(self, chain_ids: Sequence[str]) -> None:
         if chain_ids:
             ids = list(chain_ids)
-            await self._run(lambda c: c.delete(self.collection, ids=ids), op="delete")
+            try:
+                await self._run(lambda c: c.delete(self.collection, ids=ids), op="delete")
+            except DependencyUnavailable:
+                self._forget_cached()
+                raise
+            if self._users is not None:
+                self._users.drop(ids)
+
+    def _forget_cached(self) -> None:
+        if self._users is not None:
+            self._users.clear()
 
     async def existing(self, chain_ids: Sequence[str]) -> set[str]:
         if not chain_ids:
@@ -127,25 +175,43 @@ class VectorIndex:
         limit: int = 10,
     ) -> list[VectorHit]:
         expr = _scope_filter(tenant_id, user_id, agent_id)
+        if self._users is not None:
+            user = self._users.get((tenant_id, user_id)) or await self._load_user(tenant_id, user_id)
+            return [VectorHit(chain_id=c, similarity=s) for c, s in user.top(embedding, agent_id=agent_id, limit=limit)]
         vector = np.asarray(embedding, dtype=np.float32).tolist()
+        # No output fields: the primary key (the chain id) comes with every hit.
+        params: dict[str, Any] = {"metric_type": "COSINE", "params": _search_params(self.index_type, limit)}
         result = await self._run(
-            lambda c: c.search(
-                self.collection,
-                data=[vector],
-                limit=limit,
-                filter=expr,
-                output_fields=["chain_id"],
-                search_params={"metric_type": "COSINE"},
-            ),
+            lambda c: c.search(self.collection, data=[vector], limit=limit, filter=expr, search_params=params),
             op="search",
         )
         return [VectorHit(chain_id=h["id"] if "id" in h else h["chain_id"], similarity=float(h["distance"])) for h in result[0]]
+
+    async def _load_user(self, tenant_id: str, user_id: str) -> UserVectors:
+        """Read one user's vectors from Milvus into the cache (once per user and process)."""
+        assert self._users is not None
+        expr = _scope_filter(tenant_id, user_id, None)
+        fields = ["chain_id", "agent_id", "embedding"]
+        rows = await self._run(lambda c: c.query(self.collection, filter=expr, output_fields=fields), op="query")
+        # No await between the read and the install: an upsert that ran after the read sees the user loaded.
+        return self._users.load((tenant_id, user_id), ((r["chain_id"], r["agent_id"], np.asarray(r["embedding"])) for r in rows))
 
     async def close(self) -> None:
         if self._client is not None:
             client = self._client
             self._client = None
             await asyncio.to_thread(client.close)
+
+
+_INDEX_PARAMS: dict[str, dict[str, Any]] = {"HNSW": {"M": 16, "efConstruction": 100}, "IVF_FLAT": {"nlist": 256}}
+
+
+def _search_params(index_type: str, limit: int) -> dict[str, Any]:
+    if index_type == "HNSW":
+        return {"ef": max(64, limit)}  # the candidate list: at least `limit`, wide enough for recall
+    if index_type == "IVF_FLAT":
+        return {"nprobe": 16}
+    return {}
 
 
 def _scope_filter(tenant_id: str, user_id: str, agent_id: str | None) -> str:

@@ -1,5 +1,11 @@
 """Storing events: the durable log first, then the short-term window and the queue in one Redis transaction.
 
+Group commit: concurrent StoreEvent/StoreEvents calls are coalesced (athena.batching.Coalescer), so
+one MongoDB insert_many, one Redis transaction and one applied-marking serve every event that arrived
+while the previous batch was being written. Each caller is answered only after the whole batch holding
+its events is in the log and applied to the window and the queue, and fails with the batch otherwise;
+the outcomes below hold per batch exactly as they hold per event.
+
 Outcome when a dependency fails (docs/architecture.md, "Storing an event"):
 - MongoDB down: nothing is written; UNAVAILABLE.
 - MongoDB written, Redis down: the event stays in the log as `window_state: pending` and the call
@@ -17,7 +23,7 @@ from contextlib import nullcontext
 import logging
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Sequence
 
@@ -25,6 +31,7 @@ from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
 from athena import keys
+from athena.batching import Coalescer
 from athena.errors import DependencyUnavailable, FieldViolation
 from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message, to_timestamp
 from athena.metrics import EVENTS_STORED
@@ -32,7 +39,7 @@ from athena.memory.v1 import memory_pb2
 from athena.redis_util import redis_unavailable
 from athena.queue import FairQueue, chain_check_task, chain_check_task_id
 from athena.stm import ShortTermWindow
-from athena.stores import EventLog
+from athena.stores import EventLog, InsertOutcome
 from athena.tracing import inject_context, producer_span
 from athena_ingest.validation import Limits, raise_if_any, validate_new_event, validate_scope
 
@@ -66,6 +73,15 @@ class Ingestor:
     limits: Limits
     enqueue_checks: bool = True
     """False when ENABLE_MEMORY_WORKERS=false: nobody would consume the tasks."""
+    max_commit_events: int = 1000
+    """Most events written by one group commit (a larger single request still goes as one batch)."""
+    _commit: Coalescer[memory_pb2.Event, InsertOutcome] = field(init=False, repr=False)
+    _marks: Coalescer[str, None] = field(init=False, repr=False)
+    _marking: set[asyncio.Task[None]] = field(init=False, repr=False, default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._commit = Coalescer(self._write, max_items=self.max_commit_events)
+        self._marks = Coalescer(self._mark_applied, max_items=self.max_commit_events)
 
     def validate(
         self, scope: memory_pb2.Scope, has_scope: bool, events: Sequence[memory_pb2.NewEvent], *, batch: bool
@@ -101,14 +117,7 @@ class Ingestor:
                     client_event_id=ne.event_id or event_id,
                 )
             )
-        outcomes = await self.event_log.insert(events)
-        # Each stored event reaches Redis once; repeats of an event already applied skip Redis entirely.
-        to_apply: dict[str, memory_pb2.Event] = {}
-        for o in outcomes:
-            if not o.applied:
-                to_apply.setdefault(o.event.id, o.event)
-        if to_apply:
-            await self.apply(list(to_apply.values()))
+        outcomes = await self._commit.submit(events)
         for o in outcomes:
             EVENTS_STORED.labels(ROLE_NAMES[o.event.role], TYPE_NAMES[o.event.type], str(o.duplicate).lower()).inc()
         return [
@@ -120,13 +129,54 @@ class Ingestor:
             for o in outcomes
         ]
 
+    async def _write(self, events: list[memory_pb2.Event]) -> list[InsertOutcome]:
+        """One group commit: the log insert, then the Redis step for what it stored."""
+        outcomes = await self.event_log.insert(events)
+        # Each stored event reaches Redis once; repeats of an event already applied skip Redis entirely.
+        to_apply: dict[str, memory_pb2.Event] = {}
+        for o in outcomes:
+            if not o.applied:
+                to_apply.setdefault(o.event.id, o.event)
+        if to_apply:
+            kept = await self._apply_to_redis(list(to_apply.values()))
+            # Marking is bookkeeping for the repair loop, so new events are marked off the
+            # acknowledgement path; a retried event that was pending is marked before its answer.
+            retried = {o.event.id for o in outcomes if o.duplicate}
+            await self._mark_now([e.id for e in kept if e.id in retried])
+            self._mark_later([e.id for e in kept if e.id not in retried])
+        return outcomes
+
+    async def _mark_now(self, event_ids: list[str]) -> None:
+        if not event_ids:
+            return
+        try:
+            await self._marks.submit(event_ids)
+        except DependencyUnavailable:
+            log.warning("events reached Redis but could not be marked applied; the repair loop will mark them")
+
+    def _mark_later(self, event_ids: list[str]) -> None:
+        if event_ids:
+            task = asyncio.create_task(self._mark_now(event_ids))
+            self._marking.add(task)  # a reference, so the task is not collected while it runs
+            task.add_done_callback(self._marking.discard)
+
+    async def _mark_applied(self, event_ids: list[str]) -> list[None]:
+        await self.event_log.mark_applied(event_ids)
+        return [None] * len(event_ids)
+
     def _triggers_check(self, event: memory_pb2.Event) -> bool:
         return self.enqueue_checks and is_user_message(event)
 
     async def apply(self, events: Sequence[memory_pb2.Event]) -> None:
-        """The Redis step: append to the window and enqueue checks, atomically, idempotently."""
+        """The Redis step for events of the log, then their marking as applied."""
+        kept = await self._apply_to_redis(events)
+        await self._mark_now([e.id for e in kept])
+
+    async def _apply_to_redis(self, events: Sequence[memory_pb2.Event]) -> list[memory_pb2.Event]:
+        """Append to the window and enqueue checks, atomically, idempotently. Returns the events kept
+        (those stored before their user's erasure are deleted from the log instead)."""
         if not events:
-            return
+            return []
         users = sorted({(e.scope.tenant_id, e.scope.user_id) for e in events})
         tombstone_keys = [keys.erasure_key(t, u) for t, u in users]
         dropped: list[memory_pb2.Event] = []
@@ -158,13 +208,7 @@ class Ingestor:
         if dropped:
             await self.event_log.delete([e.id for e in dropped])
             log.info("dropped %d events stored before their user's erasure", len(dropped))
-        events = kept
-        if not events:
-            return
-        try:
-            await self.event_log.mark_applied(e.id for e in events)
-        except DependencyUnavailable:
-            log.warning("events reached Redis but could not be marked applied; the repair loop will mark them")
+        return kept
 
     async def repair_pending(self, *, older_than: timedelta = timedelta(seconds=30)) -> int:
         """Apply events whose Redis step never completed and whose client did not retry."""

@@ -1,0 +1,64 @@
+"""Group commit: one batch call for the items of many concurrent callers.
+
+`Coalescer.submit(items)` hands its items to a single drain task and waits for their results. While
+one batch runs, new submissions queue up; the next batch takes everything queued (up to `max_items`),
+so under load each round trip serves many callers and when idle a lone call runs at once (no timer).
+A caller gets its results only after the batch holding its items finished, and the batch's exception
+if it failed: an all-or-nothing batch gives each caller all-or-nothing semantics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Awaitable, Callable, Generic, Sequence, TypeVar
+
+__all__ = ["Coalescer"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Coalescer(Generic[T, R]):
+    def __init__(self, run: Callable[[list[T]], Awaitable[Sequence[R]]], *, max_items: int = 1000) -> None:
+        """`run` gets the items of one or more submissions, in submission order, and returns one result per item."""
+        self._run = run
+        self.max_items = max_items
+        self._queued: deque[tuple[list[T], asyncio.Future[list[R]]]] = deque()
+        self._drainer: asyncio.Task[None] | None = None
+
+    async def submit(self, items: Sequence[T]) -> list[R]:
+        if not items:
+            return []
+        future: asyncio.Future[list[R]] = asyncio.get_running_loop().create_future()
+        self._queued.append((list(items), future))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain(), name="coalescer drain")
+        # A cancelled caller only stops waiting: its items may still be in a batch that commits.
+        return await future
+
+    async def _drain(self) -> None:
+        while self._queued:
+            groups = [self._queued.popleft()]
+            size = len(groups[0][0])
+            while self._queued and size + len(self._queued[0][0]) <= self.max_items:
+                group = self._queued.popleft()
+                groups.append(group)
+                size += len(group[0])
+            try:
+                results = list(await self._run([item for items, _ in groups for item in items]))
+            except Exception as exc:  # the batch failed as a whole: every caller in it sees why
+                for _, future in groups:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            except BaseException:  # the drain itself was cancelled (shutdown): nobody is left waiting
+                for _, future in [*groups, *self._queued]:
+                    future.cancel()
+                self._queued.clear()
+                raise
+            start = 0
+            for items, future in groups:
+                if not future.done():
+                    future.set_result(results[start : start + len(items)])
+                start += len(items)

@@ -1,0 +1,151 @@
+"""An in-process copy of each searched user's chain vectors, for Milvus Lite.
+
+Milvus Lite (the local-file mode) runs inside formation in pure Python, and every search costs time
+in proportion to all the rows of the collection, whatever the filter or the index: measured 280 ms
+per search at 100,000 rows without a filter and 620-640 ms with the scope filter, HNSW on faiss
+(docs/benchmarks.md, "search"). SearchMemory always searches one user, so formation keeps the
+vectors of the users it has searched as one matrix each and answers with a matrix product; Milvus
+stays the durable store and the source each user's matrix is loaded from, once.
+
+Coherent because a Milvus Lite file admits one process (formation) and VectorIndex applies every
+upsert and delete here after Milvus accepted it. Not used with a Milvus server, where other
+processes may write.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+
+__all__ = ["UserVectors", "UserVectorCache"]
+
+UserKey = tuple[str, str]
+"""(tenant_id, user_id)"""
+
+
+@dataclass
+class UserVectors:
+    """One user's chains: ids, agents and unit vectors, row for row."""
+
+    dim: int
+    ids: list[str] = field(default_factory=list)
+    agents: list[str] = field(default_factory=list)
+    matrix: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.matrix = np.zeros((0, self.dim), dtype=np.float32)
+
+    def put(self, chain_id: str, agent_id: str, vector: np.ndarray) -> None:
+        unit = _unit(vector)
+        if chain_id in self.ids:
+            row = self.ids.index(chain_id)
+            self.agents[row] = agent_id
+            self.matrix[row] = unit
+            return
+        self.ids.append(chain_id)
+        self.agents.append(agent_id)
+        self.matrix = np.vstack([self.matrix, unit[None, :]])
+
+    def drop(self, chain_ids: set[str]) -> None:
+        keep = [i for i, c in enumerate(self.ids) if c not in chain_ids]
+        self.ids = [self.ids[i] for i in keep]
+        self.agents = [self.agents[i] for i in keep]
+        self.matrix = self.matrix[keep]
+
+    def top(self, query: np.ndarray, *, agent_id: str | None, limit: int) -> list[tuple[str, float]]:
+        """The `limit` most cosine-similar chains (of `agent_id` only, when given), best first."""
+        if not self.ids or limit <= 0:
+            return []
+        sims = self.matrix @ _unit(query)
+        if agent_id:
+            sims = np.where(np.asarray(self.agents) == agent_id, sims, -np.inf)
+        k = min(limit, len(self.ids))
+        best = np.argpartition(-sims, k - 1)[:k]
+        best = best[np.argsort(-sims[best])]
+        return [(self.ids[i], float(sims[i])) for i in best if np.isfinite(sims[i])]
+
+
+class UserVectorCache:
+    """The loaded users' vectors, and which user each cached chain belongs to.
+
+    Bounded by `max_chains` rows in all: past it, the least recently searched users are dropped
+    (they load again from Milvus on their next search), so memory stays flat however many users search.
+    """
+
+    def __init__(self, dim: int, *, max_chains: int = 200_000) -> None:
+        self.dim = dim
+        self.max_chains = max_chains
+        self._users: OrderedDict[UserKey, UserVectors] = OrderedDict()
+        self._owner: dict[str, UserKey] = {}
+
+    @property
+    def cached_chains(self) -> int:
+        return sum(len(v.ids) for v in self._users.values())
+
+    def get(self, user: UserKey) -> UserVectors | None:
+        vectors = self._users.get(user)
+        if vectors is not None:
+            self._users.move_to_end(user)
+        return vectors
+
+    def _evict(self, *, keep: UserKey) -> None:
+        total = self.cached_chains
+        while total > self.max_chains and len(self._users) > 1:
+            user, vectors = next(iter(self._users.items()))
+            if user == keep:
+                self._users.move_to_end(user)
+                continue
+            del self._users[user]
+            for chain_id in vectors.ids:
+                self._owner.pop(chain_id, None)
+            total -= len(vectors.ids)
+
+    def load(self, user: UserKey, rows: Iterable[tuple[str, str, np.ndarray]]) -> UserVectors:
+        """Install a user's rows (chain id, agent id, vector) as read from Milvus."""
+        vectors = UserVectors(self.dim)
+        ids, agents, units = [], [], []
+        for chain_id, agent_id, vector in rows:
+            ids.append(chain_id)
+            agents.append(agent_id)
+            units.append(_unit(vector))
+            self._owner[chain_id] = user
+        vectors.ids, vectors.agents = ids, agents
+        if units:
+            vectors.matrix = np.vstack(units).astype(np.float32)
+        self._users[user] = vectors
+        self._users.move_to_end(user)
+        self._evict(keep=user)
+        return vectors
+
+    def put(self, user: UserKey, chain_id: str, agent_id: str, vector: np.ndarray) -> None:
+        """An upsert Milvus accepted: applied only to a loaded user (others load it from Milvus)."""
+        vectors = self._users.get(user)
+        if vectors is not None:
+            vectors.put(chain_id, agent_id, vector)
+            self._owner[chain_id] = user
+            self._evict(keep=user)
+
+    def clear(self) -> None:
+        """Forget everything (after a write whose outcome in Milvus is unknown): users reload from Milvus."""
+        self._users.clear()
+        self._owner.clear()
+
+    def drop(self, chain_ids: Iterable[str]) -> None:
+        """A delete Milvus accepted."""
+        by_user: dict[UserKey, set[str]] = {}
+        for chain_id in chain_ids:
+            user = self._owner.pop(chain_id, None)
+            if user is not None:
+                by_user.setdefault(user, set()).add(chain_id)
+        for user, ids in by_user.items():
+            if user in self._users:
+                self._users[user].drop(ids)
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v

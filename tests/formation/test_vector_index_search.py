@@ -1,0 +1,95 @@
+"""VectorIndex.search on Milvus Lite, answered from the searched user's vectors: exact, scoped, and
+coherent with upserts and deletes that happen after the user was loaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from athena_formation.vector_index import VectorIndex
+
+DIM = 8
+
+
+def _unit(rng: np.random.Generator) -> np.ndarray:
+    v = rng.standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+async def _index_with(tmp_path: Path, rows: dict[str, tuple[str, str, np.ndarray]]) -> VectorIndex:
+    index = VectorIndex(str(tmp_path / "milvus.db"), collection="search_test", dim=DIM)
+    for chain_id, (user, agent, vec) in rows.items():
+        await index.upsert(chain_id=chain_id, tenant_id="acme", user_id=user, agent_id=agent, embedding=vec)
+    return index
+
+
+async def test_search_returns_the_users_exact_cosine_top_k_and_nothing_of_other_users(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    rows = {f"c{i}": ("alice" if i % 2 else "bob", "helper", _unit(rng)) for i in range(40)}
+    index = await _index_with(tmp_path, rows)
+    try:
+        query = _unit(rng)
+        hits = await index.search(query, tenant_id="acme", user_id="alice", limit=5)
+
+        alice = {c: v for c, (u, _, v) in rows.items() if u == "alice"}
+        expected = sorted(alice, key=lambda c: -float(alice[c] @ query))[:5]
+        assert [h.chain_id for h in hits] == expected
+        assert abs(hits[0].similarity - float(alice[expected[0]] @ query)) < 1e-4
+        assert await index.search(query, tenant_id="acme", user_id="carol", limit=5) == []
+    finally:
+        await index.close()
+
+
+async def test_upserts_and_deletes_after_the_user_was_loaded_are_seen_by_the_next_search(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    rows = {f"c{i}": ("alice", "helper", _unit(rng)) for i in range(6)}
+    index = await _index_with(tmp_path, rows)
+    try:
+        query = _unit(rng)
+        await index.search(query, tenant_id="acme", user_id="alice", limit=3)  # loads alice
+
+        await index.upsert(chain_id="new", tenant_id="acme", user_id="alice", agent_id="helper", embedding=query)
+        assert [h.chain_id for h in await index.search(query, tenant_id="acme", user_id="alice", limit=1)] == ["new"]
+
+        await index.delete(["new"])
+        assert "new" not in {h.chain_id for h in await index.search(query, tenant_id="acme", user_id="alice", limit=10)}
+
+        # A fresh index (a restarted formation) reads the same state back from Milvus.
+        await index.close()
+        reopened = VectorIndex(str(tmp_path / "milvus.db"), collection="search_test", dim=DIM)
+        try:
+            found = {h.chain_id for h in await reopened.search(query, tenant_id="acme", user_id="alice", limit=10)}
+            assert found == set(rows)
+        finally:
+            await reopened.close()
+    finally:
+        await index.close()
+
+
+async def test_an_agent_scoped_search_returns_only_that_agents_chains(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    rows = {f"c{i}": ("alice", "helper" if i < 3 else "planner", _unit(rng)) for i in range(8)}
+    index = await _index_with(tmp_path, rows)
+    try:
+        hits = await index.search(_unit(rng), tenant_id="acme", user_id="alice", agent_id="planner", limit=10)
+        assert {h.chain_id for h in hits} == {f"c{i}" for i in range(3, 8)}
+    finally:
+        await index.close()
+
+
+def test_the_search_cache_drops_least_recently_searched_users_past_its_bound() -> None:
+    from athena_formation.user_vectors import UserVectorCache
+
+    rng = np.random.default_rng(7)
+    cache = UserVectorCache(DIM, max_chains=5)
+    cache.load(("t", "old"), [(f"o{i}", "a", rng.normal(size=DIM)) for i in range(3)])
+    cache.load(("t", "recent"), [(f"r{i}", "a", rng.normal(size=DIM)) for i in range(2)])
+    assert cache.get(("t", "old")) is not None  # now the most recently searched
+    cache.load(("t", "new"), [("n0", "a", rng.normal(size=DIM))])
+    assert cache.cached_chains <= 5
+    assert cache.get(("t", "recent")) is None
+    assert cache.get(("t", "old")) is not None and cache.get(("t", "new")) is not None
+    # A dropped user's chains are forgotten with it: a later delete of them touches nothing.
+    cache.drop(["r0"])
+    assert cache.cached_chains == 4
