@@ -26,11 +26,13 @@ app.add_typer(dlq_app, name="dlq")
 console = Console()
 err_console = Console(stderr=True)
 
-from athena_cli.commands import eval_cmd, locomo_cmd, train_cmd  # noqa: E402
+from athena_cli.commands import auth_cmd, eval_cmd, load_cmd, locomo_cmd, train_cmd  # noqa: E402
 
 eval_cmd.app.command("locomo")(locomo_cmd.locomo)
 app.add_typer(eval_cmd.app, name="eval")
 app.add_typer(train_cmd.app, name="train")
+app.add_typer(auth_cmd.app, name="auth")
+app.command("load")(load_cmd.load)
 
 
 def _settings() -> Settings:
@@ -113,6 +115,11 @@ def _print_stack(stack: "LocalStack") -> None:
     table.add_row("milvus lite", str(stack.data_dir / "milvus" / "milvus.db"), "")
     table.add_row("logs", str(stack.data_dir), "")
     console.print(table)
+    creds = stack.credentials
+    console.print(
+        f"dev tenant [bold]{creds.dev_tenant}[/bold], API key (this run only): [bold]{creds.dev_api_key}[/bold]\n"
+        f"  send it as `authorization: Bearer <key>`, e.g. AthenaClient(..., api_key=...) or ATHENA_API_KEY for `athena forget`"
+    )
 
 
 @app.command()
@@ -221,6 +228,9 @@ def forget(
     user: str = typer.Option(..., "--user", help="User id (all of the user's agents are erased)."),
     target: Optional[str] = typer.Option(None, "--target", help="Ingest address host:port (default: 127.0.0.1:INGEST_GRPC_PORT)."),
     timeout: float = typer.Option(60.0, help="Deadline of the call, in seconds."),
+    api_key: Optional[str] = typer.Option(None, "--api-key", envvar="ATHENA_API_KEY", help="API key of the tenant (better: the env var)."),
+    token: Optional[str] = typer.Option(None, "--token", envvar="ATHENA_TOKEN", help="JWT of the tenant, instead of an API key."),
+    ca_file: Optional[Path] = typer.Option(None, "--ca-file", envvar="ATHENA_TLS_CA_FILE", help="PEM CA to trust: connect over TLS."),
 ) -> None:
     """Erase everything Athena holds about a user of a tenant (MemoryService.ForgetUser) and print the receipt."""
     import grpc
@@ -229,9 +239,11 @@ def forget(
     from athena.grpc_util import bad_request_violations
 
     address = target or f"127.0.0.1:{_settings().ingest_grpc_port}"
+    roots = ca_file.read_bytes() if ca_file is not None else None
 
     async def run():  # type: ignore[no-untyped-def]
-        async with AthenaClient(address, options=ClientOptions(timeout=timeout)) as client:
+        options = ClientOptions(timeout=timeout)
+        async with AthenaClient(address, options=options, api_key=api_key, bearer_token=None if api_key else token, root_certificates=roots) as client:
             return await client.forget_user(tenant, user)
 
     try:

@@ -27,6 +27,7 @@ import math
 import random
 import re
 import struct
+import sys
 import threading
 import time
 from collections import deque
@@ -87,11 +88,14 @@ class FakeOpenAI:
     :param json_mode_supported: False makes requests carrying response_format fail with 400, like
         servers that do not implement JSON mode.
     :param embedding_dim: dimension of /v1/embeddings vectors unless the request asks for `dimensions`.
+    :param embedding_delay: seconds every /v1/embeddings answer waits (settable later, e.g. to keep the
+        tasks of a service in flight long enough to kill it mid-task).
     """
 
-    def __init__(self, *, json_mode_supported: bool = True, embedding_dim: int = 384) -> None:
+    def __init__(self, *, json_mode_supported: bool = True, embedding_dim: int = 384, embedding_delay: float = 0.0) -> None:
         self.json_mode_supported = json_mode_supported
         self.embedding_dim = embedding_dim
+        self.embedding_delay = embedding_delay
         self.default = Scripted(status=500, message="fake_openai: no scripted response left")
         self._script: deque[Scripted | Callable[[RecordedRequest], Scripted]] = deque()
         self._requests: list[RecordedRequest] = []
@@ -104,7 +108,7 @@ class FakeOpenAI:
 
     def start(self) -> FakeOpenAI:
         handler = _make_handler(self)
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server = _QuietHTTPServer(("127.0.0.1", 0), handler)
         server.daemon_threads = True
         # Do not join handler threads on close: a keep-alive connection may idle in one of them.
         server.block_on_close = False
@@ -207,6 +211,14 @@ class FakeOpenAI:
             self._stopping.wait(seconds)
 
 
+class _QuietHTTPServer(ThreadingHTTPServer):
+    """A client that dies mid-connection (a killed service process) is expected here, not an error to print."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 def _error_body(status: int, message: str) -> dict[str, Any]:
     kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_exceeded"}
     return {"error": {"message": message, "type": kind.get(status, "server_error"), "param": None, "code": None}}
@@ -291,6 +303,7 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 else:
                     self._send_json(answer.status, _error_body(answer.status, answer.message), answer.headers)
             elif self.path.rstrip("/").endswith("/embeddings"):
+                server._sleep(server.embedding_delay)
                 self._send_json(200, _embeddings_body(server, request), {})
             else:
                 self._send_json(404, _error_body(404, f"no route {self.path}"), {})
