@@ -7,11 +7,12 @@ defaults exactly.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from enum import Enum
 from functools import lru_cache
 from typing import Annotated
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import AwareDatetime, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["ChainScorer", "EmbeddingProvider", "QualityMode", "Settings", "SettingsError", "load_settings"]
@@ -63,6 +64,8 @@ class Settings(BaseSettings):
     """Milvus server URI (http://host:19530) or a local file path for Milvus Lite. Only formation opens it. (Not named MILVUS_URI: pymilvus reads that variable itself at import and accepts only http URIs.)"""
     milvus_collection: str = "cognitive_chains"
     """Milvus collection holding one embedding per chain."""
+    vector_index_cache_max_chains: int = Field(default=200_000, ge=1)
+    """Milvus Lite only: most chain vectors formation keeps in memory for search (about 1.5 KiB each at 384 dimensions); the least recently searched users are dropped past it and reload from Milvus."""
 
     # --- service addresses ----------------------------------------------------------------------
     ingest_grpc_port: Port = 50051
@@ -86,7 +89,7 @@ class Settings(BaseSettings):
     grpc_shutdown_grace_seconds: float = Field(default=20.0, gt=0)
     """On SIGTERM: how long in-flight RPCs and tasks may finish before they are cut off. Keep below terminationGracePeriodSeconds."""
 
-    # --- input limits (ingest) --------------------------------------------------------------------
+    # --- input limits (ingest; docs/api.md, "Limits") ------------------------------------------------
     event_max_content_bytes: int = Field(default=32768, ge=1)
     """Largest event content accepted, in UTF-8 bytes."""
     event_max_metadata_entries: int = Field(default=32, ge=0)
@@ -94,11 +97,17 @@ class Settings(BaseSettings):
     event_max_metadata_key_bytes: int = Field(default=128, ge=1)
     """Longest metadata key, in UTF-8 bytes."""
     event_max_metadata_value_bytes: int = Field(default=1024, ge=1)
-    """Longest metadata value, in UTF-8 bytes."""
-    event_max_future_skew_seconds: float = Field(default=300.0, ge=0)
-    """How far in the future an event timestamp may be (clock skew allowance)."""
+    """Longest metadata value (and SearchMemory metadata filter value), in UTF-8 bytes."""
+    event_earliest_timestamp: AwareDatetime = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    """Event timestamps before this are refused as absurd (ISO 8601 with a zone, e.g. 2000-01-01T00:00:00Z)."""
+    event_max_future_skew_seconds: float = Field(default=86400.0, ge=0)
+    """How far in the future an event timestamp may be; beyond it the timestamp is refused as absurd (clock skew and time-zone slips stay inside a day)."""
     store_events_max_batch: int = Field(default=1000, ge=1)
-    """Most events in one StoreEvents call."""
+    """Most events in one StoreEvents call (a whole request is also bounded by gRPC's 4 MiB message limit)."""
+    search_max_query_bytes: int = Field(default=4096, ge=1)
+    """Longest SearchMemory / GetContext query, in UTF-8 bytes."""
+    search_max_metadata_filters: int = Field(default=8, ge=0)
+    """Most metadata filters on one SearchMemory call."""
 
     # --- short-term window -----------------------------------------------------------------------
     stm_window_max_events: int = Field(default=2000, ge=1)
@@ -111,6 +120,8 @@ class Settings(BaseSettings):
     # --- queue -----------------------------------------------------------------------------------
     queue_max_attempts: int = Field(default=3, ge=1)
     """Attempts per task before it goes to the dead-letter list (the seed's 3)."""
+    queue_max_outage_attempts: int = Field(default=20, ge=1)
+    """Attempts per task while it fails only because a dependency is unavailable (formation, MongoDB, Redis, Milvus down or timing out): with the default backoff the task rides out an outage of several minutes instead of being dead-lettered after QUEUE_MAX_ATTEMPTS."""
     queue_backoff_base_seconds: float = Field(default=1.0, gt=0)
     """Base of the exponential retry backoff with full jitter: delay = uniform(0, min(cap, base * 2**attempt))."""
     queue_backoff_max_seconds: float = Field(default=60.0, gt=0)
@@ -179,6 +190,9 @@ class Settings(BaseSettings):
     """Most merge candidates considered, most recent first (seed SESSION_MAX_CHAINS_PER_USER)."""
     session_merge_min_confidence: Fraction = 0.7
     """Merge only if MergeConfidence reaches this (seed SESSION_MERGE_MIN_CONFIDENCE)."""
+    session_merge_max_chain_events: int = Field(default=20, ge=0)
+    """A merge may not grow a chain beyond this many events: a returning topic whose chain is full starts
+    a new chain linked to it (continues_chain_id) and warms the old one. 0: no limit (the seed's rule)."""
     session_similarity_threshold: Fraction = 0.6
     """Merge only if SimilarityScore reaches this (seed SESSION_SIMILARITY_THRESHOLD)."""
 
@@ -194,6 +208,38 @@ class Settings(BaseSettings):
     archiver_interval_seconds: float = Field(default=3600.0, gt=0)
     """How often formation's archiver looks for cold chains."""
 
+    # --- authentication and TLS (see docs/security.md) --------------------------------------------------
+    auth_disabled: bool = False
+    """true runs the public API without authentication (local development only; every service logs a loud warning). Nothing else turns authentication off."""
+    auth_api_keys: str = ""
+    """API keys of the public API as comma-separated `tenant:sha256hex` entries (the SHA-256 of each key, never the key; `athena auth new-key` prints one)."""
+    auth_api_keys_file: str = ""
+    """File with more API key entries, one `tenant:sha256hex` a line (# starts a comment); read at start-up."""
+    auth_jwt_hs256_secret: str = ""
+    """Shared secret verifying HS256 JWTs. Empty: HS256 tokens are not accepted."""
+    auth_jwt_hs256_secret_file: str = ""
+    """File holding the HS256 secret (instead of AUTH_JWT_HS256_SECRET; surrounding whitespace is ignored)."""
+    auth_jwt_rs256_public_key_file: str = ""
+    """PEM public key verifying RS256 JWTs. Empty: RS256 tokens are not accepted."""
+    auth_jwt_tenant_claim: str = "tenant_id"
+    """JWT claim naming the caller's tenant."""
+    auth_jwt_audience: str = "athena"
+    """Audience (aud) every JWT must carry."""
+    auth_jwt_issuer: str = ""
+    """Issuer (iss) every JWT must carry. Empty: the issuer is not checked."""
+    auth_jwt_leeway_seconds: float = Field(default=30.0, ge=0, le=300)
+    """Clock skew allowed when checking a JWT's exp, nbf and iat."""
+    internal_auth_token: str = ""
+    """Bearer credential of the internal FormationService: formation requires it, ingest and cognition send it."""
+    internal_auth_token_file: str = ""
+    """File holding INTERNAL_AUTH_TOKEN (surrounding whitespace is ignored)."""
+    grpc_tls_cert_file: str = ""
+    """PEM certificate (chain) of this service. With GRPC_TLS_KEY_FILE every gRPC listener serves TLS; ingest and cognition also present it to formation when INTERNAL_TLS_CA_FILE is set."""
+    grpc_tls_key_file: str = ""
+    """PEM private key of GRPC_TLS_CERT_FILE."""
+    internal_tls_ca_file: str = ""
+    """CA of the internal hop (mTLS): formation then requires client certificates signed by it, and ingest and cognition verify formation with it."""
+
     # --- observability ----------------------------------------------------------------------------
     log_level: str = "INFO"
     """Python log level of every service."""
@@ -204,6 +250,12 @@ class Settings(BaseSettings):
             raise ValueError("CHAIN_SIM_LOW must not exceed CHAIN_SIM_HIGH")
         if self.queue_backoff_max_seconds < self.queue_backoff_base_seconds:
             raise ValueError("QUEUE_BACKOFF_MAX_SECONDS must be at least QUEUE_BACKOFF_BASE_SECONDS")
+        if bool(self.grpc_tls_cert_file) != bool(self.grpc_tls_key_file):
+            raise ValueError("GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE must be set together")
+        if self.auth_jwt_hs256_secret and self.auth_jwt_hs256_secret_file:
+            raise ValueError("set AUTH_JWT_HS256_SECRET or AUTH_JWT_HS256_SECRET_FILE, not both")
+        if self.internal_auth_token and self.internal_auth_token_file:
+            raise ValueError("set INTERNAL_AUTH_TOKEN or INTERNAL_AUTH_TOKEN_FILE, not both")
         return self
 
 
