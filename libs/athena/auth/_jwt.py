@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import jwt
 
 from athena.auth._principal import CredentialKind, Principal
+from athena.auth._verified_cache import ExpiringCache
 
 __all__ = ["JwtPolicy", "JwtVerifier", "looks_like_jwt", "mint_hs256"]
 
@@ -25,11 +26,22 @@ def looks_like_jwt(token: str) -> bool:
     return token.count(".") == 2
 
 
+_CACHED_TOKENS = 1024
+"""Verified tokens kept (by their exact string) so a client's repeated calls skip the signature check."""
+
+
 class JwtVerifier:
-    """Verifies a token against every configured key; algorithms are pinned per key (no `alg` confusion)."""
+    """Verifies a token against every configured key; algorithms are pinned per key (no `alg` confusion).
+
+    A token that passed is remembered until its own `exp` (no leeway: from that second it is never
+    served from memory, and the full check with its leeway decides again), so the signature and claims
+    of a token are checked once per verifier rather than once per call. The key is the whole token
+    string, so any change to header, claims or signature is a miss and gets the full check.
+    """
 
     def __init__(self, policy: JwtPolicy, *, hs256_secret: str = "", rs256_public_key_pem: bytes = b"") -> None:
         self.policy = policy
+        self._verified: ExpiringCache[Principal] = ExpiringCache(max_entries=_CACHED_TOKENS)
         self._keys: list[tuple[str, object]] = []
         if hs256_secret:
             self._keys.append(("HS256", hs256_secret))
@@ -42,6 +54,9 @@ class JwtVerifier:
         return len(self._keys)
 
     def verify(self, token: str) -> Principal | None:
+        cached = self._verified.get(token)
+        if cached is not None:
+            return cached
         try:
             alg = jwt.get_unverified_header(token).get("alg")
         except jwt.InvalidTokenError:
@@ -64,7 +79,10 @@ class JwtVerifier:
             tenant = claims.get(self.policy.tenant_claim)
             if not isinstance(tenant, str) or not tenant:
                 return None
-            return Principal(kind=CredentialKind.JWT, tenant_id=tenant, subject=f"jwt:{claims.get('sub', '')}")
+            principal = Principal(kind=CredentialKind.JWT, tenant_id=tenant, subject=f"jwt:{claims.get('sub', '')}")
+            exp = claims["exp"]  # required above, and PyJWT refuses a non-numeric one
+            self._verified.put(token, principal, expires_at=float(exp))
+            return principal
         return None
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import grpc
 from google.protobuf import any_pb2
@@ -21,6 +21,7 @@ from athena.errors import (
     RetryableError,
     Unauthenticated,
 )
+from athena.grpc_util._wrapping import UnaryBehaviour, UnaryWrappingInterceptor
 
 __all__ = ["ErrorMappingInterceptor", "bad_request_violations", "error_from_rpc", "status_code_for"]
 
@@ -117,7 +118,7 @@ def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], 
     return deserialize
 
 
-class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
+class ErrorMappingInterceptor(UnaryWrappingInterceptor):
     """Turns AthenaError into its status code with rich details; anything else into a bare INTERNAL.
 
     A request that does not parse (corrupt protobuf, invalid UTF-8 in a string field) is INVALID_ARGUMENT
@@ -125,17 +126,10 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
     marker and must not read request fields; those inside it (authentication) never see it.
     """
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
-        inner = handler.unary_unary
-        method = handler_call_details.method
+    def request_deserializer(self, deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+        return _tolerant(deserializer)
 
+    def wrap_unary(self, method: str, inner: UnaryBehaviour) -> UnaryBehaviour:
         async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
                 if isinstance(request, _Undecodable):
@@ -153,10 +147,4 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
                 log.exception("%s failed", method)
                 await context.abort(grpc.StatusCode.INTERNAL, "internal error")
 
-        return grpc.unary_unary_rpc_method_handler(
-            unary_unary,
-            request_deserializer=_tolerant(handler.request_deserializer),
-            response_serializer=handler.response_serializer,
-        )
-
-
+        return unary_unary

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import grpc
 
+from athena.grpc_util._wrapping import UnaryBehaviour, UnaryWrappingInterceptor
 from athena.metrics import GRPC_HANDLED, GRPC_HANDLING_SECONDS, GRPC_STARTED
 
 __all__ = ["MetricsInterceptor"]
+
+_CODE_NAMES = {c.value[0]: c.name for c in grpc.StatusCode}
 
 
 def _code_of(context: grpc.aio.ServicerContext) -> str:
@@ -18,26 +21,23 @@ def _code_of(context: grpc.aio.ServicerContext) -> str:
         return "UNKNOWN"
     if isinstance(code, grpc.StatusCode):
         return code.name
-    return next((c.name for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN")
+    return _CODE_NAMES.get(code, "UNKNOWN")
 
 
-class MetricsInterceptor(grpc.aio.ServerInterceptor):
+class MetricsInterceptor(UnaryWrappingInterceptor):
     """Outermost interceptor: counts starts, final status codes (after error mapping) and latency."""
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
-        inner = handler.unary_unary
-        _, service, method = handler_call_details.method.split("/", 2)
+    def wrap_unary(self, method: str, inner: UnaryBehaviour) -> UnaryBehaviour:
+        _, service, name = method.split("/", 2)
+        # Label children resolved once per method: a labels() lookup per call is a lock and a dict probe.
+        started_total = GRPC_STARTED.labels(service, name)
+        handled_ok = GRPC_HANDLED.labels(service, name, "OK")
+        seconds = GRPC_HANDLING_SECONDS.labels(service, name)
+        perf_counter = time.perf_counter
 
         async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            GRPC_STARTED.labels(service, method).inc()
-            started = time.perf_counter()
+            started_total.inc()
+            started = perf_counter()
             code = "OK"
             try:
                 return await inner(request, context)
@@ -48,9 +48,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
                 code = "INTERNAL"
                 raise
             finally:
-                GRPC_HANDLED.labels(service, method, code).inc()
-                GRPC_HANDLING_SECONDS.labels(service, method).observe(time.perf_counter() - started)
+                (handled_ok if code == "OK" else GRPC_HANDLED.labels(service, name, code)).inc()
+                seconds.observe(perf_counter() - started)
 
-        return grpc.unary_unary_rpc_method_handler(
-            unary_unary, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
-        )
+        return unary_unary

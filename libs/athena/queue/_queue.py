@@ -27,6 +27,7 @@ from athena import keys
 from athena.internal.v1 import task_pb2
 from athena.queue import _scripts
 from athena.queue._backoff import RetryPolicy
+from athena.queue._evalsha import HotScript
 
 __all__ = ["FailOutcome", "FairQueue", "Lease", "QueueDepth"]
 
@@ -79,7 +80,9 @@ class FairQueue:
         self._extend = redis.register_script(_scripts.EXTEND)
         self._ack = redis.register_script(_scripts.ACK)
         self._claim_ready = redis.register_script(_scripts.CLAIM_READY)
-        self._ack_and_claim = redis.register_script(_scripts.ACK_AND_CLAIM)
+        self._ack_and_claim = HotScript(redis, _scripts.ACK_AND_CLAIM)
+        self._result_ttl_arg = str(result_ttl_seconds).encode()
+        self._lease_ms_arg = str(self.lease_ms).encode()
         self._fail = redis.register_script(_scripts.FAIL)
         self._release = redis.register_script(_scripts.RELEASE)
         self._promote = redis.register_script(_scripts.PROMOTE)
@@ -177,10 +180,20 @@ class FairQueue:
         """
         token = secrets.token_hex(16)
         res = await self._ack_and_claim(
-            keys=self._ack_keys(lease),
-            args=[*self._ack_args(lease, result), *self._claim_ready_args(), token, self.lease_ms],
+            b"1",  # one key: the task result key
+            keys.task_result_key(lease.scope, lease.task.id),
+            lease.scope,
+            lease.token,
+            self._result_json(lease, result),
+            self._result_ttl_arg,
+            token,
+            self._lease_ms_arg,
         )
-        return bool(int(res[0])), (self._lease(res[1:], token) if len(res) > 1 else None)
+        if isinstance(res, int):  # nothing was ready: the reply is the acknowledgement alone
+            return bool(res), None
+        acked, deliveries, scope_len, rest = res.split(b" ", 3)
+        n = int(scope_len)
+        return acked == b"1", self._lease([rest[:n], rest[n:], deliveries], token)
 
     @staticmethod
     def _ack_keys(lease: Lease) -> list[str]:
@@ -194,13 +207,17 @@ class FairQueue:
         ]
 
     def _ack_args(self, lease: Lease, result: Mapping[str, Any]) -> list[Any]:
+        return [lease.token, lease.scope, self._result_json(lease, result), self.result_ttl_seconds]
+
+    @staticmethod
+    def _result_json(lease: Lease, result: Mapping[str, Any]) -> str:
         """The result record (it also records the task's queue wait, enqueue to this attempt's claim,
         so that waits can be read per tenant and per task, not only as a histogram)."""
         record: dict[str, Any] = {"task_id": lease.task.id, "status": "done", **result}
         if lease.task.HasField("enqueued_at") and lease.claimed_at:
             wait_s = lease.claimed_at - lease.task.enqueued_at.ToNanoseconds() / 1e9
             record["queue_wait_ms"] = round(max(0.0, wait_s) * 1000, 3)
-        return [lease.token, lease.scope, json.dumps(record, default=str), self.result_ttl_seconds]
+        return json.dumps(record, default=str)
 
     async def fail(self, lease: Lease, error: str, *, retryable: bool = True, outage: bool = False) -> FailOutcome:
         """Record a failed attempt: back off and retry, or dead-letter once attempts are spent.

@@ -8,6 +8,8 @@ Times come from the server's TIME so that workers with skewed clocks agree.
 
 from __future__ import annotations
 
+from athena import keys
+
 __all__ = [
     "ACK",
     "ACK_AND_CLAIM",
@@ -134,19 +136,43 @@ CLAIM_READY = _NOW_MS + _CLAIM_READY_FN + """
 return claim_ready(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 """
 
-ACK_AND_CLAIM = _NOW_MS + _ACK_FN + _CLAIM_READY_FN + """
--- KEYS[1] lease key   KEYS[2] leases zset   KEYS[3] scope queue   KEYS[4] dispatcher
--- KEYS[5] task result key   KEYS[6] deliveries hash
--- ARGV[1] lease token   ARGV[2] scope id   ARGV[3] result JSON   ARGV[4] result ttl (s)
--- ARGV[5] scope queue key prefix   ARGV[6] lease key prefix   ARGV[7] new lease token   ARGV[8] lease ttl (ms)
+def _lua_string(text: str) -> str:
+    if any(c in text for c in "'\\\n"):
+        raise ValueError(f"not a plain Lua string literal: {text!r}")
+    return f"'{text}'"
+
+
+# Key names and prefixes (from athena.keys) as Lua constants, for the per-task script that derives its
+# keys itself instead of taking them (or the prefixes) as arguments: each argument is packed by the
+# client on every call, and this is the queue's hot path. One Redis server, not a cluster: a cluster
+# would need every key declared in KEYS (and in one hash slot).
+_QUEUE_KEYS = f"""
+local DISPATCHER = {_lua_string(keys.DISPATCHER)}
+local LEASES = {_lua_string(keys.QUEUE_LEASES)}
+local DELIVERIES = {_lua_string(keys.QUEUE_DELIVERIES)}
+local SCOPE_QUEUE_PREFIX = {_lua_string(keys.SCOPE_QUEUE_PREFIX)}
+local LEASE_PREFIX = {_lua_string(keys.LEASE_PREFIX)}
+"""
+
+ACK_AND_CLAIM = _NOW_MS + _QUEUE_KEYS + _ACK_FN + _CLAIM_READY_FN + """
+-- KEYS[1] task result key
+-- ARGV[1] scope id   ARGV[2] lease token   ARGV[3] result JSON   ARGV[4] result ttl (s)
+-- ARGV[5] new lease token   ARGV[6] lease ttl (ms)
+-- Also writes the dispatcher, leases zset, deliveries hash (names above), the scope's lease key and
+-- queue key (built from ARGV[1], as CLAIM_READY builds those of the scopes it pops) and the lease key
+-- of the scope it claims.
 -- ACK, then CLAIM_READY for the same worker: a busy worker settles a task and takes the next in one
--- round trip. Returns {acked} or {acked, scope, head envelope, deliveries}.
-local acked = ack(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
-local claimed = claim_ready(KEYS[4], KEYS[2], KEYS[6], ARGV[5], ARGV[6], ARGV[7], ARGV[8])
+-- round trip. Returns acked (0 or 1) when no scope was ready, else one string
+-- "<acked> <deliveries> <length of scope id> <scope id><head envelope>" (one bulk reply parses far
+-- faster in the client than a four-element array; the envelope is binary, so it goes last, whole).
+local scope = ARGV[1]
+local acked = ack(LEASE_PREFIX .. scope, LEASES, SCOPE_QUEUE_PREFIX .. scope, DISPATCHER, KEYS[1], DELIVERIES,
+                  ARGV[2], scope, ARGV[3], ARGV[4])
+local claimed = claim_ready(DISPATCHER, LEASES, DELIVERIES, SCOPE_QUEUE_PREFIX, LEASE_PREFIX, ARGV[5], ARGV[6])
 if not claimed then
-  return {acked}
+  return acked
 end
-return {acked, claimed[1], claimed[2], claimed[3]}
+return acked .. ' ' .. claimed[3] .. ' ' .. #claimed[1] .. ' ' .. claimed[1] .. claimed[2]
 """
 
 FAIL = _NOW_MS + """

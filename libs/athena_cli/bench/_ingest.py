@@ -30,6 +30,8 @@ __all__ = ["EmptyServer", "run_ingest_stage"]
 CONCURRENCY = 32
 BATCH = 100
 BATCH_CONCURRENCY = 4
+GROWTH_LOG_EVENTS = (5_000, 50_000)
+"""Full runs only: event-log sizes at which StoreEvent is measured first, to show how cost grows at 10x."""
 _CONTENT = (
     "My invoice for March shows the wrong VAT number and the billing address is out of date; "
     "could you correct both and send me a fresh copy of the invoice as a PDF? Order reference 4471-B."
@@ -129,12 +131,40 @@ async def _batch_round(target: str, batches: int, role: int, caller: _Caller) ->
         return batches * BATCH / (time.perf_counter() - t0)
 
 
+_WARM_UP = 200
+
+
+async def _growth(ingest: str, empty: str, sizes: tuple[int, int], n: int, role: int, caller: _Caller) -> dict[str, float]:
+    """StoreEvent throughput (and its ratio to the empty handler, measured right after) with the event
+    log holding about sizes[0] events, then again after StoreEvents filled it to sizes[1]."""
+    stored = _WARM_UP
+    out: dict[str, float] = {}
+    for size in sizes:
+        if size > stored:
+            fill = -(-(size - stored) // BATCH)
+            await _batch_round(ingest, fill, role, caller)
+            stored += fill * BATCH
+        r, lat = await _unary_round(ingest, n, role, caller)
+        b, _ = await _unary_round(empty, n, role, caller)
+        out[f"req_per_s_at_{size}"], out[f"p99_ms_at_{size}"], out[f"vs_empty_at_{size}"] = r, percentile(lat, 99), r / b
+    return out
+
+
 async def _measure(
-    ingest: str, empty: str, n: int, batches: int, repeats: int, role: int, tick: Callable[[], None], caller: _Caller
+    ingest: str,
+    empty: str,
+    n: int,
+    batches: int,
+    repeats: int,
+    role: int,
+    tick: Callable[[], None],
+    caller: _Caller,
+    growth: tuple[int, int] | None = None,
 ) -> StageResult:
     # Warm-up: connections, code paths, the stores' first writes.
-    await _unary_round(ingest, 200, role, caller)
-    await _unary_round(empty, 200, role, caller)
+    await _unary_round(ingest, _WARM_UP, role, caller)
+    await _unary_round(empty, _WARM_UP, role, caller)
+    grown = await _growth(ingest, empty, growth, n, role, caller) if growth else None
     rps, p50, p99, b_rps, b_p50, b_p99, ev, b_ev = ([] for _ in range(8))
     for _ in range(repeats):
         r, lat = await _unary_round(ingest, n, role, caller)
@@ -168,6 +198,16 @@ async def _measure(
         "role": memory_pb2.Role.Name(role),
         "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures},
     }
+    if grown is not None and growth is not None:
+        small, big = growth
+        # Each side as a ratio to the empty handler measured just after it, so load drift cancels.
+        res.keys["ingest_growth_10x"] = grown[f"vs_empty_at_{big}"] / grown[f"vs_empty_at_{small}"]
+        res.detail["growth"] = {"log_events": [small, big], "requests": n, **grown}
+        res.notes.append(
+            f"growth: StoreEvent {grown[f'req_per_s_at_{small}']:.0f} req/s with ~{small:,} events in the log, "
+            f"{grown[f'req_per_s_at_{big}']:.0f} with ~{big:,} (vs empty handler {grown[f'vs_empty_at_{small}']:.2f} -> "
+            f"{grown[f'vs_empty_at_{big}']:.2f}); measured before the repeats, once each"
+        )
     return res
 
 
@@ -193,13 +233,16 @@ def run_ingest_stage(
     go out as `tenant` with `credential` (an API key of it, as production clients mostly send); the
     empty handler receives the same metadata, so the baseline pays the same transport cost."""
     n, batches, repeats = (1000, 10, 3) if quick else (5000, 40, 5)
+    growth = None if quick else GROWTH_LOG_EVENTS
     t0 = time.perf_counter()
     pids = dict(pids or {})
     pids["bench client"] = os.getpid()
     cpu0 = {n: _cpu_seconds(p) for n, p in pids.items()}
     with EmptyServer() as empty:
         caller = _Caller(tenant=tenant, credential=credential)
-        res = asyncio.run(_measure(ingest_target, f"127.0.0.1:{empty.port}", n, batches, repeats, memory_pb2.ROLE_USER, tick, caller))
+        res = asyncio.run(
+            _measure(ingest_target, f"127.0.0.1:{empty.port}", n, batches, repeats, memory_pb2.ROLE_USER, tick, caller, growth)
+        )
     wall = time.perf_counter() - t0
     # CPU seconds per process over the whole stage (both servers' rounds), to see what saturates.
     res.detail["cpu_seconds"] = {name: round(_cpu_seconds(p) - cpu0[name], 1) for name, p in pids.items()}

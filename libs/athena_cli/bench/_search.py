@@ -15,6 +15,7 @@ from Milvus by the first search of that user: that first search is timed on its 
 from __future__ import annotations
 
 import asyncio
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -108,6 +109,10 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
 def run_search_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
     n_chains, n_queries, repeats = (10_000, 30, 3) if quick else (100_000, 60, 5)
     t0 = time.perf_counter()
+    small = None
+    if not quick:  # growth: the same figures at a tenth of the data, same run
+        with tempfile.TemporaryDirectory(prefix="athena-bench-milvus-") as tmp:
+            small = asyncio.run(_measure(Path(tmp), n_chains // 10, n_queries, 3, lambda: None))
     with tempfile.TemporaryDirectory(prefix="athena-bench-milvus-") as tmp:
         m = asyncio.run(_measure(Path(tmp), n_chains, n_queries, repeats, tick))
     s = m["series"]
@@ -136,6 +141,12 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
         "milvus_vs_numpy_top10_agreement": m["top10_agreement"],
         "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures},
     }
+    if small is not None:
+        g = {k: statistics.median(small["series"][k]) for k in ("incl_p95", "excl_p50", "excl_p95", "np_p95")}
+        res.keys["search_growth_10x_p95"] = res.figures[1].value["median"] / g["incl_p95"]
+        res.keys["search_growth_10x_p95_excluding_embedding"] = res.figures[3].value["median"] / g["excl_p95"]
+        res.detail["growth"] = {"chains": n_chains // 10, "repeats": 3, **{f"{k}_ms": v for k, v in g.items()},
+                                "fill_seconds": small["fill_s"], "first_search_user_load_seconds": small["user_load_s"]}
     res.notes.append(f"{n_chains:,} random unit vectors in one scope, {n_queries} queries x {repeats} repeats; fill took {m['fill_s']:.1f}s")
     res.seconds = time.perf_counter() - t0
     return res
