@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -73,8 +74,9 @@ class Recall:
         now = datetime.now(timezone.utc)
         SEARCH_HITS.observe(len(out))
         response = memory_pb2.SearchMemoryResponse()
-        for hit, doc in out:
-            warmed = await self._warm(doc, now)
+        # The warm-ups are independent writes: one round of them, not one after another.
+        warmed_docs = await asyncio.gather(*(self._warm(doc, now) for _, doc in out))
+        for (hit, doc), warmed in zip(out, warmed_docs):
             terms = _matched_terms(request.query, doc)
             why = f"cosine similarity {hit.similarity:.2f} to the chain's embedding"
             if terms:
