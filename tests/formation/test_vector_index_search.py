@@ -93,3 +93,34 @@ def test_the_search_cache_drops_least_recently_searched_users_past_its_bound() -
     # A dropped user's chains are forgotten with it: a later delete of them touches nothing.
     cache.drop(["r0"])
     assert cache.cached_chains == 4
+
+
+async def test_a_search_that_gives_up_leaves_the_users_load_running_for_the_next_search(tmp_path: Path) -> None:
+    import asyncio
+
+    import pytest
+
+    rng = np.random.default_rng(11)
+    rows = {f"c{i}": ("alice", "helper" if i % 2 else "other", _unit(rng)) for i in range(10)}
+    index = await _index_with(tmp_path, rows)
+    loads = 0
+    load_from_milvus = index._load_user
+
+    async def slow_load(tenant_id: str, user_id: str):  # type: ignore[no-untyped-def]
+        nonlocal loads
+        loads += 1
+        await asyncio.sleep(0.5)  # a user too large to load within the first caller's deadline
+        return await load_from_milvus(tenant_id, user_id)
+
+    index._load_user = slow_load  # type: ignore[method-assign]
+    try:
+        query = _unit(rng)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(index.search(query, tenant_id="acme", user_id="alice", limit=3), timeout=0.05)
+        hits = await index.search(query, tenant_id="acme", user_id="alice", agent_id="helper", limit=3)
+
+        assert loads == 1
+        helper_rows = {c: v for c, (_, a, v) in rows.items() if a == "helper"}
+        assert [h.chain_id for h in hits] == sorted(helper_rows, key=lambda c: -float(helper_rows[c] @ query))[:3]
+    finally:
+        await index.close()

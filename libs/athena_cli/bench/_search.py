@@ -10,6 +10,8 @@ times the search of a pre-embedded query. The baseline is numpy: cosine against 
 Random vectors stand in for chain embeddings because embedding 10^4-10^5 chain texts on 2 cores would
 take minutes. VectorIndex answers a Milvus Lite search from its copy of the user's vectors, read
 from Milvus by the first search of that user: that first search is timed on its own ("user load").
+The Milvus Lite file is the one a local stack's formation then opens: _search_rpc.py times the public
+SearchMemory RPC over the same chains.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import numpy as np
 
 from athena.embeddings import EmbeddingCache, LocalEmbedder
 from athena_cli.bench._report import Figure, StageResult, percentile, summary
+from athena_cli.bench._search_rpc import COLLECTION, DATABASE, SCOPE, run_search_rpc
 
-__all__ = ["run_search_stage"]
+__all__ = ["measure_search_at", "run_search_stage"]
 
 DIM = 384
 LIMIT = 10
@@ -42,9 +45,10 @@ def _queries(n: int, salt: str) -> list[str]:
 async def _fill(index, vectors: np.ndarray) -> None:
     await index.open()
     client = index._connect()  # the bench fills in bulk; formation upserts one chain at a time
+    tenant, user, agent = SCOPE
     for i in range(0, len(vectors), INSERT_BATCH):
         rows = [
-            {"chain_id": f"c{j}", "tenant_id": "bench", "user_id": "u", "agent_id": "a", "embedding": vectors[j].tolist()}
+            {"chain_id": f"c{j}", "tenant_id": tenant, "user_id": user, "agent_id": agent, "embedding": vectors[j].tolist()}
             for j in range(i, min(i + INSERT_BATCH, len(vectors)))
         ]
         await asyncio.to_thread(client.insert, index.collection, rows)
@@ -57,14 +61,14 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((n_chains, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    index = VectorIndex(str(path / "milvus.db"), collection="bench_chains", dim=DIM)
+    index = VectorIndex(str(path), collection=COLLECTION, dim=DIM)
     t_fill = time.perf_counter()
     await _fill(index, vectors)
     fill_s = time.perf_counter() - t_fill
     embedder = LocalEmbedder(cache=EmbeddingCache())
     await embedder.embed(["warm-up"])
     t_load = time.perf_counter()
-    await index.search(vectors[0], tenant_id="bench", user_id="u", limit=LIMIT)  # reads the user's vectors
+    await index.search(vectors[0], tenant_id=SCOPE[0], user_id=SCOPE[1], limit=LIMIT)  # reads the user's vectors
     load_s = time.perf_counter() - t_load
 
     out: dict[str, list[float]] = {k: [] for k in ("incl_p50", "incl_p95", "excl_p50", "excl_p95", "np_p50", "np_p95", "embed_p50", "np_incl_p95")}
@@ -79,14 +83,14 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
                 t0 = time.perf_counter()
                 q = (await embedder.embed([text]))[0]
                 t1 = time.perf_counter()
-                hits = await index.search(q, tenant_id="bench", user_id="u", limit=LIMIT)
+                hits = await index.search(q, tenant_id=SCOPE[0], user_id=SCOPE[1], limit=LIMIT)
                 t2 = time.perf_counter()
                 incl.append((t2 - t0) * 1000)
                 emb.append((t1 - t0) * 1000)
                 qvecs.append((q, hits))
             for q, hits in qvecs:
                 t0 = time.perf_counter()
-                await index.search(q, tenant_id="bench", user_id="u", limit=LIMIT)
+                await index.search(q, tenant_id=SCOPE[0], user_id=SCOPE[1], limit=LIMIT)
                 excl.append((time.perf_counter() - t0) * 1000)
                 t0 = time.perf_counter()
                 sims = vectors @ q
@@ -103,19 +107,35 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
             tick()
     finally:
         await index.close()
+        # Milvus Lite serves the file from this process until released; formation opens it next.
+        from milvus_lite.server_manager import server_manager_instance
+
+        await asyncio.to_thread(server_manager_instance.release_server, str(path))
     return {"series": out, "fill_s": fill_s, "user_load_s": load_s, "top10_agreement": agree / total if total else None}
+
+
+def measure_search_at(n_chains: int, n_queries: int, repeats: int, tick: Callable[[], None]) -> tuple[dict, dict]:
+    """In-process figures, then the public RPC over the same Milvus file, in one stack's data dir."""
+    from athena_cli.stack import LocalStack, StackPorts
+
+    with tempfile.TemporaryDirectory(prefix="athena-bench-search-") as tmp:
+        stack = LocalStack(data_dir=Path(tmp), ports=StackPorts.free(), services=("formation", "ingest"),
+                           env={"LLM_BASE_URL": "", "MILVUS_COLLECTION": COLLECTION, "MONGODB_DATABASE": DATABASE})
+        m = asyncio.run(_measure(stack.data_dir / "milvus" / "milvus.db", n_chains, n_queries, repeats, tick))
+        rpc = run_search_rpc(stack, [f"c{j}" for j in range(n_chains)], lambda salt: _queries(n_queries, salt),
+                             limit=LIMIT, repeats=repeats, tick=lambda: None)
+    return m, rpc
 
 
 def run_search_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
     n_chains, n_queries, repeats = (10_000, 30, 3) if quick else (100_000, 60, 5)
     t0 = time.perf_counter()
-    small = None
+    small = small_rpc = None
     if not quick:  # growth: the same figures at a tenth of the data, same run
-        with tempfile.TemporaryDirectory(prefix="athena-bench-milvus-") as tmp:
-            small = asyncio.run(_measure(Path(tmp), n_chains // 10, n_queries, 3, lambda: None))
-    with tempfile.TemporaryDirectory(prefix="athena-bench-milvus-") as tmp:
-        m = asyncio.run(_measure(Path(tmp), n_chains, n_queries, repeats, tick))
+        small, small_rpc = measure_search_at(n_chains // 10, n_queries, 3, lambda: None)
+    m, rpc = measure_search_at(n_chains, n_queries, repeats, tick)
     s = m["series"]
+    rs = rpc["series"]
     res = StageResult(stage="search")
     res.figures = [
         Figure(f"search p50, query embedding included ({n_chains:,} chains)", "ms", summary(s["incl_p50"]), "numpy cosine + embedding", None),
@@ -123,6 +143,10 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
         Figure(f"search p50, embedding excluded ({n_chains:,} chains)", "ms", summary(s["excl_p50"]), "numpy cosine", summary(s["np_p50"])),
         Figure(f"search p95, embedding excluded ({n_chains:,} chains)", "ms", summary(s["excl_p95"]), "numpy cosine", summary(s["np_p95"])),
         Figure("query embedding p50 (LocalEmbedder, 1 text)", "ms", summary(s["embed_p50"])),
+        Figure(f"SearchMemory RPC p50, embedding included ({n_chains:,} chains)", "ms", summary(rs["incl_p50"]), "in-process embedding + VectorIndex.search", summary(s["incl_p50"])),
+        Figure(f"SearchMemory RPC p95, embedding included ({n_chains:,} chains)", "ms", summary(rs["incl_p95"]), "in-process embedding + VectorIndex.search", summary(s["incl_p95"])),
+        Figure(f"SearchMemory RPC p50, embedding cached ({n_chains:,} chains)", "ms", summary(rs["excl_p50"]), "in-process VectorIndex.search", summary(s["excl_p50"])),
+        Figure(f"SearchMemory RPC p95, embedding cached ({n_chains:,} chains)", "ms", summary(rs["excl_p95"]), "in-process VectorIndex.search", summary(s["excl_p95"])),
     ]
     res.figures[0].baseline_name = ""
     res.keys = {
@@ -130,6 +154,10 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
         "search_chains": n_chains,
         "search_p95_ms_excluding_embedding": res.figures[3].value["median"],
         "search_numpy_p95_ms": res.figures[3].baseline["median"],  # type: ignore[index]
+        "search_rpc_p50_ms": res.figures[5].value["median"],
+        "search_rpc_p95_ms": res.figures[6].value["median"],
+        "search_rpc_p95_ms_excluding_embedding": res.figures[8].value["median"],
+        "search_rpc_chains": n_chains,
     }
     res.detail = {
         "chains": n_chains,
@@ -139,14 +167,34 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
         "fill_seconds": m["fill_s"],
         "first_search_user_load_seconds": m["user_load_s"],
         "milvus_vs_numpy_top10_agreement": m["top10_agreement"],
+        "rpc": _rpc_detail(rpc),
         "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures},
     }
-    if small is not None:
+    if small is not None and small_rpc is not None:
         g = {k: statistics.median(small["series"][k]) for k in ("incl_p95", "excl_p50", "excl_p95", "np_p95")}
         res.keys["search_growth_10x_p95"] = res.figures[1].value["median"] / g["incl_p95"]
         res.keys["search_growth_10x_p95_excluding_embedding"] = res.figures[3].value["median"] / g["excl_p95"]
+        small_rpc_p95 = statistics.median(small_rpc["series"]["incl_p95"])
+        res.keys["search_rpc_growth_10x_p95"] = res.figures[6].value["median"] / small_rpc_p95
         res.detail["growth"] = {"chains": n_chains // 10, "repeats": 3, **{f"{k}_ms": v for k, v in g.items()},
-                                "fill_seconds": small["fill_s"], "first_search_user_load_seconds": small["user_load_s"]}
+                                "fill_seconds": small["fill_s"], "first_search_user_load_seconds": small["user_load_s"],
+                                "rpc": _rpc_detail(small_rpc)}
     res.notes.append(f"{n_chains:,} random unit vectors in one scope, {n_queries} queries x {repeats} repeats; fill took {m['fill_s']:.1f}s")
+    res.notes.append(f"SearchMemory through ingest -> formation, limit {LIMIT}: {n_chains:,} chain documents written in {rpc['doc_fill_s']:.1f}s; "
+                     f"first call of the user (straight to formation) {rpc['first_call_s']:.1f}s; MongoDB fetch p50 {rpc['steps']['mongo_fetch_p50_ms']:.1f} ms, "
+                     f"warm-ups p50 {rpc['steps']['mongo_warm_ups_p50_ms']:.1f} ms; cached questions straight to formation p50 "
+                     f"{rpc['steps']['formation_direct_cached_p50_ms']:.1f} ms")
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _rpc_detail(rpc: dict) -> dict:
+    return {
+        "chain_doc_fill_seconds": rpc["doc_fill_s"],
+        "services_start_seconds": rpc["services_start_s"],
+        "first_call_user_load_seconds": rpc["first_call_s"],
+        **{k: statistics.median(v) for k, v in (("p50_ms", rpc["series"]["incl_p50"]), ("p95_ms", rpc["series"]["incl_p95"]),
+                                                 ("cached_embedding_p50_ms", rpc["series"]["excl_p50"]),
+                                                 ("cached_embedding_p95_ms", rpc["series"]["excl_p95"]))},
+        **rpc["steps"],
+    }

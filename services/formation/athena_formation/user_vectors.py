@@ -34,12 +34,20 @@ class UserVectors:
     ids: list[str] = field(default_factory=list)
     agents: list[str] = field(default_factory=list)
     matrix: np.ndarray = field(init=False)
+    _agent_array: np.ndarray | None = field(default=None, init=False, repr=False)
+    """`agents` as an array for the agent filter, rebuilt only after the rows change."""
 
     def __post_init__(self) -> None:
         self.matrix = np.zeros((0, self.dim), dtype=np.float32)
 
+    def _agents_array(self) -> np.ndarray:
+        if self._agent_array is None or len(self._agent_array) != len(self.agents):
+            self._agent_array = np.asarray(self.agents)
+        return self._agent_array
+
     def put(self, chain_id: str, agent_id: str, vector: np.ndarray) -> None:
         unit = _unit(vector)
+        self._agent_array = None
         if chain_id in self.ids:
             row = self.ids.index(chain_id)
             self.agents[row] = agent_id
@@ -50,6 +58,7 @@ class UserVectors:
         self.matrix = np.vstack([self.matrix, unit[None, :]])
 
     def drop(self, chain_ids: set[str]) -> None:
+        self._agent_array = None
         keep = [i for i, c in enumerate(self.ids) if c not in chain_ids]
         self.ids = [self.ids[i] for i in keep]
         self.agents = [self.agents[i] for i in keep]
@@ -61,7 +70,7 @@ class UserVectors:
             return []
         sims = self.matrix @ _unit(query)
         if agent_id:
-            sims = np.where(np.asarray(self.agents) == agent_id, sims, -np.inf)
+            sims = np.where(self._agents_array() == agent_id, sims, -np.inf)
         k = min(limit, len(self.ids))
         best = np.argpartition(-sims, k - 1)[:k]
         best = best[np.argsort(-sims[best])]
@@ -112,7 +121,7 @@ class UserVectorCache:
             agents.append(agent_id)
             units.append(_unit(vector))
             self._owner[chain_id] = user
-        vectors.ids, vectors.agents = ids, agents
+        vectors.ids, vectors.agents = ids, agents  # assigned whole: the agent array is built on first use
         if units:
             vectors.matrix = np.vstack(units).astype(np.float32)
         self._users[user] = vectors

@@ -60,6 +60,7 @@ class VectorIndex:
         self._unflushed = 0
         # Milvus Lite only (a local file, so formation is its one writer): see user_vectors.py.
         self._users: UserVectorCache | None = UserVectorCache(dim, max_chains=cache_max_chains) if "://" not in uri else None
+        self._loading: dict[tuple[str, str], asyncio.Task[UserVectors]] = {}
 
     def _connect(self) -> MilvusClient:
         if self._client is None:
@@ -176,7 +177,7 @@ class VectorIndex:
     ) -> list[VectorHit]:
         expr = _scope_filter(tenant_id, user_id, agent_id)
         if self._users is not None:
-            user = self._users.get((tenant_id, user_id)) or await self._load_user(tenant_id, user_id)
+            user = self._users.get((tenant_id, user_id)) or await self._loaded_user(tenant_id, user_id)
             return [VectorHit(chain_id=c, similarity=s) for c, s in user.top(embedding, agent_id=agent_id, limit=limit)]
         vector = np.asarray(embedding, dtype=np.float32).tolist()
         # No output fields: the primary key (the chain id) comes with every hit.
@@ -186,6 +187,26 @@ class VectorIndex:
             op="search",
         )
         return [VectorHit(chain_id=h["id"] if "id" in h else h["chain_id"], similarity=float(h["distance"])) for h in result[0]]
+
+    async def _loaded_user(self, tenant_id: str, user_id: str) -> UserVectors:
+        """The user's vectors, loading them once however many searches ask at the same time.
+
+        The load runs as its own task and callers await it shielded: a search that gives up (its
+        deadline passed) does not cancel it, so a user too large to load within one call's deadline is
+        loaded by then for the next call, instead of every retry starting the load over.
+        """
+        key = (tenant_id, user_id)
+        task = self._loading.get(key)
+        if task is None:
+            task = asyncio.create_task(self._load_user(tenant_id, user_id), name=f"load vectors of {tenant_id}/{user_id}")
+            self._loading[key] = task
+            task.add_done_callback(lambda done, k=key: self._load_finished(k, done))
+        return await asyncio.shield(task)
+
+    def _load_finished(self, key: tuple[str, str], task: "asyncio.Task[UserVectors]") -> None:
+        self._loading.pop(key, None)
+        if not task.cancelled():
+            task.exception()  # retrieved here: every caller may have given up; the next search loads again
 
     async def _load_user(self, tenant_id: str, user_id: str) -> UserVectors:
         """Read one user's vectors from Milvus into the cache (once per user and process)."""
@@ -197,6 +218,8 @@ class VectorIndex:
         return self._users.load((tenant_id, user_id), ((r["chain_id"], r["agent_id"], np.asarray(r["embedding"])) for r in rows))
 
     async def close(self) -> None:
+        for task in list(self._loading.values()):
+            task.cancel()
         if self._client is not None:
             client = self._client
             self._client = None

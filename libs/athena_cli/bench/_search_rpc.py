@@ -1,0 +1,156 @@
+"""Stage 3, search through the public API: `SearchMemory` on a local stack (ingest -> formation).
+
+The stack's Milvus Lite file is filled by the in-process measurement (_search.py) with formation's
+VectorIndex before formation starts (a Milvus Lite file admits one process). Here its MongoDB
+(nx-27017) gets one chain document per vector, written as formation writes a new chain (status
+active, embedding_state indexed, the same scope), then formation and ingest start and `SearchMemory`
+is called through AthenaClient with distinct real questions: "included" pays the query embedding,
+"excluded" asks the same questions again (formation's embedding cache answers them, so the call
+costs everything but the model). The first call of the user loads its vectors and is timed alone
+(sent straight to formation: at 100,000 chains it outlasts ingest's deadline for the hop).
+Where the time of a call goes: the cached questions are also sent straight to formation's
+SearchMemory (without ingest's hop), and Recall's two MongoDB steps (the fetch of the hits, the
+recall warm-ups) are timed from this process against the same server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from pymongo import AsyncMongoClient
+
+from athena.formation_client import FormationClient
+from athena.memory.v1 import memory_pb2
+from athena_cli.bench._report import percentile
+from athena_cli.stack import LocalStack
+
+__all__ = ["DATABASE", "COLLECTION", "SCOPE", "run_search_rpc"]
+
+DATABASE = "athena"
+COLLECTION = "cognitive_chains"
+SCOPE = ("bench", "u", "a")
+DOC_BATCH = 1000
+_SERVICES = ("formation", "ingest")
+
+
+def _chain_doc(chain_id: str, now: float) -> dict[str, Any]:
+    """A chain document with the fields formation's ChainFormer writes for a new, indexed chain."""
+    tenant, user, agent = SCOPE
+    return {
+        "_id": chain_id, "tenant_id": tenant, "user_id": user, "agent_id": agent,
+        "topic": f"topic {chain_id}", "subtopics": [{"name": "travel", "confidence": 0.8}],
+        "summary": f"The user talked about plans numbered {chain_id} and what to book next.",
+        "entities": [{"text": "Kyoto", "kind": "place"}], "analysis_path": "heuristic",
+        "quality": {"coherence": 0.8, "completeness": 0.7, "relevance": 0.8, "engagement": 0.6, "cognitive_depth": 0.5, "overall": 0.77},
+        "recall_count": 0, "recall_strength": 0.0, "status": "active", "embedding_state": "indexed",
+        "created_at": now, "updated_at": now, "last_accessed_at": now, "first_event_at": now - 60, "last_event_at": now,
+        "event_ids": [f"{chain_id}-e0", f"{chain_id}-e1"], "segment_ids": [f"{chain_id}-s0"], "event_count": 2,
+        "merge_count": 0, "version": 0, "activity": 0.5, "continues_chain_id": "",
+        "importance": 0.6, "heat_score": 0.6, "lifecycle": "warm",
+    }
+
+
+async def _fill_docs(mongo_uri: str, chain_ids: list[str]) -> float:
+    from athena_formation.chain_store import ChainStore
+
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_uri)
+    try:
+        store = ChainStore(client, DATABASE)
+        await store.ensure_indexes()
+        now = datetime.now(timezone.utc).timestamp()
+        t0 = time.perf_counter()
+        for i in range(0, len(chain_ids), DOC_BATCH):
+            await store.chains.insert_many([_chain_doc(c, now) for c in chain_ids[i:i + DOC_BATCH]], ordered=False)
+        return time.perf_counter() - t0
+    finally:
+        await client.close()
+
+
+async def _mongo_steps(mongo_uri: str, chain_ids: list[str], *, fetch: int, warm: int, rounds: int) -> dict[str, float]:
+    """p50 of Recall's two MongoDB steps, as it runs them: one get_many of the over-fetched hits,
+    then one gathered round of record_recall writes for the returned ones."""
+    from athena_formation.chain_store import ChainStore
+
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_uri)
+    fetch_ms, warm_ms = [], []
+    try:
+        store = ChainStore(client, DATABASE)
+        await store.get_many(chain_ids[:1])  # connect
+        for r in range(rounds):
+            ids = [chain_ids[(r * 97 + k * 1009) % len(chain_ids)] for k in range(fetch)]
+            t0 = time.perf_counter()
+            await store.get_many(ids)
+            t1 = time.perf_counter()
+            await asyncio.gather(*(store.record_recall(c, {"last_accessed_at": time.time()}) for c in ids[:warm]))
+            t2 = time.perf_counter()
+            fetch_ms.append((t1 - t0) * 1000)
+            warm_ms.append((t2 - t1) * 1000)
+    finally:
+        await client.close()
+    return {"mongo_fetch_p50_ms": percentile(fetch_ms, 50), "mongo_warm_ups_p50_ms": percentile(warm_ms, 50)}
+
+
+async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], *, limit: int, repeats: int, tick: Callable[[], None]) -> dict[str, Any]:
+    tenant, user, agent = SCOPE
+    series: dict[str, list[float]] = {k: [] for k in ("incl_p50", "incl_p95", "excl_p50", "excl_p95")}
+    # Straight to formation, with a deadline long enough for the user's first search, which reads all
+    # its vectors (tens of seconds at 100,000): through ingest it would outlast the hop's 10 s deadline.
+    direct = FormationClient(stack.formation_target, timeout=900.0, attempts=1, metadata=stack.internal_metadata)
+
+    def request(text: str) -> memory_pb2.SearchMemoryRequest:
+        return memory_pb2.SearchMemoryRequest(scope=memory_pb2.Scope(tenant_id=tenant, user_id=user, agent_id=agent), query=text, limit=limit)
+
+    try:
+        t0 = time.perf_counter()
+        await direct.call(direct.stub.SearchMemory, request("What did we plan first?"))
+        first_s = time.perf_counter() - t0
+        async with stack.client(tenant_id=tenant) as client:
+            scope = client.scope(tenant, user, agent)
+            hits = await client.search_memory(scope, "What did we plan next?", limit=limit)
+            if len(hits) != limit:  # the documents are not what Recall keeps: the figures would be of an empty answer
+                raise RuntimeError(f"SearchMemory returned {len(hits)} hits, expected {limit}")
+            for r in range(repeats):
+                texts = queries(f"rpc{r}")
+                for key in ("incl", "excl"):  # new questions, then the same ones again (embedding cached)
+                    ms = []
+                    for text in texts:
+                        t0 = time.perf_counter()
+                        await client.search_memory(scope, text, limit=limit)
+                        ms.append((time.perf_counter() - t0) * 1000)
+                    series[f"{key}_p50"].append(percentile(ms, 50))
+                    series[f"{key}_p95"].append(percentile(ms, 95))
+                tick()
+        # The same cached questions straight to formation: the difference to the public call is ingest's hop.
+        ms = []
+        for text in texts:
+            t0 = time.perf_counter()
+            await direct.call(direct.stub.SearchMemory, request(text))
+            ms.append((time.perf_counter() - t0) * 1000)
+    finally:
+        await direct.close()
+    return {"series": series, "first_call_s": first_s, "formation_direct_cached_p50_ms": percentile(ms, 50)}
+
+
+def run_search_rpc(stack: LocalStack, chain_ids: list[str], queries: Callable[[str], list[str]], *, limit: int, repeats: int,
+                   tick: Callable[[], None]) -> dict[str, Any]:
+    """Fill the stack's MongoDB with the chains whose vectors are already in its Milvus file, start
+    formation and ingest, time SearchMemory; the stack is stopped on return."""
+    stack.start_dependencies()
+    try:
+        mongo_uri = f"mongodb://127.0.0.1:{stack.ports.mongo}/"
+        fill_s = asyncio.run(_fill_docs(mongo_uri, chain_ids))
+        t0 = time.perf_counter()
+        for name in _SERVICES:
+            stack.start_service(name)
+        for name in _SERVICES:
+            stack.wait_serving(name, timeout=300)
+        start_s = time.perf_counter() - t0
+        out = asyncio.run(_time_calls(stack, queries, limit=limit, repeats=repeats, tick=tick))
+        out["steps"] = asyncio.run(_mongo_steps(mongo_uri, chain_ids, fetch=limit + 10, warm=limit, rounds=60))
+    finally:
+        stack.stop()
+    out["steps"]["formation_direct_cached_p50_ms"] = out.pop("formation_direct_cached_p50_ms")
+    return {**out, "doc_fill_s": fill_s, "services_start_s": start_s}
