@@ -15,7 +15,6 @@ processes may write.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import Iterable
 
 import numpy as np
@@ -26,43 +25,48 @@ UserKey = tuple[str, str]
 """(tenant_id, user_id)"""
 
 
-@dataclass
 class UserVectors:
-    """One user's chains: ids, agents and unit vectors, row for row."""
+    """One user's chains: ids, agents and unit vectors, row for row.
 
-    dim: int
-    ids: list[str] = field(default_factory=list)
-    agents: list[str] = field(default_factory=list)
-    matrix: np.ndarray = field(init=False)
-    _agent_array: np.ndarray | None = field(default=None, init=False, repr=False)
-    """`agents` as an array for the agent filter, rebuilt only after the rows change."""
+    Rows live in a buffer that doubles when full, and a chain's row is found through a dict, so an
+    upsert costs the same for a user with ten chains or a hundred thousand.
+    """
 
-    def __post_init__(self) -> None:
-        self.matrix = np.zeros((0, self.dim), dtype=np.float32)
+    def __init__(self, dim: int, ids: list[str] | None = None, agents: list[str] | None = None, matrix: np.ndarray | None = None) -> None:
+        self.dim = dim
+        self.ids: list[str] = ids or []
+        self.agents: list[str] = agents or []
+        self._row = {chain_id: i for i, chain_id in enumerate(self.ids)}
+        self._buffer = matrix.astype(np.float32) if matrix is not None and len(matrix) else np.zeros((0, dim), dtype=np.float32)
+        self._agent_array: np.ndarray | None = None  # `agents` for the agent filter; rebuilt after the rows change
 
-    def _agents_array(self) -> np.ndarray:
-        if self._agent_array is None or len(self._agent_array) != len(self.agents):
-            self._agent_array = np.asarray(self.agents)
-        return self._agent_array
+    @property
+    def matrix(self) -> np.ndarray:
+        return self._buffer[: len(self.ids)]
 
     def put(self, chain_id: str, agent_id: str, vector: np.ndarray) -> None:
         unit = _unit(vector)
         self._agent_array = None
-        if chain_id in self.ids:
-            row = self.ids.index(chain_id)
-            self.agents[row] = agent_id
-            self.matrix[row] = unit
-            return
-        self.ids.append(chain_id)
-        self.agents.append(agent_id)
-        self.matrix = np.vstack([self.matrix, unit[None, :]])
+        row = self._row.get(chain_id)
+        if row is None:
+            row = len(self.ids)
+            if row == len(self._buffer):
+                grown = np.zeros((max(16, 2 * row), self.dim), dtype=np.float32)
+                grown[:row] = self._buffer
+                self._buffer = grown
+            self.ids.append(chain_id)
+            self.agents.append(agent_id)
+            self._row[chain_id] = row
+        self.agents[row] = agent_id
+        self._buffer[row] = unit
 
     def drop(self, chain_ids: set[str]) -> None:
         self._agent_array = None
         keep = [i for i, c in enumerate(self.ids) if c not in chain_ids]
+        self._buffer = self.matrix[keep]
         self.ids = [self.ids[i] for i in keep]
         self.agents = [self.agents[i] for i in keep]
-        self.matrix = self.matrix[keep]
+        self._row = {chain_id: i for i, chain_id in enumerate(self.ids)}
 
     def top(self, query: np.ndarray, *, agent_id: str | None, limit: int) -> list[tuple[str, float]]:
         """The `limit` most cosine-similar chains (of `agent_id` only, when given), best first."""
@@ -70,7 +74,9 @@ class UserVectors:
             return []
         sims = self.matrix @ _unit(query)
         if agent_id:
-            sims = np.where(self._agents_array() == agent_id, sims, -np.inf)
+            if self._agent_array is None:
+                self._agent_array = np.asarray(self.agents)
+            sims = np.where(self._agent_array == agent_id, sims, -np.inf)
         k = min(limit, len(self.ids))
         best = np.argpartition(-sims, k - 1)[:k]
         best = best[np.argsort(-sims[best])]
@@ -114,16 +120,13 @@ class UserVectorCache:
 
     def load(self, user: UserKey, rows: Iterable[tuple[str, str, np.ndarray]]) -> UserVectors:
         """Install a user's rows (chain id, agent id, vector) as read from Milvus."""
-        vectors = UserVectors(self.dim)
         ids, agents, units = [], [], []
         for chain_id, agent_id, vector in rows:
             ids.append(chain_id)
             agents.append(agent_id)
             units.append(_unit(vector))
             self._owner[chain_id] = user
-        vectors.ids, vectors.agents = ids, agents  # assigned whole: the agent array is built on first use
-        if units:
-            vectors.matrix = np.vstack(units).astype(np.float32)
+        vectors = UserVectors(self.dim, ids, agents, np.vstack(units) if units else None)
         self._users[user] = vectors
         self._users.move_to_end(user)
         self._evict(keep=user)

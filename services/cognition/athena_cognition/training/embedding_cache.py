@@ -13,10 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from athena.embeddings import Embedder
+from athena.embeddings import Embedder, LocalEmbedder
 from athena.embeddings._cache import text_key
 
-__all__ = ["DiskCachedEmbedder", "default_cache_path"]
+from athena_cognition.training.segmentation_data import Dialogue
+
+__all__ = ["DiskCachedEmbedder", "default_cache_path", "embed_utterances"]
 
 
 def default_cache_path(model: str = "all-MiniLM-L6-v2") -> Path:
@@ -61,3 +63,17 @@ class DiskCachedEmbedder:
         np.savez(tmp, keys=keys, vectors=vectors)
         tmp.replace(self._path)  # atomic: a crash never leaves a half-written cache
         self._dirty = False
+
+
+async def embed_utterances(
+    dialogue_sets: Sequence[Sequence[Dialogue]], embedder: Embedder | None = None
+) -> tuple[Embedder, DiskCachedEmbedder | None]:
+    """The embedder a trainer uses, with every utterance of `dialogue_sets` embedded.
+
+    Without an `embedder`, the local model behind the disk cache; that cache is returned too, for the
+    trainer to save when it is done (None when the caller brought its own embedder).
+    """
+    disk = DiskCachedEmbedder(LocalEmbedder(), default_cache_path()) if embedder is None else None
+    chosen: Embedder = disk if disk is not None else embedder  # type: ignore[assignment]
+    await chosen.embed(list(dict.fromkeys(u.text for ds in dialogue_sets for d in ds for u in d.utterances)))
+    return chosen, disk

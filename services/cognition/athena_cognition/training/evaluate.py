@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from athena.embeddings import Embedder
 from athena_cognition.detector import Arbiter, Decision, Scorer, Thresholds, Turn, decide, prefetch_embeddings
 from athena_cognition.training.metrics import SegmentationScores, score_segmentations
 from athena_cognition.training.segmentation_data import Dialogue
 
-__all__ = ["DialoguePrediction", "EvaluationResult", "dialogue_turns", "evaluate", "segment_dialogue"]
+__all__ = ["DialoguePrediction", "EvaluationResult", "dialogue_turns", "evaluate", "scores_record", "segment_dialogue"]
 
 PREFETCH_DIALOGUES = 32  # dialogues whose texts are embedded in one batch
 
@@ -34,6 +34,13 @@ class EvaluationResult:
     scores: SegmentationScores
     predictions: list[DialoguePrediction]
     paths: dict[str, int] = field(default_factory=dict)
+
+
+def scores_record(result: EvaluationResult) -> dict[str, object]:
+    """The scores (rounded to 4 places) and the decision paths, as the training records store them."""
+    out: dict[str, object] = {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(result.scores).items()}
+    out["paths"] = result.paths
+    return out
 
 
 def dialogue_turns(dialogue: Dialogue) -> list[Turn]:

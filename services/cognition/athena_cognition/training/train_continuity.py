@@ -27,14 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-from athena.embeddings import Embedder, LocalEmbedder
+from athena.embeddings import Embedder
 from athena_cognition.detector import ContinuityModel, ContinuityScorer, Thresholds
 from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_features, feature_names
 from athena_cognition.detector._scorers import CONTINUITY_ARTIFACT
 from athena_cognition.detector._turns import user_message_indices
-from athena_cognition.training.embedding_cache import DiskCachedEmbedder, default_cache_path
+from athena_cognition.training.embedding_cache import embed_utterances
 from athena_cognition.training.fitting import ClassifierSpec, Part, fit_classifier
-from athena_cognition.training.evaluate import dialogue_turns, evaluate
+from athena_cognition.training.evaluate import dialogue_turns, evaluate, scores_record
 from athena_cognition.training.segmentation_data import Dialogue, data_record, default_data_dir, file_sha256, load_shared_sets
 
 __all__ = ["TrainConfig", "continuity_parts", "fit_continuity", "train_continuity"]
@@ -155,8 +155,7 @@ async def _replay(
         arbiter=None,
         max_events_before_flush=max_events,
     )
-    out: dict[str, object] = {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(result.scores).items()}
-    out["paths"] = result.paths
+    out = scores_record(result)
     scored = sum(n for p, n in result.paths.items() if p in ("high", "low", "llm_fallback"))
     out["gray_share"] = round(result.paths.get("llm_fallback", 0) / scored, 4) if scored else 0.0
     return out
@@ -177,13 +176,8 @@ async def train_continuity(
     ss_train, ss_heldout = sets.superseg_train, sets.superseg_heldout
     tiage_train, tiage_val = sets.tiage_train, sets.tiage_validation
 
-    disk: DiskCachedEmbedder | None = None
-    if embedder is None:
-        disk = DiskCachedEmbedder(LocalEmbedder(), default_cache_path())
-        embedder = disk
     log("embedding all utterances (cached on disk after the first run)")
-    all_texts = list(dict.fromkeys(u.text for ds in (superseg, tiage_train, tiage_val) for d in ds for u in d.utterances))
-    await embedder.embed(all_texts)
+    embedder, disk = await embed_utterances((superseg, tiage_train, tiage_val), embedder)
 
     max_events = config.max_events_before_flush
 

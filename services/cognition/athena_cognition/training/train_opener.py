@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from athena.embeddings import Embedder, LocalEmbedder
+from athena.embeddings import Embedder
 from athena_cognition.detector import ContinuityModel, ContinuityScorer, OpenerModel, Thresholds, load_continuity_model
 from athena_cognition.detector._placement import OPENER_ARTIFACT, OPENER_FEATURE_NAMES, opener_candidate, opener_features
-from athena_cognition.training.embedding_cache import DiskCachedEmbedder, default_cache_path
-from athena_cognition.training.evaluate import EvaluationResult, dialogue_turns, evaluate
+from athena_cognition.training.embedding_cache import embed_utterances
+from athena_cognition.training.evaluate import EvaluationResult, dialogue_turns, evaluate, scores_record
 from athena_cognition.training.fitting import ClassifierSpec, Part, fit_classifier
 from athena_cognition.training.metrics import score_segmentations
 from athena_cognition.training.segmentation_data import (
@@ -141,10 +141,7 @@ async def _measure(
     continuity: ContinuityModel, opener: OpenerModel, dialogues: Sequence[Dialogue], embedder: Embedder,
     gate: Thresholds, max_events: int,
 ) -> dict[str, object]:
-    result = await _replay(continuity, opener, dialogues, embedder, gate, max_events)
-    out: dict[str, object] = {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(result.scores).items()}
-    out["paths"] = result.paths
-    return out
+    return scores_record(await _replay(continuity, opener, dialogues, embedder, gate, max_events))
 
 
 async def train_opener(
@@ -162,12 +159,7 @@ async def train_opener(
     ss_train, ss_heldout = sets.superseg_train, sets.superseg_heldout
     tiage_train, tiage_val = sets.tiage_train, sets.tiage_validation
 
-    disk: DiskCachedEmbedder | None = None
-    if embedder is None:
-        disk = DiskCachedEmbedder(LocalEmbedder(), default_cache_path())
-        embedder = disk
-    texts = list(dict.fromkeys(u.text for ds in (ss_train, ss_heldout, tiage_train, tiage_val) for d in ds for u in d.utterances))
-    await embedder.embed(texts)
+    embedder, disk = await embed_utterances((ss_train, ss_heldout, tiage_train, tiage_val), embedder)
 
     rows = {d.id: await opener_examples([d], embedder) for d in (*ss_train, *tiage_train)}
     continuity = load_continuity_model()
