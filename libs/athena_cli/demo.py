@@ -112,10 +112,10 @@ async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> No
         query = "Which Kyoto temples need a reservation?"
         hits = await client.search_memory(scope, query, limit=3)
         stable = Table(title=f"SearchMemory: {query!r}")
-        for col in ("rank", "similarity", "topic", "why"):
+        for col in ("rank", "score", "cosine", "words", "topic", "why"):
             stable.add_column(col, overflow="fold")
         for i, h in enumerate(hits, 1):
-            stable.add_row(str(i), f"{h.similarity:.2f}", h.chain.topic, h.why)
+            stable.add_row(str(i), f"{h.score:.2f}", f"{h.similarity:.2f}", f"{h.lexical_score:.2f}", h.chain.topic, h.why)
         console.print(stable)
 
     redis = connect_redis(f"redis://127.0.0.1:{stack.ports.redis}/0")

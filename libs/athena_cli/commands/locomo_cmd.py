@@ -26,11 +26,15 @@ def locomo(
     chains_out: Path | None = typer.Option(None, "--chains-out", help="Write the chains formed (dia_ids per chain) as JSON."),
 ) -> None:
     """Replay each conversation through a fresh local stack and measure what SearchMemory retrieves."""
+    from athena.config import load_settings
     from athena.embeddings import LocalEmbedder
     from athena_cli.locomo import run_locomo
+    from athena_formation.ranking import Ranking
     from athena_cli.stack import LocalStack, StackPorts
 
     files = sorted(data.glob("*.json")) if data.is_dir() else [data]
+    settings = load_settings()  # the stack's formation reads the same environment
+    ranking = Ranking(lexical_weight=settings.search_lexical_weight, size_prior=settings.search_size_prior)
     if not files:
         raise typer.BadParameter(f"no *.json conversation files in {data}", param_hint="--data")
     err = Console(stderr=True)
@@ -58,6 +62,7 @@ def locomo(
                     timeout=timeout,
                     progress=update,
                     dump=dumped,
+                    ranking=ranking,
                 )
             )
         if chains_out is not None:

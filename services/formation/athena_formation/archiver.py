@@ -15,6 +15,7 @@ from athena.errors import DependencyUnavailable
 from athena.metrics import CHAINS_ARCHIVED
 from athena_formation.chain_store import ChainStore, epoch, from_epoch
 from athena_formation.heat import HeatModel, lifecycle_of
+from athena_formation.lexical_index import LexicalIndex
 from athena_formation.vector_index import VectorIndex
 
 __all__ = ["Archiver"]
@@ -24,10 +25,18 @@ log = logging.getLogger("athena.formation.archiver")
 
 class Archiver:
     def __init__(
-        self, *, store: ChainStore, vectors: VectorIndex, heat: HeatModel, threshold: float, min_age_hours: float
+        self,
+        *,
+        store: ChainStore,
+        vectors: VectorIndex,
+        heat: HeatModel,
+        threshold: float,
+        min_age_hours: float,
+        lexical: LexicalIndex | None = None,
     ) -> None:
         self.store = store
         self.vectors = vectors
+        self.lexical = lexical
         self.heat = heat
         self.threshold = threshold
         self.min_age = timedelta(hours=min_age_hours)
@@ -49,9 +58,15 @@ class Archiver:
                 await self.store.set_fields(doc["_id"], {"heat_score": heat, "lifecycle": lifecycle_of(heat)})
                 continue
             await self.vectors.delete([doc["_id"]])
+            if self.lexical is not None:
+                self.lexical.drop(doc["tenant_id"], doc["user_id"], [doc["_id"]])
+            # updated_at too: other formation replicas re-read the chains written since their last read.
             await self.store.set_fields(
                 doc["_id"],
-                {"status": "archived", "lifecycle": "archived", "heat_score": heat, "embedding_state": "deleted", "archived_at": epoch(now)},
+                {
+                    "status": "archived", "lifecycle": "archived", "heat_score": heat, "embedding_state": "deleted",
+                    "archived_at": epoch(now), "updated_at": epoch(datetime.now(timezone.utc)),
+                },
             )
             archived.append(doc["_id"])
             CHAINS_ARCHIVED.inc()

@@ -16,6 +16,7 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from athena.stores import mongo_unavailable
+from athena_formation.lexical_index import LexiconRow, row_from_doc
 
 __all__ = ["CHAINS", "ChainStore", "OUTCOMES", "cutoff", "epoch", "from_epoch"]
 
@@ -41,6 +42,7 @@ class ChainStore:
                 name="ix_scope_status_recent",
             )
             await self.chains.create_index([("status", ASCENDING), ("last_accessed_at", ASCENDING)], name="ix_status_access")
+            await self.chains.create_index([("tenant_id", ASCENDING), ("user_id", ASCENDING), ("updated_at", ASCENDING)], name="ix_user_updated")
             await self.outcomes.create_index([("tenant_id", ASCENDING), ("user_id", ASCENDING), ("outcome", ASCENDING)], name="ix_scope_outcome")
         self._indexes_ready = True
 
@@ -134,6 +136,18 @@ class ChainStore:
         with mongo_unavailable():
             cursor = self.chains.find(dict(query)).sort([("last_event_at", DESCENDING), ("_id", ASCENDING)]).skip(skip).limit(limit)
             return [d async for d in cursor]
+
+    async def lexicon_rows(self, *, tenant_id: str, user_id: str, updated_since: float | None = None) -> list[LexiconRow]:
+        """The user's active chains as lexical index rows; with `updated_since` (epoch seconds), only the
+        chains written since then, archived ones included (so the index drops them)."""
+        query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id}
+        if updated_since is None:
+            query["status"] = "active"
+        else:
+            query["updated_at"] = {"$gte": updated_since}
+        projection = {"agent_id": 1, "lexicon": 1, "event_count": 1, "status": 1}
+        with mongo_unavailable():
+            return [row_from_doc(d) async for d in self.chains.find(query, projection)]
 
     async def pending_embeddings(self, *, older_than: datetime) -> list[dict[str, Any]]:
         with mongo_unavailable():

@@ -23,6 +23,7 @@ from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
 from athena.stores import mongo_unavailable
 from athena_formation.chain_store import ChainStore
+from athena_formation.lexical_index import LexicalIndex
 from athena_formation.vector_index import VectorIndex
 
 __all__ = ["ERASED", "ERASURES", "FormationEraser"]
@@ -39,6 +40,7 @@ class FormationEraser:
     database: str
     store: ChainStore
     vectors: VectorIndex
+    lexical: LexicalIndex | None = None
 
     async def erased_at(self, tenant_id: str, user_id: str) -> float | None:
         """The user's latest tombstone (epoch seconds), or None."""
@@ -64,6 +66,8 @@ class FormationEraser:
             }
         vector_ids = await self.vectors.ids_of_user(tenant_id=tenant_id, user_id=user_id) | await self.vectors.existing(sorted(chain_ids))
         await self.vectors.delete(sorted(vector_ids))
+        if self.lexical is not None:
+            self.lexical.forget_user(tenant_id, user_id)
         with mongo_unavailable():
             chains = await self.store.chains.delete_many({"tenant_id": tenant_id, "user_id": user_id})
             records = await self.store.outcomes.delete_many({"tenant_id": tenant_id, "user_id": user_id})
@@ -79,6 +83,10 @@ class FormationEraser:
         if chain_id:
             await self.vectors.delete([chain_id])
         with mongo_unavailable():
+            if chain_id and self.lexical is not None:
+                doc = await self.store.chains.find_one({"_id": chain_id}, {"tenant_id": 1, "user_id": 1})
+                if doc is not None:
+                    self.lexical.drop(doc["tenant_id"], doc["user_id"], [chain_id])
             if chain_id:
                 await self.store.chains.delete_many({"_id": chain_id})
             await self.store.outcomes.delete_many({"_id": segment_id})

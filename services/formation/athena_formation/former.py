@@ -39,6 +39,8 @@ from opentelemetry import trace
 from athena_formation.analysis import SMALL_TALK, Analysis, Entity, Topic, analyze
 from athena_formation.chain_store import ChainStore, cutoff, epoch, from_epoch
 from athena_formation.heat import HeatModel, importance, lifecycle_of
+from athena_formation.lexical_index import LexicalIndex, LexiconRow
+from athena_formation.lexicon import chain_lexicon, lexicon_length, merge_lexicons
 from athena_formation.merge import MergeCandidate, choose_merge, words
 from athena_formation.quality_gate import QualityReport, assess_quality
 from athena_formation.vector_index import VectorIndex
@@ -143,11 +145,20 @@ def validate_segment(segment: formation_pb2.Segment) -> None:
 
 class ChainFormer:
     def __init__(
-        self, *, settings: Settings, store: ChainStore, vectors: VectorIndex, embedder: Embedder, llm: LLMClient | None
+        self,
+        *,
+        settings: Settings,
+        store: ChainStore,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        llm: LLMClient | None,
+        lexical: LexicalIndex | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.vectors = vectors
+        self.lexical = lexical
+        """The searched users' lexical indexes, told of every chain made searchable here."""
         self.embedder = embedder
         self.llm = llm
         self.heat = HeatModel(half_life_hours=settings.heat_half_life_hours, recall_weight=settings.heat_recall_weight)
@@ -308,6 +319,7 @@ class ChainFormer:
         analysis = _analysis_from(record["analysis"])
         continues = record.get("merge", {}).get("continues", "")
         now = datetime.now(timezone.utc)
+        words = _lexicon_fields(events)
         existing = await self.store.get(chain_id)
         if existing is None:
             doc = {
@@ -327,6 +339,7 @@ class ChainFormer:
                 "first_event_at": epoch(timestamp_of(events[0].timestamp)),
                 "last_event_at": epoch(timestamp_of(events[-1].timestamp)),
                 "event_ids": [e.id for e in events],
+                **words,
                 "segment_ids": [segment.id],
                 "event_count": len(events),
                 "merge_count": 0,
@@ -341,7 +354,7 @@ class ChainFormer:
             await self.store.insert_new(doc)
             await self._step("chain_written")
         if existing is None or existing.get("embedding_state") != "indexed":
-            await self._index(chain_id, segment.scope, await self._analysis_embedding(events, analysis))
+            await self._index(chain_id, segment.scope, await self._analysis_embedding(events, analysis), lexicon=words["lexicon"], event_count=len(events))
         if continues:
             await self._warm_continued(continues, now)
 
@@ -353,10 +366,13 @@ class ChainFormer:
         heat = self.heat.heat(importance=float(doc.get("importance", 0.5)), recall_count=int(doc.get("recall_count", 0)), last_accessed_at=now, now=now)
         await self.store.set_fields(chain_id, {"last_accessed_at": epoch(now), "heat_score": heat, "lifecycle": lifecycle_of(heat)})
 
-    async def _index(self, chain_id: str, scope: memory_pb2.Scope, vector: np.ndarray) -> None:
+    async def _index(self, chain_id: str, scope: memory_pb2.Scope, vector: np.ndarray, *, lexicon: Mapping[str, int], event_count: int) -> None:
         await self.vectors.upsert(chain_id=chain_id, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id, embedding=vector)
         await self._step("vector_written")
         await self.store.set_fields(chain_id, {"embedding_state": "indexed"})
+        if self.lexical is not None:
+            row = LexiconRow(chain_id=chain_id, agent_id=scope.agent_id, lexicon=lexicon, event_count=event_count)
+            self.lexical.put(scope.tenant_id, scope.user_id, row)
         await self._step("indexed")
 
     async def _merge(self, segment: formation_pb2.Segment, record: Mapping[str, Any]) -> tuple[str, str]:
@@ -389,6 +405,8 @@ class ChainFormer:
                 "last_accessed_at": epoch(now),
                 "last_event_at": max(float(chain["last_event_at"]), epoch(timestamp_of(new_events[-1].timestamp))),
                 "activity": activity_share(combined),
+                # The chain's words plus the segment's (the chain's own events may be gone from the log).
+                **_lexicon_fields(new_events, adding_to=chain.get("lexicon")),
                 **self._heat_fields(
                     quality=quality, entity_count=len(entities), activity=activity_share(combined),
                     recall_count=int(chain.get("recall_count", 0)), last_accessed_at=now, now=now,
@@ -406,8 +424,16 @@ class ChainFormer:
             subtopics=[t["name"] for t in doc.get("subtopics", [])],
             entities=[e["text"] for e in doc.get("entities", [])],
         )
-        await self._index(chain_id, segment.scope, vector)
+        await self._index(chain_id, segment.scope, vector, lexicon=doc.get("lexicon", {}), event_count=int(doc.get("event_count", len(combined))))
         return chain_id, "merged"
+
+
+def _lexicon_fields(events: Sequence[memory_pb2.Event], *, adding_to: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The words the chain is found by (lexicon.py): over these events, added to a lexicon it already has."""
+    lexicon = chain_lexicon(e.content for e in events)
+    if adding_to:
+        lexicon = merge_lexicons(adding_to, lexicon)
+    return {"lexicon": lexicon, "lexicon_terms": lexicon_length(lexicon)}
 
 
 class _RetryMerge(RetryableError):

@@ -1,4 +1,4 @@
-"""Finding memories: SearchMemory, GetChain, ListChains. A recall warms the chains it returns."""
+"""Finding memories: SearchMemory (hybrid: embedding and words, ranking.py), GetChain, ListChains. A recall warms the chains it returns."""
 
 from __future__ import annotations
 
@@ -16,33 +16,54 @@ from athena.metrics import CHAIN_HEAT, SEARCH_HITS
 from athena_formation.chain_docs import chain_to_proto
 from athena_formation.chain_store import ChainStore, epoch
 from athena_formation.heat import HeatModel, lifecycle_of, recall_strength
+from athena_formation.lexical_index import LexicalIndex, LexicalScores, UserLexicon
+from athena_formation.lexicon import query_terms, terms
+from athena_formation.ranking import RankedChain, Ranking
 from athena_formation.vector_index import VectorIndex
 
-__all__ = ["Recall"]
+__all__ = ["Recall", "matched_terms"]
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]{2,}")
 _STOP = frozenset("the and for with that this what when where which who how are was were you your have has had did does can could would should about from into they them their there then than".split())
 _STATUS_NAMES = {memory_pb2.CHAIN_STATUS_ACTIVE: "active", memory_pb2.CHAIN_STATUS_ARCHIVED: "archived"}
 
 
-def _matched_terms(query: str, doc: Mapping[str, Any]) -> list[str]:
-    text = " ".join([doc.get("topic", ""), doc.get("summary", ""), *(e["text"] for e in doc.get("entities", []))]).lower()
-    terms = []
+def matched_terms(query: str, doc: Mapping[str, Any]) -> list[str]:
+    """The query's words found in the chain: in its lexicon (by their stems), or for a chain without
+    one, in its topic, summary and entities."""
+    lexicon = doc.get("lexicon")
+    text = "" if lexicon else " ".join([doc.get("topic", ""), doc.get("summary", ""), *(e["text"] for e in doc.get("entities", []))]).lower()
+    found: list[str] = []
     for w in _WORD.findall(query):
         lw = w.lower()
-        if lw not in _STOP and lw in text and lw not in terms:
-            terms.append(lw)
-    return terms
+        if lw in _STOP or lw in found:
+            continue
+        if (lexicon and any(t in lexicon for t in terms(lw))) or (not lexicon and lw in text):
+            found.append(lw)
+    return found
 
 
 class Recall:
-    def __init__(self, *, store: ChainStore, vectors: VectorIndex, embedder: Embedder, heat: HeatModel) -> None:
+    def __init__(
+        self,
+        *,
+        store: ChainStore,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        heat: HeatModel,
+        lexical: LexicalIndex | None = None,
+        ranking: Ranking | None = None,
+    ) -> None:
         self.store = store
         self.vectors = vectors
         self.embedder = embedder
         self.heat = heat
+        self.lexical = lexical
+        self.ranking = ranking or Ranking()
 
     async def search(self, request: memory_pb2.SearchMemoryRequest) -> memory_pb2.SearchMemoryResponse:
+        """Hybrid search (ranking.py): the best chains by cosine and by the query's words, each scored
+        on both and on its size, then hydrated from MongoDB, filtered and warmed."""
         scope = request.scope
         limit = request.limit or 5
         query_vec = (await self.embedder.embed([request.query]))[0]
@@ -51,20 +72,36 @@ class Recall:
             allowed = await self.store.events_with_metadata(
                 tenant_id=scope.tenant_id, user_id=scope.user_id, filters=dict(request.metadata_filters)
             )
-        # Over-fetch: a few hits may be filtered out below (archived meanwhile, metadata filters).
-        hits = await self.vectors.search(
-            query_vec, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id or None,
-            limit=min(1000, limit * 4 + 20) if allowed is not None else limit + 10,
+        agent_id = scope.agent_id or None
+        pool = self.ranking.candidates(limit) if allowed is None else min(1000, max(self.ranking.candidates(limit), limit * 4 + 20))
+        vector_hits = await self.vectors.search(query_vec, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=agent_id, limit=pool)
+        similarity = {h.chain_id: h.similarity for h in vector_hits}
+        lexicon, lexical = await self._lexical(request.query, scope)
+        if lexical is not None:
+            # Found by their words alone: scored on their embedding too (a chain without one is not searchable).
+            word_hits = [c for c, _ in lexical.top(pool) if c not in similarity]
+            similarity.update(await self.vectors.similarities(query_vec, word_hits, tenant_id=scope.tenant_id, user_id=scope.user_id))
+        provisional = sorted(
+            (
+                self._rank(chain_id, sim, lexical, lexicon.event_count(chain_id) if lexicon is not None else None)
+                for chain_id, sim in similarity.items()
+                if allowed is None or chain_id in allowed
+            ),
+            key=lambda r: -r.score,
         )
-        docs = await self.store.get_many([h.chain_id for h in hits])
+        # Over-fetch: a few may be dropped below (archived meanwhile, another agent's, under the threshold).
+        provisional = provisional[: limit + 10 if allowed is None else min(1000, limit * 4 + 20)]
+        docs = await self.store.get_many([r.chain_id for r in provisional])
+        ranked = sorted(
+            (self._rank(r.chain_id, r.similarity, lexical, int(docs[r.chain_id].get("event_count", 1))) for r in provisional if r.chain_id in docs),
+            key=lambda r: -r.score,
+        )
         out = []
-        for hit in hits:
-            doc = docs.get(hit.chain_id)
-            if doc is None or doc.get("status") != "active" or doc.get("embedding_state") != "indexed" or doc.get("tenant_id") != scope.tenant_id or doc.get("user_id") != scope.user_id:
+        for hit in ranked:
+            doc = docs[hit.chain_id]
+            if doc.get("status") != "active" or doc.get("embedding_state") != "indexed" or doc.get("tenant_id") != scope.tenant_id or doc.get("user_id") != scope.user_id:
                 continue
             if scope.agent_id and doc.get("agent_id") != scope.agent_id:
-                continue
-            if allowed is not None and hit.chain_id not in allowed:
                 continue
             if request.HasField("similarity_threshold") and hit.similarity < request.similarity_threshold:
                 continue
@@ -77,14 +114,28 @@ class Recall:
         # The warm-ups are independent writes: one round of them, not one after another.
         warmed_docs = await asyncio.gather(*(self._warm(doc, now) for _, doc in out))
         for (hit, doc), warmed in zip(out, warmed_docs):
-            terms = _matched_terms(request.query, doc)
+            terms = matched_terms(request.query, doc)
             why = f"cosine similarity {hit.similarity:.2f} to the chain's embedding"
             if terms:
-                why += "; shares " + ", ".join(terms[:8])
+                why += f"; words {', '.join(terms[:8])} (lexical score {hit.lexical:.2f})"
             response.hits.append(
-                memory_pb2.SearchHit(chain=chain_to_proto(warmed), similarity=hit.similarity, why=why, matched_terms=terms)
+                memory_pb2.SearchHit(
+                    chain=chain_to_proto(warmed), similarity=hit.similarity, why=why, matched_terms=terms,
+                    lexical_score=hit.lexical, score=hit.score,
+                )
             )
         return response
+
+    def _rank(self, chain_id: str, similarity: float, lexical: LexicalScores | None, event_count: int | None) -> RankedChain:
+        return self.ranking.rank(
+            chain_id=chain_id, similarity=similarity, lexical=lexical.of(chain_id) if lexical is not None else 0.0, event_count=event_count or 1
+        )
+
+    async def _lexical(self, query: str, scope: memory_pb2.Scope) -> tuple[UserLexicon | None, LexicalScores | None]:
+        if self.lexical is None or self.ranking.lexical_weight <= 0:
+            return None, None
+        lexicon = await self.lexical.user(scope.tenant_id, scope.user_id)
+        return lexicon, lexicon.query(query_terms(query), agent_id=scope.agent_id or None)
 
     async def _warm(self, doc: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         recalls = int(doc.get("recall_count", 0)) + 1

@@ -19,6 +19,8 @@ from athena_formation.chain_store import ChainStore
 from athena_formation.erasure import FormationEraser
 from athena_formation.former import ChainFormer
 from athena_formation.heat import HeatModel
+from athena_formation.lexical_index import LexicalIndex
+from athena_formation.ranking import Ranking
 from athena_formation.recall import Recall
 from athena_formation.servicer import FormationServicer
 from athena_formation.vector_index import VectorIndex
@@ -38,6 +40,7 @@ class Formation:
     store: ChainStore
     vectors: VectorIndex
     eraser: FormationEraser
+    lexical: LexicalIndex
 
 
 async def build_formation(settings: Settings) -> Formation:
@@ -56,15 +59,26 @@ async def build_formation(settings: Settings) -> Formation:
     embedder = make_embedder(settings)
     await embedder.embed(["warm-up"])  # load the model before reporting SERVING
     heat = HeatModel(half_life_hours=settings.heat_half_life_hours, recall_weight=settings.heat_recall_weight)
-    former = ChainFormer(settings=settings, store=store, vectors=vectors, embedder=embedder, llm=instrument_llm(make_llm(settings)))
-    recall = Recall(store=store, vectors=vectors, embedder=embedder, heat=heat)
-    archiver = Archiver(
-        store=store, vectors=vectors, heat=heat, threshold=settings.heat_archive_threshold, min_age_hours=settings.archive_min_age_hours
+    lexical = LexicalIndex(
+        store,
+        shared=vectors.shared,
+        refresh_seconds=settings.search_lexicon_refresh_seconds,
+        max_chains=settings.vector_index_cache_max_chains,
     )
-    eraser = FormationEraser(mongo=mongo, database=settings.mongodb_database, store=store, vectors=vectors)
+    former = ChainFormer(
+        settings=settings, store=store, vectors=vectors, embedder=embedder, llm=instrument_llm(make_llm(settings)), lexical=lexical
+    )
+    ranking = Ranking(lexical_weight=settings.search_lexical_weight, size_prior=settings.search_size_prior)
+    recall = Recall(store=store, vectors=vectors, embedder=embedder, heat=heat, lexical=lexical, ranking=ranking)
+    archiver = Archiver(
+        store=store, vectors=vectors, heat=heat, threshold=settings.heat_archive_threshold, min_age_hours=settings.archive_min_age_hours,
+        lexical=lexical,
+    )
+    eraser = FormationEraser(mongo=mongo, database=settings.mongodb_database, store=store, vectors=vectors, lexical=lexical)
     servicer = FormationServicer(former=former, recall=recall, eraser=eraser)
 
     async def close() -> None:
+        await lexical.close()
         await vectors.close()
         await mongo.close()
 
@@ -84,7 +98,7 @@ async def build_formation(settings: Settings) -> Formation:
         auth=auth,
         credentials=credentials,
     )
-    return Formation(host=host, former=former, recall=recall, archiver=archiver, store=store, vectors=vectors, eraser=eraser)
+    return Formation(host=host, former=former, recall=recall, archiver=archiver, store=store, vectors=vectors, eraser=eraser, lexical=lexical)
 
 
 async def serve(settings: Settings) -> None:

@@ -19,6 +19,8 @@ from typing import Iterable
 
 import numpy as np
 
+from athena_formation.user_lru import evict_least_recent
+
 __all__ = ["UserVectors", "UserVectorCache"]
 
 UserKey = tuple[str, str]
@@ -68,6 +70,14 @@ class UserVectors:
         self.agents = [self.agents[i] for i in keep]
         self._row = {chain_id: i for i, chain_id in enumerate(self.ids)}
 
+    def similarities(self, query: np.ndarray, chain_ids: Iterable[str]) -> dict[str, float]:
+        """Cosine of the query to each of these chains that has a row."""
+        rows = [(c, r) for c in chain_ids if (r := self._row.get(c)) is not None]
+        if not rows:
+            return {}
+        sims = self._buffer[[r for _, r in rows]] @ _unit(query)
+        return {c: float(s) for (c, _), s in zip(rows, sims)}
+
     def top(self, query: np.ndarray, *, agent_id: str | None, limit: int) -> list[tuple[str, float]]:
         """The `limit` most cosine-similar chains (of `agent_id` only, when given), best first."""
         if not self.ids or limit <= 0:
@@ -107,16 +117,9 @@ class UserVectorCache:
         return vectors
 
     def _evict(self, *, keep: UserKey) -> None:
-        total = self.cached_chains
-        while total > self.max_chains and len(self._users) > 1:
-            user, vectors = next(iter(self._users.items()))
-            if user == keep:
-                self._users.move_to_end(user)
-                continue
-            del self._users[user]
+        for _, vectors in evict_least_recent(self._users, size=lambda v: len(v.ids), limit=self.max_chains, keep=keep):
             for chain_id in vectors.ids:
                 self._owner.pop(chain_id, None)
-            total -= len(vectors.ids)
 
     def load(self, user: UserKey, rows: Iterable[tuple[str, str, np.ndarray]]) -> UserVectors:
         """Install a user's rows (chain id, agent id, vector) as read from Milvus."""

@@ -62,6 +62,11 @@ class VectorIndex:
         self._users: UserVectorCache | None = UserVectorCache(dim, max_chains=cache_max_chains) if "://" not in uri else None
         self._loading: dict[tuple[str, str], asyncio.Task[UserVectors]] = {}
 
+    @property
+    def shared(self) -> bool:
+        """True with a Milvus server: other formation replicas write to it too."""
+        return self._users is None
+
     def _connect(self) -> MilvusClient:
         if self._client is None:
             if "://" not in self.uri:
@@ -187,6 +192,18 @@ class VectorIndex:
             op="search",
         )
         return [VectorHit(chain_id=h["id"] if "id" in h else h["chain_id"], similarity=float(h["distance"])) for h in result[0]]
+
+    async def similarities(self, embedding: np.ndarray, chain_ids: Sequence[str], *, tenant_id: str, user_id: str) -> dict[str, float]:
+        """Cosine of the query to each of these chains of the user that has an embedding (candidates
+        found by their words, not by the vector search)."""
+        if not chain_ids:
+            return {}
+        if self._users is not None:
+            user = self._users.get((tenant_id, user_id)) or await self._loaded_user(tenant_id, user_id)
+            return user.similarities(embedding, chain_ids)
+        query = np.asarray(embedding, dtype=np.float32)
+        query = query / (float(np.linalg.norm(query)) or 1.0)
+        return {c: float(np.dot(v / (float(np.linalg.norm(v)) or 1.0), query)) for c, v in (await self.vectors(chain_ids)).items()}
 
     async def _loaded_user(self, tenant_id: str, user_id: str) -> UserVectors:
         """The user's vectors, loading them once however many searches ask at the same time.

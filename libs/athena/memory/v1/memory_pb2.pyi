@@ -646,14 +646,24 @@ class SearchHit(_message.Message):
     SIMILARITY_FIELD_NUMBER: _builtins.int
     WHY_FIELD_NUMBER: _builtins.int
     MATCHED_TERMS_FIELD_NUMBER: _builtins.int
+    LEXICAL_SCORE_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
     similarity: _builtins.float
     """Cosine similarity between the query and the chain's embedding."""
     why: _builtins.str
     """Why it matched, for people: similarity and the query terms found in the chain."""
+    lexical_score: _builtins.float
+    """BM25 of the query's words in the chain, scaled to [0, 1]."""
+    score: _builtins.float
+    """What hits are ordered by: the cosine and the lexical score weighed, divided by a power of the
+    chain's size (SEARCH_LEXICAL_WEIGHT, SEARCH_SIZE_PRIOR).
+    """
     @_builtins.property
     def chain(self) -> Global___Chain: ...
     @_builtins.property
-    def matched_terms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def matched_terms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The query's words found in the chain (as the query wrote them)."""
+
     def __init__(
         self,
         *,
@@ -661,10 +671,12 @@ class SearchHit(_message.Message):
         similarity: _builtins.float = ...,
         why: _builtins.str = ...,
         matched_terms: _abc.Iterable[_builtins.str] | None = ...,
+        lexical_score: _builtins.float = ...,
+        score: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["chain", b"chain"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain", b"chain", "matched_terms", b"matched_terms", "similarity", b"similarity", "why", b"why"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain", b"chain", "lexical_score", b"lexical_score", "matched_terms", b"matched_terms", "score", b"score", "similarity", b"similarity", "why", b"why"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

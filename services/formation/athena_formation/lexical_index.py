@@ -1,0 +1,304 @@
+"""Lexical search over each user's chains: BM25 on the chains' lexicons, held in formation's memory.
+
+SearchMemory ranks by the cosine of the chain's one embedding *and* by the query's words found in
+the chain (ranking.py). The words come from the chain documents' `lexicon` field (lexicon.py); this
+module keeps, per searched user, an inverted index of them: term -> (rows, counts), rows being the
+user's chains. A user's index is read from MongoDB by its first search and then kept current:
+
+- by formation's own writes, applied here after MongoDB accepted them (`put`, `drop`);
+- with a shared vector store (a Milvus server, several formation replicas, each writing chains), also
+  by re-reading the user's chains updated since the last read, at most every `refresh_seconds`
+  before a search. A chain erased or archived by another replica may linger until then; search
+  hydrates every hit from MongoDB and drops what is no longer active, so it is never returned.
+
+Score of a chain for query terms q (BM25, k1 = 1.2, b = 0.75, over the user's active chains), scaled
+to [0, 1] by the most a chain could score, so it can be weighed against a cosine:
+
+    lexical = sum_{t in q} idf(t) x tf(t) (k1 + 1) / (tf(t) + k1 (1 - b + b len / avglen))
+              / sum_{t in q} idf(t) (k1 + 1),      idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+
+Memory: about 8 bytes per (chain, distinct term) pair; bounded by `max_chains` rows in all, past
+which the least recently searched users are dropped and read again on their next search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from athena_formation.user_lru import evict_least_recent
+
+__all__ = ["LexicalIndex", "LexicalScores", "LexiconRow", "LexiconSource", "UserLexicon", "row_from_doc"]
+
+K1 = 1.2
+B = 0.75
+
+UserKey = tuple[str, str]
+"""(tenant_id, user_id)"""
+
+
+@dataclass(frozen=True)
+class LexiconRow:
+    """One chain as the index needs it (read from its document)."""
+
+    chain_id: str
+    agent_id: str
+    lexicon: Mapping[str, int]
+    event_count: int
+    active: bool = True
+
+
+class LexiconSource(Protocol):
+    """Where users' chains are read from (ChainStore)."""
+
+    async def lexicon_rows(self, *, tenant_id: str, user_id: str, updated_since: float | None = None) -> list[LexiconRow]: ...
+
+
+class LexicalScores:
+    """One query's lexical scores over one user's chains."""
+
+    def __init__(self, lexicon: "UserLexicon", scores: np.ndarray) -> None:
+        self._lexicon = lexicon
+        self.scores = scores
+
+    def of(self, chain_id: str) -> float:
+        row = self._lexicon.row_of(chain_id)
+        return float(self.scores[row]) if row is not None and row < len(self.scores) else 0.0
+
+    def top(self, limit: int) -> list[tuple[str, float]]:
+        """The `limit` best-scoring chains with a score above zero, best first."""
+        positive = np.flatnonzero(self.scores > 0)
+        if not len(positive) or limit <= 0:
+            return []
+        k = min(limit, len(positive))
+        best = positive[np.argpartition(-self.scores[positive], k - 1)[:k]]
+        best = best[np.argsort(-self.scores[best], kind="stable")]
+        ids = self._lexicon.ids
+        return [(ids[i], float(self.scores[i])) for i in best]
+
+
+class UserLexicon:
+    """One user's chains as an inverted index. A chain rewritten (merged) gets a new row; its old
+    row is marked dead, and dead rows are compacted away once they outnumber the live ones."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self._agents: list[str] = []
+        self._row: dict[str, int] = {}
+        self._lengths = array("f")
+        self._sizes = array("i")
+        self._alive = bytearray()
+        self._postings: dict[str, tuple[array[int], array[float]]] = {}
+        self._live = 0
+        self._total_length = 0.0
+        self._agent_array: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self._live
+
+    def row_of(self, chain_id: str) -> int | None:
+        return self._row.get(chain_id)
+
+    def event_count(self, chain_id: str) -> int | None:
+        row = self._row.get(chain_id)
+        return int(self._sizes[row]) if row is not None else None
+
+    def put(self, row: LexiconRow) -> None:
+        self._kill(row.chain_id)
+        if not row.active:
+            return
+        index = len(self.ids)
+        self.ids.append(row.chain_id)
+        self._agents.append(row.agent_id)
+        self._row[row.chain_id] = index
+        length = float(sum(row.lexicon.values()))
+        self._lengths.append(length)
+        self._sizes.append(max(1, int(row.event_count)))
+        self._alive.append(1)
+        self._live += 1
+        self._total_length += length
+        self._agent_array = None
+        for term, count in row.lexicon.items():
+            posting = self._postings.get(term)
+            if posting is None:
+                posting = self._postings[term] = (array("i"), array("f"))
+            posting[0].append(index)
+            posting[1].append(float(count))
+
+    def drop(self, chain_ids: Iterable[str]) -> None:
+        for chain_id in chain_ids:
+            self._kill(chain_id)
+
+    def _kill(self, chain_id: str) -> None:
+        index = self._row.pop(chain_id, None)
+        if index is None:
+            return
+        self._alive[index] = 0
+        self._live -= 1
+        self._total_length -= self._lengths[index]
+        if len(self.ids) - self._live > max(256, self._live):
+            self._compact()
+
+    def _compact(self) -> None:
+        keep = [i for i, alive in enumerate(self._alive) if alive]
+        new_of = {old: new for new, old in enumerate(keep)}
+        self.ids = [self.ids[i] for i in keep]
+        self._agents = [self._agents[i] for i in keep]
+        self._row = {chain_id: i for i, chain_id in enumerate(self.ids)}
+        self._lengths = array("f", (self._lengths[i] for i in keep))
+        self._sizes = array("i", (self._sizes[i] for i in keep))
+        self._alive = bytearray(b"\x01" * len(keep))
+        postings: dict[str, tuple[array[int], array[float]]] = {}
+        for term, (rows, counts) in self._postings.items():
+            kept = [(new_of[r], c) for r, c in zip(rows, counts) if r in new_of]
+            if kept:
+                postings[term] = (array("i", (r for r, _ in kept)), array("f", (c for _, c in kept)))
+        self._postings = postings
+        self._agent_array = None
+
+    def query(self, terms: Sequence[str], *, agent_id: str | None = None) -> LexicalScores:
+        """BM25 of every row for the query terms, scaled to [0, 1] (module docstring); dead rows
+        and, with `agent_id`, other agents' chains score 0."""
+        n = len(self.ids)
+        scores = np.zeros(n, dtype=np.float64)
+        if not terms or not self._live:
+            return LexicalScores(self, scores)
+        alive = np.frombuffer(self._alive, dtype=np.uint8).astype(bool)
+        lengths = np.frombuffer(self._lengths, dtype=np.float32)
+        avg_length = max(1e-9, self._total_length / self._live)
+        ceiling = 0.0
+        for term in dict.fromkeys(terms):
+            posting = self._postings.get(term)
+            rows = np.frombuffer(posting[0], dtype=np.int32) if posting else np.zeros(0, dtype=np.int32)
+            live = alive[rows]
+            df = int(live.sum())
+            idf = math.log(1.0 + (self._live - df + 0.5) / (df + 0.5))
+            ceiling += idf * (K1 + 1.0)
+            if not df:
+                continue
+            rows = rows[live]
+            tf = np.frombuffer(posting[1], dtype=np.float32)[live].astype(np.float64)  # type: ignore[index]
+            norm = K1 * (1.0 - B + B * lengths[rows] / avg_length)
+            scores += np.bincount(rows, weights=idf * tf * (K1 + 1.0) / (tf + norm), minlength=n)
+        if ceiling > 0:
+            scores /= ceiling
+        if agent_id:
+            if self._agent_array is None:
+                self._agent_array = np.asarray(self._agents)
+            scores[self._agent_array != agent_id] = 0.0
+        return LexicalScores(self, scores)
+
+
+class LexicalIndex:
+    """The searched users' lexicons (see the module docstring)."""
+
+    def __init__(self, source: LexiconSource, *, shared: bool, refresh_seconds: float = 2.0, max_chains: int = 200_000) -> None:
+        self.source = source
+        self.shared = shared
+        """True when other processes also write chains (a Milvus server: several formation replicas)."""
+        self.refresh_seconds = refresh_seconds
+        self.max_chains = max_chains
+        self._users: OrderedDict[UserKey, UserLexicon] = OrderedDict()
+        self._read_at: dict[UserKey, float] = {}
+        self._loading: dict[UserKey, asyncio.Task[UserLexicon]] = {}
+        # Writes that landed while the user's read was in flight: the read may not have seen them,
+        # so they are applied after its rows (again if it did: every change is idempotent).
+        self._pending: dict[UserKey, list[Callable[[UserLexicon], None]]] = {}
+
+    @property
+    def cached_chains(self) -> int:
+        return sum(len(u) for u in self._users.values())
+
+    async def user(self, tenant_id: str, user_id: str) -> UserLexicon:
+        """The user's index: read on first use (once, however many searches ask at the same time),
+        refreshed when shared and older than `refresh_seconds`."""
+        key = (tenant_id, user_id)
+        lexicon = self._users.get(key)
+        if lexicon is None or (self.shared and time.time() - self._read_at.get(key, 0.0) >= self.refresh_seconds):
+            lexicon = await self._read(key)
+        self._users.move_to_end(key)
+        return lexicon
+
+    async def _read(self, key: UserKey) -> UserLexicon:
+        task = self._loading.get(key)
+        if task is None:
+            task = asyncio.create_task(self._read_rows(key), name=f"read lexicon of {key[0]}/{key[1]}")
+            self._loading[key] = task
+            self._pending[key] = []
+            task.add_done_callback(lambda done, k=key: self._read_finished(k, done))
+        # Shielded: a search that gives up does not cancel a read that the next search can use.
+        return await asyncio.shield(task)
+
+    def _read_finished(self, key: UserKey, task: "asyncio.Task[UserLexicon]") -> None:
+        self._loading.pop(key, None)
+        self._pending.pop(key, None)
+        if not task.cancelled():
+            task.exception()  # retrieved here: every caller may have given up
+
+    async def _read_rows(self, key: UserKey) -> UserLexicon:
+        existing = self._users.get(key)
+        # Re-read a little before the last read: a write committed just before it may carry an
+        # updated_at a moment older than the read's start (and clocks of replicas differ slightly).
+        since = self._read_at[key] - 5.0 if existing is not None and key in self._read_at else None
+        started = time.time()
+        rows = await self.source.lexicon_rows(tenant_id=key[0], user_id=key[1], updated_since=since)
+        lexicon = existing if existing is not None and since is not None else UserLexicon()
+        for row in rows:
+            lexicon.put(row)
+        for change in self._pending.get(key, []):
+            change(lexicon)
+        self._users[key] = lexicon
+        self._read_at[key] = started
+        self._evict(keep=key)
+        return lexicon
+
+    def _evict(self, *, keep: UserKey) -> None:
+        for key, _ in evict_least_recent(self._users, size=len, limit=self.max_chains, keep=keep):
+            self._read_at.pop(key, None)
+
+    def _apply(self, key: UserKey, change: Callable[[UserLexicon], None]) -> None:
+        lexicon = self._users.get(key)
+        if lexicon is not None:
+            change(lexicon)
+        if key in self._pending:
+            self._pending[key].append(change)
+
+    def put(self, tenant_id: str, user_id: str, row: LexiconRow) -> None:
+        """A chain MongoDB accepted: applied to a loaded user (others read it on their first search)."""
+        self._apply((tenant_id, user_id), lambda lexicon: lexicon.put(row))
+
+    def drop(self, tenant_id: str, user_id: str, chain_ids: Iterable[str]) -> None:
+        ids = list(chain_ids)
+        self._apply((tenant_id, user_id), lambda lexicon: lexicon.drop(ids))
+
+    def forget_user(self, tenant_id: str, user_id: str) -> None:
+        """The user was erased: nothing of theirs stays (a read in flight is emptied when it lands)."""
+        key = (tenant_id, user_id)
+        self._users.pop(key, None)
+        self._read_at.pop(key, None)
+        if key in self._pending:
+            self._pending[key].append(lambda lexicon: lexicon.drop(list(lexicon.ids)))
+
+    async def close(self) -> None:
+        for task in list(self._loading.values()):
+            task.cancel()
+
+
+def row_from_doc(doc: Mapping[str, Any]) -> LexiconRow:
+    """A chain document (or its projection) as an index row; chains written before lexicons existed
+    have none and are found by their embedding alone."""
+    return LexiconRow(
+        chain_id=doc["_id"],
+        agent_id=doc.get("agent_id", ""),
+        lexicon=doc.get("lexicon") or {},
+        event_count=int(doc.get("event_count", 1)),
+        active=doc.get("status", "active") == "active",
+    )

@@ -1,0 +1,52 @@
+"""How SearchMemory orders chains: the embedding's cosine, the query's words, and the chain's size.
+
+    relevance = (1 - SEARCH_LEXICAL_WEIGHT) x cosine + SEARCH_LEXICAL_WEIGHT x lexical
+    score     = max(relevance, 0) / event_count ^ SEARCH_SIZE_PRIOR
+
+`cosine` is between the query's embedding and the chain's one embedding (Milvus); `lexical` is the
+chain's BM25 for the query's terms scaled to [0, 1] (lexical_index.py). Both find things the other
+misses: the embedding matches paraphrases ("trip" for "vacation"), the words match the specific names,
+numbers and rare terms a question repeats from the conversation, which one averaged embedding of a
+whole chain dilutes. The size prior divides by a power of the chain's event count: a chain twice as
+long holds about twice the words a query can meet by chance, and when two chains are as relevant
+the shorter one costs the agent less of its context. Measured on LoCoMo (docs/formation.md,
+"Measured retrieval"), with the defaults 0.7 and 0.25.
+
+Candidates: the best `candidates` chains by cosine and the best `candidates` by lexical score, so a
+chain found by either side alone can win; each is then scored on both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RankedChain", "Ranking"]
+
+
+@dataclass(frozen=True)
+class RankedChain:
+    chain_id: str
+    similarity: float
+    """Cosine between the query and the chain's embedding."""
+    lexical: float
+    """BM25 of the query's terms in the chain, scaled to [0, 1]."""
+    event_count: int
+    score: float
+    """What the hits are ordered by."""
+
+
+@dataclass(frozen=True)
+class Ranking:
+    lexical_weight: float = 0.7
+    """Weight of the lexical score in the relevance (the cosine gets 1 - it); 0 ranks by the embedding alone."""
+    size_prior: float = 0.25
+    """Exponent of the event count the relevance is divided by; 0 ignores the chain's size."""
+
+    def candidates(self, limit: int) -> int:
+        """How many chains to take from each side for `limit` hits."""
+        return max(50, 5 * limit)
+
+    def rank(self, *, chain_id: str, similarity: float, lexical: float, event_count: int) -> RankedChain:
+        relevance = (1.0 - self.lexical_weight) * similarity + self.lexical_weight * lexical
+        score = max(relevance, 0.0) / max(1, event_count) ** self.size_prior
+        return RankedChain(chain_id=chain_id, similarity=similarity, lexical=lexical, event_count=event_count, score=score)

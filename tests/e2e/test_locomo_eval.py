@@ -1,0 +1,72 @@
+"""`athena eval locomo` on a slice of a shared LoCoMo conversation, through the whole local stack."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from athena.embeddings import LocalEmbedder
+from athena_cli.locomo import chunk_baseline, load_conversation, run_locomo
+from athena_cli.stack import LocalStack
+
+pytestmark = pytest.mark.slow
+
+SHARED_LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo"
+REPORT_KEYS = {
+    "recall_at_k", "mean_turns_per_hit", "baseline_recall_at_k", "baseline_mean_turns_per_hit", "chains", "questions",
+    "baseline_hybrid_recall_at_k", "baseline_hybrid_mean_turns_per_hit", "merges", "rejections", "baseline_chunk_sizes",
+}
+
+
+def first_sessions(source: Path, target: Path, sessions: int) -> Path:
+    """The conversation cut to its first `sessions` sessions, with the questions answerable from them."""
+    data = json.loads(source.read_text())
+    kept = {k: v for k, v in data.items() if not k.startswith("session_") or int(k.split("_")[1]) <= sessions}
+    inside = {t["dia_id"] for n in range(1, sessions + 1) for t in data.get(f"session_{n}", [])}
+    kept["qa"] = [q for q in data["qa"] if q.get("evidence") and set(q["evidence"]) <= inside]
+    target.write_text(json.dumps(kept))
+    return target
+
+
+async def test_the_eval_replays_a_conversation_and_reports_recall_beside_both_baselines(stack: LocalStack, tmp_path: Path) -> None:
+    path = first_sessions(SHARED_LOCOMO / "26.json", tmp_path / "26.json", sessions=2)
+    conv = load_conversation(path)
+    dumped: list[dict[str, object]] = []
+
+    report = await run_locomo(
+        stack.client, f"redis://127.0.0.1:{stack.ports.redis}/0", [path], k=5, embedder=LocalEmbedder(), timeout=240, dump=dumped
+    )
+
+    result = report.as_json()
+    assert REPORT_KEYS <= set(result)
+    assert result["questions"] == len(conv.questions) > 0 and result["chains"] >= 1
+    for key in ("recall_at_k", "baseline_recall_at_k", "baseline_hybrid_recall_at_k"):
+        assert 0.0 <= result[key] <= 1.0
+    chained = {t for c in dumped[0]["chains"] for t in c["turns"]}  # type: ignore[index,union-attr]
+    assert chained <= {t.dia_id for t in conv.turns}
+    assert 0 < result["mean_turns_per_hit"] <= max(len(c["turns"]) for c in dumped[0]["chains"])  # type: ignore[index,union-attr,arg-type]
+
+
+async def test_the_hybrid_baseline_finds_the_chunk_holding_a_rare_word_of_the_question(tmp_path: Path) -> None:
+    turns = [
+        ("A", "How was your weekend?"), ("B", "Pretty quiet, lots of reading."),
+        ("A", "Same here, I finished a novel."), ("B", "Which one did you read?"),
+        ("A", "Also my neighbour's parrot Zanzibar learned to whistle a tune!"), ("B", "Ha, that must be loud."),
+        ("A", "It is, every single morning."), ("B", "Get some earplugs then."),
+    ]
+    data = {
+        "conversation": {
+            "speaker_a": "A", "speaker_b": "B", "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)],
+        },
+        "qa": [{"question": "What did Zanzibar learn?", "answer": "to whistle", "evidence": ["D1:5"], "category": 4}],
+    }
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(data))
+
+    result = await chunk_baseline(load_conversation(path), size=2, k=1, embedder=LocalEmbedder())
+
+    assert result.hybrid_recall == 1.0
+    assert len(result.turns_per_hit) == 1 and 1.0 <= result.hybrid_turns_per_hit[0] <= 2.0
