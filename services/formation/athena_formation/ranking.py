@@ -10,7 +10,7 @@ numbers and rare terms a question repeats from the conversation, which one avera
 whole chain dilutes. The size prior divides by a power of the chain's event count: a chain twice as
 long holds about twice the words a query can meet by chance, and when two chains are as relevant
 the shorter one costs the agent less of its context. Measured on LoCoMo (docs/formation.md,
-"Measured retrieval"), with the defaults 0.7 and 0.25.
+"Measured retrieval"), with the defaults 0.7 and 0.3.
 
 Candidates: the best `candidates` chains by cosine and the best `candidates` by lexical score, so a
 chain found by either side alone can win; each is then scored on both.
@@ -39,7 +39,7 @@ class RankedChain:
 class Ranking:
     lexical_weight: float = 0.7
     """Weight of the lexical score in the relevance (the cosine gets 1 - it); 0 ranks by the embedding alone."""
-    size_prior: float = 0.25
+    size_prior: float = 0.3
     """Exponent of the event count the relevance is divided by; 0 ignores the chain's size."""
 
     def candidates(self, limit: int) -> int:
