@@ -123,7 +123,7 @@ def measure_search_at(n_chains: int, n_queries: int, repeats: int, tick: Callabl
                            env={"LLM_BASE_URL": "", "MILVUS_COLLECTION": COLLECTION, "MONGODB_DATABASE": DATABASE})
         m = asyncio.run(_measure(stack.data_dir / "milvus" / "milvus.db", n_chains, n_queries, repeats, tick))
         rpc = run_search_rpc(stack, [f"c{j}" for j in range(n_chains)], lambda salt: _queries(n_queries, salt),
-                             limit=LIMIT, repeats=repeats, tick=lambda: None)
+                             limit=LIMIT, repeats=repeats, tick=lambda: None, topics=_TOPICS)
     return m, rpc
 
 

@@ -3,7 +3,9 @@
 The stack's Milvus Lite file is filled by the in-process measurement (_search.py) with formation's
 VectorIndex before formation starts (a Milvus Lite file admits one process). Here its MongoDB
 (nx-27017) gets one chain document per vector, written as formation writes a new chain (status
-active, embedding_state indexed, the same scope), then formation and ingest start and `SearchMemory`
+active, embedding_state indexed, the same scope, 2 to 20 events, a lexicon of ~80 terms drawn from a
+Zipf-like vocabulary plus its topic's words, so the lexical side of the hybrid search has postings
+of realistic lengths), then formation and ingest start and `SearchMemory`
 is called through AthenaClient with distinct real questions: "included" pays the query embedding,
 "excluded" asks the same questions again (formation's embedding cache answers them, so the call
 costs everything but the model). The first call of the user loads its vectors and is timed alone
@@ -20,6 +22,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+import numpy as np
 from pymongo import AsyncMongoClient
 
 from athena.formation_client import FormationClient
@@ -36,9 +39,27 @@ DOC_BATCH = 1000
 _SERVICES = ("formation", "ingest")
 
 
-def _chain_doc(chain_id: str, now: float) -> dict[str, Any]:
+_VOCABULARY = 20_000
+_TERMS_PER_CHAIN = 80
+
+
+def _lexicon(index: int, topic_words: list[str], rng: np.random.Generator) -> dict[str, int]:
+    """A chain's lexicon as formation would store it: ~80 distinct terms drawn from a Zipf-like
+    vocabulary of 20,000 words (a few frequent, most rare), plus its topic's words, so a bench
+    question's terms have postings of realistic lengths (each topic's words in a tenth of the chains)."""
+    ranks = np.minimum(rng.zipf(1.3, size=_TERMS_PER_CHAIN), _VOCABULARY)
+    lexicon: dict[str, int] = {}
+    for r in ranks:
+        lexicon[f"w{int(r)}"] = lexicon.get(f"w{int(r)}", 0) + 1
+    for word in topic_words:
+        lexicon[word] = 1 + index % 3
+    return lexicon
+
+
+def _chain_doc(chain_id: str, now: float, lexicon: dict[str, int] | None = None, event_count: int = 2) -> dict[str, Any]:
     """A chain document with the fields formation's ChainFormer writes for a new, indexed chain."""
     tenant, user, agent = SCOPE
+    lexicon = lexicon or {}
     return {
         "_id": chain_id, "tenant_id": tenant, "user_id": user, "agent_id": agent,
         "topic": f"topic {chain_id}", "subtopics": [{"name": "travel", "confidence": 0.8}],
@@ -47,23 +68,31 @@ def _chain_doc(chain_id: str, now: float) -> dict[str, Any]:
         "quality": {"coherence": 0.8, "completeness": 0.7, "relevance": 0.8, "engagement": 0.6, "cognitive_depth": 0.5, "overall": 0.77},
         "recall_count": 0, "recall_strength": 0.0, "status": "active", "embedding_state": "indexed",
         "created_at": now, "updated_at": now, "last_accessed_at": now, "first_event_at": now - 60, "last_event_at": now,
-        "event_ids": [f"{chain_id}-e0", f"{chain_id}-e1"], "segment_ids": [f"{chain_id}-s0"], "event_count": 2,
+        "event_ids": [f"{chain_id}-e{i}" for i in range(event_count)], "segment_ids": [f"{chain_id}-s0"], "event_count": event_count,
+        "lexicon": lexicon, "lexicon_terms": sum(lexicon.values()),
         "merge_count": 0, "version": 0, "activity": 0.5, "continues_chain_id": "",
         "importance": 0.6, "heat_score": 0.6, "lifecycle": "warm",
     }
 
 
-async def _fill_docs(mongo_uri: str, chain_ids: list[str]) -> float:
+async def _fill_docs(mongo_uri: str, chain_ids: list[str], topics: list[str]) -> float:
     from athena_formation.chain_store import ChainStore
+    from athena_formation.lexicon import terms
 
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_uri)
+    rng = np.random.default_rng(11)
+    topic_terms = [terms(t) for t in topics]
     try:
         store = ChainStore(client, DATABASE)
         await store.ensure_indexes()
         now = datetime.now(timezone.utc).timestamp()
         t0 = time.perf_counter()
         for i in range(0, len(chain_ids), DOC_BATCH):
-            await store.chains.insert_many([_chain_doc(c, now) for c in chain_ids[i:i + DOC_BATCH]], ordered=False)
+            docs = [
+                _chain_doc(c, now, _lexicon(j, topic_terms[j % len(topic_terms)], rng), event_count=2 + j % 19)
+                for j, c in enumerate(chain_ids[i:i + DOC_BATCH], start=i)
+            ]
+            await store.chains.insert_many(docs, ordered=False)
         return time.perf_counter() - t0
     finally:
         await client.close()
@@ -135,13 +164,13 @@ async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], *,
 
 
 def run_search_rpc(stack: LocalStack, chain_ids: list[str], queries: Callable[[str], list[str]], *, limit: int, repeats: int,
-                   tick: Callable[[], None]) -> dict[str, Any]:
+                   tick: Callable[[], None], topics: list[str]) -> dict[str, Any]:
     """Fill the stack's MongoDB with the chains whose vectors are already in its Milvus file, start
     formation and ingest, time SearchMemory; the stack is stopped on return."""
     stack.start_dependencies()
     try:
         mongo_uri = f"mongodb://127.0.0.1:{stack.ports.mongo}/"
-        fill_s = asyncio.run(_fill_docs(mongo_uri, chain_ids))
+        fill_s = asyncio.run(_fill_docs(mongo_uri, chain_ids, topics))
         t0 = time.perf_counter()
         for name in _SERVICES:
             stack.start_service(name)
