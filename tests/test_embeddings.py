@@ -45,6 +45,21 @@ async def test_cache_hit_does_not_reencode(local: LocalEmbedder) -> None:
     assert (await local.embed([])).shape == (0, 384)
 
 
+async def test_the_torchscript_encoder_gives_the_eager_models_vectors_for_short_long_and_padded_batches(local: LocalEmbedder) -> None:
+    from athena.embeddings._local import _compiled
+
+    eager = LocalEmbedder(cache=EmbeddingCache(), torchscript=False)
+    texts = ["hi", "Which Kyoto temples need a reservation?", " ".join(["word"] * 400), f"a one-off text {uuid.uuid4()}"]
+
+    together = await local.embed(texts)
+    one_by_one = np.vstack([await LocalEmbedder(cache=EmbeddingCache()).embed([t]) for t in texts])
+    reference = await eager.embed(texts)
+
+    assert any(v is not None for v in _compiled.values())  # the frozen graph is what ran
+    np.testing.assert_allclose(together, reference, atol=1e-5)
+    np.testing.assert_allclose(one_by_one, reference, atol=1e-5)
+
+
 def test_lru_cache_evicts_oldest() -> None:
     cache = EmbeddingCache(max_entries=2)
     for key in (b"a", b"b", b"c"):

@@ -201,6 +201,8 @@ class Settings(BaseSettings):
     """Weight of the query's words (BM25 over the chain's lexicon, scaled to [0, 1]) in a hit's relevance; the embedding's cosine gets 1 minus it. 0 ranks by the embedding alone."""
     search_size_prior: float = Field(default=0.3, ge=0, le=2)
     """A hit's relevance is divided by its chain's event count to this power: of two chains as relevant, the shorter comes first. 0 ignores size."""
+    search_chain_cache_max_documents: int = Field(default=10_000, ge=0)
+    """Milvus Lite only (formation the one writer of chains): most chain documents formation keeps in memory for the searches that return them again (0: every search reads MongoDB)."""
     search_lexicon_refresh_seconds: float = Field(default=2.0, gt=0)
     """With a Milvus server (several formation replicas), how stale a replica's lexical index of a user may get before a search re-reads that user's chains written since."""
 

@@ -11,7 +11,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-import typer
+from athena.omp import prefer_passive_omp_wait
+
+prefer_passive_omp_wait()  # before anything loads torch (athena serve, bench, eval)
+
+import typer  # noqa: E402
 from rich.console import Console
 from rich.table import Table
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta, timezone
 
 import grpc
@@ -54,11 +55,13 @@ async def test_search_never_returns_another_tenants_or_users_chains(stub) -> Non
     assert [h.chain.id for h in response.hits] == [mine]
 
 
-async def test_a_recall_warms_the_chain(formation: Formation, stub) -> None:
+async def test_a_recall_warms_the_chain_in_the_answer_and_in_the_store_just_after(formation: Formation, stub) -> None:
     chain_id = await _form(stub, KYOTO)
     before = await formation.store.get(chain_id)
 
-    await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto", limit=1), timeout=30)
+    response = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto", limit=1), timeout=30)
+    assert response.hits[0].chain.recall_count == 1  # the answer shows the warmed chain
+    await formation.recall.settle()  # its write goes out just after the answer
 
     after = await formation.store.get(chain_id)
     assert after["recall_count"] == 1 and after["recall_strength"] > before["recall_strength"]
@@ -105,3 +108,38 @@ async def test_the_archiver_deletes_the_embedding_then_archives_and_search_stops
     assert cold not in [h.chain.id for h in hits.hits]
     chain = await stub.GetChain(memory_pb2.GetChainRequest(scope=SCOPE, chain_id=cold), timeout=30)
     assert chain.status == memory_pb2.CHAIN_STATUS_ARCHIVED
+
+
+async def test_the_warm_ups_of_concurrent_searches_all_reach_the_store(formation: Formation, stub) -> None:
+    chain_id = await _form(stub, KYOTO)
+
+    await asyncio.gather(*(stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=1), timeout=30) for _ in range(6)))
+    await formation.recall.settle()
+
+    assert (await formation.store.get(chain_id))["recall_count"] == 6
+
+
+async def test_search_fills_its_hits_past_chains_whose_documents_say_they_are_no_longer_searchable(formation: Formation, stub) -> None:
+    kyoto = await _form(stub, KYOTO)
+    others = {await _form(stub, COOKING), await _form(stub, PYTHON_BUG)}
+    # Archived behind the search index's back: its vector and words are still there, its document says no.
+    await formation.store.set_fields(kyoto, {"status": "archived"})
+
+    response = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=2), timeout=30)
+
+    assert {h.chain.id for h in response.hits} == others
+
+
+async def test_warm_ups_of_one_chain_gathered_in_an_interval_become_one_write_of_their_count(formation: Formation, stub) -> None:
+    from athena_formation.warm_ups import WarmUps
+
+    chain_id = await _form(stub, KYOTO)
+    warm_ups = WarmUps(formation.store, interval=60.0)
+    warm_ups.record(chain_id, {"heat_score": 0.5, "lifecycle": "warm"})
+    warm_ups.record(chain_id, {"heat_score": 0.9, "lifecycle": "hot"})
+    assert warm_ups.pending == 1
+
+    await warm_ups.settle()
+
+    doc = await formation.store.get(chain_id)
+    assert doc["recall_count"] == 2 and doc["heat_score"] == 0.9 and doc["lifecycle"] == "hot" and warm_ups.pending == 0

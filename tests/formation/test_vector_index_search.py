@@ -1,4 +1,4 @@
-"""VectorIndex.search on Milvus Lite, answered from the searched user's vectors: exact, scoped, and
+"""VectorIndex.search on Milvus Lite, answered from the searched user's vectors (float16 rows): the cosine top k, scoped, and
 coherent with upserts and deletes that happen after the user was loaded."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ async def _index_with(tmp_path: Path, rows: dict[str, tuple[str, str, np.ndarray
     return index
 
 
-async def test_search_returns_the_users_exact_cosine_top_k_and_nothing_of_other_users(tmp_path: Path) -> None:
+async def test_search_returns_the_users_cosine_top_k_and_nothing_of_other_users(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     rows = {f"c{i}": ("alice" if i % 2 else "bob", "helper", _unit(rng)) for i in range(40)}
     index = await _index_with(tmp_path, rows)
@@ -35,7 +35,8 @@ async def test_search_returns_the_users_exact_cosine_top_k_and_nothing_of_other_
         alice = {c: v for c, (u, _, v) in rows.items() if u == "alice"}
         expected = sorted(alice, key=lambda c: -float(alice[c] @ query))[:5]
         assert [h.chain_id for h in hits] == expected
-        assert abs(hits[0].similarity - float(alice[expected[0]] @ query)) < 1e-4
+        # The rows are kept as float16 (user_vectors.py): cosines within 1e-3 of float32's.
+        assert all(abs(h.similarity - float(alice[h.chain_id] @ query)) < 1e-3 for h in hits)
         assert await index.search(query, tenant_id="acme", user_id="carol", limit=5) == []
     finally:
         await index.close()

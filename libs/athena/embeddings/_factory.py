@@ -10,7 +10,8 @@ from athena.embeddings._provider import Embedder
 __all__ = ["make_embedder"]
 
 
-def make_embedder(settings: Settings) -> Embedder:
+def make_embedder(settings: Settings, *, small_batch_threads: int | None = 1) -> Embedder:
+    """The configured embedder; `small_batch_threads` is for the local model (LocalEmbedder)."""
     if settings.embedding_provider == EmbeddingProvider.OPENAI:
         return OpenAIEmbedder(
             base_url=settings.embedding_base_url,
@@ -20,4 +21,4 @@ def make_embedder(settings: Settings) -> Embedder:
         )
     if settings.embedding_dim != MINILM_DIM:
         raise ValueError(f"EMBEDDING_DIM is {settings.embedding_dim}, but the local model gives {MINILM_DIM}-d vectors")
-    return LocalEmbedder()
+    return LocalEmbedder(small_batch_threads=small_batch_threads)

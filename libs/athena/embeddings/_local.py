@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,10 +20,13 @@ from athena.embeddings._provider import normalize_rows
 
 __all__ = ["LocalEmbedder", "bundled_model_path"]
 
+log = logging.getLogger("athena.embeddings")
+
 MINILM_DIM = 384
 
 _models: dict[str, tuple[Any, threading.Lock]] = {}  # model key -> (model, its encode lock)
 _models_lock = threading.Lock()
+_compiled: dict[str, Any] = {}  # model key -> its transformer as frozen TorchScript, or None where that failed
 
 
 def bundled_model_path() -> Path:
@@ -71,9 +76,56 @@ def _intra_op_threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _preprocess(model: Any, texts: list[str]) -> dict[str, Any]:
+    """The model's tokenization of a batch (`preprocess` in sentence-transformers 6, `tokenize` before)."""
+    return model.preprocess(texts) if hasattr(model, "preprocess") else model.tokenize(texts)
+
+
+_TRACE_TEXTS = ["A sample sentence to trace the encoder with.", "and a shorter one"]
+
+
+def _compile_transformer(model: Any) -> Any:
+    """The model's transformer traced and frozen as TorchScript (called with the model's encode lock
+    held), or None when it cannot be, or does not give the eager model's vectors.
+
+    Why: for the short texts of a search query most of an eager forward pass is Python overhead of
+    the transformers modules; the frozen graph runs the same kernels without it (a one-text encode on
+    one thread: 11.4 against 14.7 ms p50, docs/benchmarks.md). Traced on a padded batch of two texts
+    of different lengths, so the attention mask is part of the graph, and checked against the eager
+    model on that batch before it is used."""
+    import torch
+
+    try:
+        transformer = model[0].auto_model
+
+        class _Forward(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.inner = transformer
+
+            def forward(self, input_ids: Any, attention_mask: Any) -> Any:
+                return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+        features = _preprocess(model, _TRACE_TEXTS)
+        ids, mask = features["input_ids"], features["attention_mask"]
+        with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's warnings about Python values it records
+            frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(_Forward().eval(), (ids, mask), strict=False).eval()))
+            traced_out = frozen(ids, mask)
+            eager_out = transformer(input_ids=ids, attention_mask=mask).last_hidden_state
+        live = mask.bool()
+        if float((traced_out[live] - eager_out[live]).abs().max()) > 1e-4:
+            return None
+        return frozen
+    except Exception:  # any model or torch this cannot trace: the eager path serves
+        return None
+
+
 class LocalEmbedder:
     """sentence-transformers encoder run in a worker thread, loaded on first use, batched (also across
-    concurrent callers), cached."""
+    concurrent callers), cached. By default the transformer runs as frozen TorchScript
+    (`_compile_transformer`); `torchscript=False` keeps sentence-transformers' own eager encode, whose
+    vectors the trainers' caches and artifacts were made with."""
 
     def __init__(
         self,
@@ -82,8 +134,15 @@ class LocalEmbedder:
         batch_size: int = 64,
         device: str = "cpu",
         cache: EmbeddingCache | None = None,
+        torchscript: bool = True,
+        small_batch_threads: int | None = 1,
     ) -> None:
         self._path = str(model_path) if model_path is not None else str(bundled_model_path())
+        self._torchscript = torchscript and device == "cpu"
+        self._small_batch_threads = small_batch_threads
+        """torch threads for batches of at most SMALL_BATCH texts (None: torch's own count). One by
+        default; formation asks for None, since its query embeddings alternate with its vector scan
+        and changing the thread count between the two slowed both (docs/benchmarks.md)."""
         self._device = device
         self._batch_size = batch_size
         self._cache = cache if cache is not None else shared_cache(f"local:{self._path}")
@@ -100,16 +159,45 @@ class LocalEmbedder:
 
     def _encode_sync(self, texts: list[str]) -> np.ndarray:
         model, lock = _load(self._path, self._device)
-        with lock, _intra_op_threads(1 if len(texts) <= SMALL_BATCH else None):
-            vecs = model.encode(
-                texts,
-                batch_size=self._batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+        with lock, _intra_op_threads(self._small_batch_threads if len(texts) <= SMALL_BATCH else None):
+            compiled = self._compiled(model) if self._torchscript else None
+            if compiled is not None:
+                vecs = self._encode_compiled(model, compiled, texts)
+            else:
+                vecs = model.encode(
+                    texts,
+                    batch_size=self._batch_size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
             self.encoded_texts += len(texts)
         return normalize_rows(vecs)
+
+    def _compiled(self, model: Any) -> Any:
+        key = f"{self._path}@{self._device}"
+        if key not in _compiled:
+            _compiled[key] = _compile_transformer(model)
+            if _compiled[key] is None:
+                log.warning("the embedding model's transformer could not be frozen as TorchScript; encoding eagerly")
+            else:
+                log.info("the embedding model's transformer runs as frozen TorchScript")
+        return _compiled[key]
+
+    def _encode_compiled(self, model: Any, compiled: Any, texts: list[str]) -> np.ndarray:
+        """What model.encode does (tokenize, transformer, the pooling modules, normalise), with the
+        transformer's frozen graph."""
+        import torch
+
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), self._batch_size):
+                features = _preprocess(model, texts[start:start + self._batch_size])
+                features = {"token_embeddings": compiled(features["input_ids"], features["attention_mask"]), "attention_mask": features["attention_mask"]}
+                for module in list(model)[1:]:
+                    features = module(features)
+                out.append(torch.nn.functional.normalize(features["sentence_embedding"], p=2, dim=1).numpy())
+        return np.vstack(out)
 
     async def _encode(self, texts: list[str]) -> np.ndarray:
         # Concurrent callers (a worker pool's tasks) share one forward pass instead of queueing on the

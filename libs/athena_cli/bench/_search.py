@@ -65,7 +65,7 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
     t_fill = time.perf_counter()
     await _fill(index, vectors)
     fill_s = time.perf_counter() - t_fill
-    embedder = LocalEmbedder(cache=EmbeddingCache())
+    embedder = LocalEmbedder(cache=EmbeddingCache(), small_batch_threads=None)  # as formation embeds queries
     await embedder.embed(["warm-up"])
     t_load = time.perf_counter()
     await index.search(vectors[0], tenant_id=SCOPE[0], user_id=SCOPE[1], limit=LIMIT)  # reads the user's vectors
@@ -92,6 +92,9 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
                 t0 = time.perf_counter()
                 await index.search(q, tenant_id=SCOPE[0], user_id=SCOPE[1], limit=LIMIT)
                 excl.append((time.perf_counter() - t0) * 1000)
+            # The baseline in a loop of its own: numpy's BLAS threads and torch's (VectorIndex's scan)
+            # spinning in turn slow each other down (both, 2-3x) when interleaved call by call.
+            for q, hits in qvecs:
                 t0 = time.perf_counter()
                 sims = vectors @ q
                 top = np.argpartition(-sims, LIMIT)[:LIMIT]
@@ -138,10 +141,10 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
     rs = rpc["series"]
     res = StageResult(stage="search")
     res.figures = [
-        Figure(f"search p50, query embedding included ({n_chains:,} chains)", "ms", summary(s["incl_p50"]), "numpy cosine + embedding", None),
-        Figure(f"search p95, query embedding included ({n_chains:,} chains)", "ms", summary(s["incl_p95"]), "numpy cosine + embedding", summary(s["np_incl_p95"])),
-        Figure(f"search p50, embedding excluded ({n_chains:,} chains)", "ms", summary(s["excl_p50"]), "numpy cosine", summary(s["np_p50"])),
-        Figure(f"search p95, embedding excluded ({n_chains:,} chains)", "ms", summary(s["excl_p95"]), "numpy cosine", summary(s["np_p95"])),
+        Figure(f"vector step p50, query embedding included ({n_chains:,} chains)", "ms", summary(s["incl_p50"]), "numpy cosine + embedding", None),
+        Figure(f"vector step p95, query embedding included ({n_chains:,} chains)", "ms", summary(s["incl_p95"]), "numpy cosine + embedding", summary(s["np_incl_p95"])),
+        Figure(f"vector step p50, embedding excluded ({n_chains:,} chains)", "ms", summary(s["excl_p50"]), "numpy cosine", summary(s["np_p50"])),
+        Figure(f"vector step p95, embedding excluded ({n_chains:,} chains)", "ms", summary(s["excl_p95"]), "numpy cosine", summary(s["np_p95"])),
         Figure("query embedding p50 (LocalEmbedder, 1 text)", "ms", summary(s["embed_p50"])),
         Figure(f"SearchMemory RPC p50, embedding included ({n_chains:,} chains)", "ms", summary(rs["incl_p50"]), "in-process embedding + VectorIndex.search", summary(s["incl_p50"])),
         Figure(f"SearchMemory RPC p95, embedding included ({n_chains:,} chains)", "ms", summary(rs["incl_p95"]), "in-process embedding + VectorIndex.search", summary(s["incl_p95"])),
@@ -149,10 +152,14 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
         Figure(f"SearchMemory RPC p95, embedding cached ({n_chains:,} chains)", "ms", summary(rs["excl_p95"]), "in-process VectorIndex.search", summary(s["excl_p95"])),
     ]
     res.figures[0].baseline_name = ""
+    # search_p95_ms is SearchMemory itself (the public RPC, hybrid ranking, MongoDB fetch included);
+    # the in-process figures time the vector step alone (embedding + VectorIndex.search).
     res.keys = {
-        "search_p95_ms": res.figures[1].value["median"],
+        "search_p95_ms": res.figures[6].value["median"],
         "search_chains": n_chains,
-        "search_p95_ms_excluding_embedding": res.figures[3].value["median"],
+        "search_p95_ms_excluding_embedding": res.figures[8].value["median"],
+        "search_vector_step_p95_ms": res.figures[1].value["median"],
+        "search_vector_step_p95_ms_excluding_embedding": res.figures[3].value["median"],
         "search_numpy_p95_ms": res.figures[3].baseline["median"],  # type: ignore[index]
         "search_rpc_p50_ms": res.figures[5].value["median"],
         "search_rpc_p95_ms": res.figures[6].value["median"],
@@ -172,10 +179,13 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
     }
     if small is not None and small_rpc is not None:
         g = {k: statistics.median(small["series"][k]) for k in ("incl_p95", "excl_p50", "excl_p95", "np_p95")}
-        res.keys["search_growth_10x_p95"] = res.figures[1].value["median"] / g["incl_p95"]
-        res.keys["search_growth_10x_p95_excluding_embedding"] = res.figures[3].value["median"] / g["excl_p95"]
+        res.keys["search_vector_step_growth_10x_p95"] = res.figures[1].value["median"] / g["incl_p95"]
+        res.keys["search_vector_step_growth_10x_p95_excluding_embedding"] = res.figures[3].value["median"] / g["excl_p95"]
         small_rpc_p95 = statistics.median(small_rpc["series"]["incl_p95"])
-        res.keys["search_rpc_growth_10x_p95"] = res.figures[6].value["median"] / small_rpc_p95
+        small_rpc_cached_p95 = statistics.median(small_rpc["series"]["excl_p95"])
+        res.keys["search_growth_10x_p95"] = res.figures[6].value["median"] / small_rpc_p95
+        res.keys["search_growth_10x_p95_excluding_embedding"] = res.figures[8].value["median"] / small_rpc_cached_p95
+        res.keys["search_rpc_growth_10x_p95"] = res.keys["search_growth_10x_p95"]
         res.detail["growth"] = {"chains": n_chains // 10, "repeats": 3, **{f"{k}_ms": v for k, v in g.items()},
                                 "fill_seconds": small["fill_s"], "first_search_user_load_seconds": small["user_load_s"],
                                 "rpc": _rpc_detail(small_rpc)}

@@ -1,3 +1,7 @@
-from athena_formation.server import main
+from athena.omp import prefer_passive_omp_wait
+
+prefer_passive_omp_wait()  # before torch loads
+
+from athena_formation.server import main  # noqa: E402
 
 main()

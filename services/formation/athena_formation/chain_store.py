@@ -9,24 +9,33 @@ scores and reason, so an operator can see why a segment was not remembered.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping, Sequence
 
-from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
+import pymongo
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument, UpdateOne
 from pymongo.errors import DuplicateKeyError
 
 from athena.stores import mongo_unavailable
+from athena_formation.chain_cache import ChainDocCache
 from athena_formation.lexical_index import LexiconRow, row_from_doc
 
-__all__ = ["CHAINS", "ChainStore", "OUTCOMES", "cutoff", "epoch", "from_epoch"]
+__all__ = ["CHAINS", "ChainStore", "OUTCOMES", "SEARCH_SKIPS", "cutoff", "epoch", "from_epoch"]
 
 CHAINS = "cognitive_chains"
 OUTCOMES = "formation_outcomes"
 EVENTS = "cognitive_events"
+_FULL_READ_SECONDS = 600.0
+SEARCH_SKIPS = ("lexicon",)
+"""Fields of a chain document a search does not read (the lexical index holds the lexicon)."""
 
 
 class ChainStore:
-    def __init__(self, client: AsyncMongoClient[dict[str, Any]], database: str) -> None:
+    def __init__(self, client: AsyncMongoClient[dict[str, Any]], database: str, *, search_cache: ChainDocCache | None = None) -> None:
+        self.search_cache = search_cache
+        """Documents as searches read them (chain_cache.py); every chain write here drops its chain from it."""
         db = client[database]
         self.chains = db[CHAINS]
         self.outcomes = db[OUTCOMES]
@@ -72,15 +81,50 @@ class ChainStore:
         with mongo_unavailable():
             return await self.chains.find_one({"_id": chain_id})
 
-    async def get_many(self, chain_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    async def get_many(self, chain_ids: Sequence[str], *, without: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+        """The chains with these ids, by id; `without` names fields not to read."""
         if not chain_ids:
             return {}
+        projection = {f: 0 for f in without} or None
         with mongo_unavailable():
-            return {d["_id"]: d async for d in self.chains.find({"_id": {"$in": list(chain_ids)}})}
+            return {d["_id"]: d async for d in self.chains.find({"_id": {"$in": list(chain_ids)}}, projection)}
+
+    async def get_for_search(self, chain_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The chains a search answers with (no lexicon), from the search cache where it has them."""
+        cache = self.search_cache
+        if cache is None:
+            return await self.get_many(chain_ids, without=SEARCH_SKIPS)
+        found, missing = cache.lookup(chain_ids)
+        if missing:
+            stamp = cache.begin_read()
+            read: dict[str, dict[str, Any]] = {}
+            try:
+                read = await self.get_many(missing, without=SEARCH_SKIPS)
+            finally:
+                cache.end_read(stamp, read.values())
+            found.update(read)
+        return found
+
+    def _written(self, chain_ids: Sequence[str]) -> None:
+        if self.search_cache is not None:
+            self.search_cache.drop(chain_ids)
+
+    @contextmanager
+    def _writing(self, chain_ids: Sequence[str]) -> Iterator[None]:
+        """Around a write of these chains: they leave the search cache once it is done (or failed,
+        since it may have landed), so no read from before it is kept (chain_cache.py)."""
+        try:
+            yield
+        finally:
+            self._written(chain_ids)
+
+    def forget_cached(self, chain_ids: Sequence[str]) -> None:
+        """Chains deleted or written outside this class's methods (erasure)."""
+        self._written(chain_ids)
 
     async def insert_new(self, doc: Mapping[str, Any]) -> None:
         """Insert a new chain; a retry that finds it already there leaves it as it is."""
-        with mongo_unavailable():
+        with self._writing([doc["_id"]]), mongo_unavailable():
             await self.chains.update_one({"_id": doc["_id"]}, {"$setOnInsert": dict(doc)}, upsert=True)
 
     async def apply_merge(self, chain: Mapping[str, Any], segment_id: str, updates: Mapping[str, Any], event_ids: Sequence[str]) -> bool:
@@ -96,19 +140,34 @@ class ChainStore:
             "event_count": int(chain.get("event_count", 0)) + len(event_ids),
             "version": int(chain.get("version", 0)) + 1,
         }
-        with mongo_unavailable():
+        with self._writing([chain["_id"]]), mongo_unavailable():
             result = await self.chains.update_one({"_id": chain["_id"], "version": int(chain.get("version", 0))}, {"$set": fields})
         return result.modified_count == 1
 
     async def set_fields(self, chain_id: str, fields: Mapping[str, Any]) -> dict[str, Any] | None:
-        with mongo_unavailable():
+        with self._writing([chain_id]), mongo_unavailable():
             return await self.chains.find_one_and_update(
                 {"_id": chain_id}, {"$set": dict(fields)}, return_document=ReturnDocument.AFTER
             )
 
     async def record_recall(self, chain_id: str, fields: Mapping[str, Any]) -> None:
-        with mongo_unavailable():
-            await self.chains.update_one({"_id": chain_id}, {"$set": dict(fields), "$inc": {"recall_count": 1}})
+        await self.record_recalls([(chain_id, 1, fields)])
+
+    async def record_recalls(self, recalls: Sequence[tuple[str, int, Mapping[str, Any]]]) -> None:
+        """Recalls of chains, each (chain id, how many, the warmed fields): one round trip for all of
+        them. An archived chain is left as it is (its lifecycle stays archived)."""
+        if not recalls:
+            return
+        ops = [UpdateOne({"_id": c, "status": "active"}, {"$set": dict(fields), "$inc": {"recall_count": n}}) for c, n, fields in recalls]
+        try:
+            with mongo_unavailable():
+                await self.chains.bulk_write(ops, ordered=False)
+        except BaseException:
+            self._written([c for c, _, _ in recalls])  # it may have landed: read them again
+            raise
+        if self.search_cache is not None:
+            for chain_id, count, fields in recalls:
+                self.search_cache.add_recalls(chain_id, count, fields)
 
     async def merge_candidates(
         self, *, tenant_id: str, user_id: str, agent_id: str, since: datetime, limit: int
@@ -146,7 +205,9 @@ class ChainStore:
         else:
             query["updated_at"] = {"$gte": updated_since}
         projection = {"agent_id": 1, "lexicon": 1, "event_count": 1, "status": 1}
-        with mongo_unavailable():
+        # A user's first read may hold 10^5 chains: bounded as a whole, not by MONGODB_TIMEOUT_MS per
+        # round trip (the MongoDB-wire server prepares a whole result before its first batch).
+        with mongo_unavailable(), pymongo.timeout(_FULL_READ_SECONDS):
             return [row_from_doc(d) async for d in self.chains.find(query, projection)]
 
     async def pending_embeddings(self, *, older_than: datetime) -> list[dict[str, Any]]:

@@ -70,6 +70,7 @@ class FormationEraser:
             self.lexical.forget_user(tenant_id, user_id)
         with mongo_unavailable():
             chains = await self.store.chains.delete_many({"tenant_id": tenant_id, "user_id": user_id})
+            self.store.forget_cached(sorted(chain_ids))
             records = await self.store.outcomes.delete_many({"tenant_id": tenant_id, "user_id": user_id})
         receipt = memory_pb2.ForgetUserResponse(
             embeddings=len(vector_ids), chains=int(chains.deleted_count), formation_records=int(records.deleted_count)
@@ -89,6 +90,7 @@ class FormationEraser:
                     self.lexical.drop(doc["tenant_id"], doc["user_id"], [chain_id])
             if chain_id:
                 await self.store.chains.delete_many({"_id": chain_id})
+                self.store.forget_cached([chain_id])
             await self.store.outcomes.delete_many({"_id": segment_id})
 
 

@@ -65,13 +65,26 @@ class LexiconSource(Protocol):
 class LexicalScores:
     """One query's lexical scores over one user's chains."""
 
-    def __init__(self, lexicon: "UserLexicon", scores: np.ndarray) -> None:
+    def __init__(self, lexicon: "UserLexicon", scores: np.ndarray, matched: dict[str, np.ndarray] | None = None) -> None:
         self._lexicon = lexicon
         self.scores = scores
+        self._matched = matched or {}  # query term -> the rows holding it, ascending
 
     def of(self, chain_id: str) -> float:
         row = self._lexicon.row_of(chain_id)
         return float(self.scores[row]) if row is not None and row < len(self.scores) else 0.0
+
+    def terms_in(self, chain_id: str) -> set[str]:
+        """The query's terms the chain holds."""
+        row = self._lexicon.row_of(chain_id)
+        if row is None:
+            return set()
+        found = set()
+        for term, rows in self._matched.items():
+            at = int(np.searchsorted(rows, row))
+            if at < len(rows) and rows[at] == row:
+                found.add(term)
+        return found
 
     def top(self, limit: int) -> list[tuple[str, float]]:
         """The `limit` best-scoring chains with a score above zero, best first."""
@@ -175,6 +188,7 @@ class UserLexicon:
         lengths = np.frombuffer(self._lengths, dtype=np.float32)
         avg_length = max(1e-9, self._total_length / self._live)
         ceiling = 0.0
+        matched: dict[str, np.ndarray] = {}
         for term in dict.fromkeys(terms):
             posting = self._postings.get(term)
             rows = np.frombuffer(posting[0], dtype=np.int32) if posting else np.zeros(0, dtype=np.int32)
@@ -185,6 +199,7 @@ class UserLexicon:
             if not df:
                 continue
             rows = rows[live]
+            matched[term] = rows  # rows are appended in order and compaction keeps it: ascending
             tf = np.frombuffer(posting[1], dtype=np.float32)[live].astype(np.float64)  # type: ignore[index]
             norm = K1 * (1.0 - B + B * lengths[rows] / avg_length)
             scores += np.bincount(rows, weights=idf * tf * (K1 + 1.0) / (tf + norm), minlength=n)
@@ -194,7 +209,7 @@ class UserLexicon:
             if self._agent_array is None:
                 self._agent_array = np.asarray(self._agents)
             scores[self._agent_array != agent_id] = 0.0
-        return LexicalScores(self, scores)
+        return LexicalScores(self, scores, matched)
 
 
 class LexicalIndex:

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from athena.embeddings import Embedder
-from athena.errors import InvalidArgument, FieldViolation, NotFound
+from athena.errors import FieldViolation, InvalidArgument, NotFound
 from athena.memory.v1 import memory_pb2
 from athena.metrics import CHAIN_HEAT, SEARCH_HITS
 from athena_formation.chain_docs import chain_to_proto
@@ -20,6 +20,7 @@ from athena_formation.lexical_index import LexicalIndex, LexicalScores, UserLexi
 from athena_formation.lexicon import query_terms, terms
 from athena_formation.ranking import RankedChain, Ranking
 from athena_formation.vector_index import VectorIndex
+from athena_formation.warm_ups import WarmUps
 
 __all__ = ["Recall", "matched_terms"]
 
@@ -28,17 +29,28 @@ _STOP = frozenset("the and for with that this what when where which who how are 
 _STATUS_NAMES = {memory_pb2.CHAIN_STATUS_ACTIVE: "active", memory_pb2.CHAIN_STATUS_ARCHIVED: "archived"}
 
 
-def matched_terms(query: str, doc: Mapping[str, Any]) -> list[str]:
-    """The query's words found in the chain: in its lexicon (by their stems), or for a chain without
-    one, in its topic, summary and entities."""
-    lexicon = doc.get("lexicon")
-    text = "" if lexicon else " ".join([doc.get("topic", ""), doc.get("summary", ""), *(e["text"] for e in doc.get("entities", []))]).lower()
+def _searchable(doc: Mapping[str, Any], scope: memory_pb2.Scope) -> bool:
+    """An active, indexed chain of the scope (the tenant and user always; the agent when given)."""
+    return (
+        doc.get("status") == "active"
+        and doc.get("embedding_state") == "indexed"
+        and doc.get("tenant_id") == scope.tenant_id
+        and doc.get("user_id") == scope.user_id
+        and (not scope.agent_id or doc.get("agent_id") == scope.agent_id)
+    )
+
+
+def matched_terms(query: str, doc: Mapping[str, Any], chain_terms: set[str] | None) -> list[str]:
+    """The query's words (as written) found in the chain: by their terms among `chain_terms` (the
+    query terms its lexicon holds), or for a chain the lexical index does not know, in its topic,
+    summary and entities."""
+    text = "" if chain_terms is not None else " ".join([doc.get("topic", ""), doc.get("summary", ""), *(e["text"] for e in doc.get("entities", []))]).lower()
     found: list[str] = []
     for w in _WORD.findall(query):
         lw = w.lower()
         if lw in _STOP or lw in found:
             continue
-        if (lexicon and any(t in lexicon for t in terms(lw))) or (not lexicon and lw in text):
+        if (chain_terms is not None and any(t in chain_terms for t in terms(lw))) or (chain_terms is None and lw in text):
             found.append(lw)
     return found
 
@@ -60,23 +72,35 @@ class Recall:
         self.heat = heat
         self.lexical = lexical
         self.ranking = ranking or Ranking()
+        self.warm_ups = WarmUps(store)
+        """The recalls' warm-ups, written behind the answers (warm_ups.py)."""
 
     async def search(self, request: memory_pb2.SearchMemoryRequest) -> memory_pb2.SearchMemoryResponse:
         """Hybrid search (ranking.py): the best chains by cosine and by the query's words, each scored
         on both and on its size, then hydrated from MongoDB, filtered and warmed."""
         scope = request.scope
         limit = request.limit or 5
-        query_vec = (await self.embedder.embed([request.query]))[0]
-        allowed: set[str] | None = None
-        if request.metadata_filters:
-            allowed = await self.store.events_with_metadata(
-                tenant_id=scope.tenant_id, user_id=scope.user_id, filters=dict(request.metadata_filters)
+        # The user's lexical index is read (first search) while the query is embedded.
+        lexicon_task = asyncio.ensure_future(self._lexicon(scope))
+        try:
+            query_vec = (await self.embedder.embed([request.query]))[0]
+            allowed: set[str] | None = None
+            if request.metadata_filters:
+                allowed = await self.store.events_with_metadata(
+                    tenant_id=scope.tenant_id, user_id=scope.user_id, filters=dict(request.metadata_filters)
+                )
+            pool = self.ranking.candidates(limit) if allowed is None else min(1000, max(self.ranking.candidates(limit), limit * 4 + 20))
+            vector_hits = await self.vectors.search(
+                query_vec, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=pool
             )
-        agent_id = scope.agent_id or None
-        pool = self.ranking.candidates(limit) if allowed is None else min(1000, max(self.ranking.candidates(limit), limit * 4 + 20))
-        vector_hits = await self.vectors.search(query_vec, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=agent_id, limit=pool)
+            lexicon = await lexicon_task
+        finally:
+            if not lexicon_task.done():
+                lexicon_task.cancel()  # the read itself is shielded in LexicalIndex and goes on
+            elif not lexicon_task.cancelled():
+                lexicon_task.exception()  # retrieved: a search that failed earlier never awaited it
         similarity = {h.chain_id: h.similarity for h in vector_hits}
-        lexicon, lexical = await self._lexical(request.query, scope)
+        lexical = lexicon.query(query_terms(request.query), agent_id=scope.agent_id or None) if lexicon is not None else None
         if lexical is not None:
             # Found by their words alone: scored on their embedding too (a chain without one is not searchable).
             word_hits = [c for c, _ in lexical.top(pool) if c not in similarity]
@@ -89,61 +113,85 @@ class Recall:
             ),
             key=lambda r: -r.score,
         )
-        # Over-fetch: a few may be dropped below (archived meanwhile, another agent's, under the threshold).
-        provisional = provisional[: limit + 10 if allowed is None else min(1000, limit * 4 + 20)]
-        docs = await self.store.get_many([r.chain_id for r in provisional])
-        ranked = sorted(
-            (self._rank(r.chain_id, r.similarity, lexical, int(docs[r.chain_id].get("event_count", 1))) for r in provisional if r.chain_id in docs),
-            key=lambda r: -r.score,
-        )
-        out = []
-        for hit in ranked:
-            doc = docs[hit.chain_id]
-            if doc.get("status") != "active" or doc.get("embedding_state") != "indexed" or doc.get("tenant_id") != scope.tenant_id or doc.get("user_id") != scope.user_id:
-                continue
-            if scope.agent_id and doc.get("agent_id") != scope.agent_id:
-                continue
-            if request.HasField("similarity_threshold") and hit.similarity < request.similarity_threshold:
-                continue
-            out.append((hit, doc))
-            if len(out) == limit:
-                break
-        now = datetime.now(timezone.utc)
+        out = await self._hydrate(request, provisional, lexical, limit=limit, most=limit + 10 if allowed is None else min(1000, limit * 4 + 20))
         SEARCH_HITS.observe(len(out))
+        warmed = self._warm([doc for _, doc in out], datetime.now(timezone.utc))
         response = memory_pb2.SearchMemoryResponse()
-        # The warm-ups are independent writes: one round of them, not one after another.
-        warmed_docs = await asyncio.gather(*(self._warm(doc, now) for _, doc in out))
-        for (hit, doc), warmed in zip(out, warmed_docs):
-            terms = matched_terms(request.query, doc)
+        for (hit, doc), warm in zip(out, warmed):
+            known = lexicon is not None and lexicon.row_of(hit.chain_id) is not None
+            words = matched_terms(request.query, doc, lexical.terms_in(hit.chain_id) if known and lexical is not None else None)
             why = f"cosine similarity {hit.similarity:.2f} to the chain's embedding"
-            if terms:
-                why += f"; words {', '.join(terms[:8])} (lexical score {hit.lexical:.2f})"
+            if words:
+                why += f"; words {', '.join(words[:8])} (lexical score {hit.lexical:.2f})"
             response.hits.append(
                 memory_pb2.SearchHit(
-                    chain=chain_to_proto(warmed), similarity=hit.similarity, why=why, matched_terms=terms,
+                    chain=chain_to_proto(warm), similarity=hit.similarity, why=why, matched_terms=words,
                     lexical_score=hit.lexical, score=hit.score,
                 )
             )
         return response
+
+    async def _hydrate(
+        self, request: memory_pb2.SearchMemoryRequest, provisional: list[RankedChain], lexical: LexicalScores | None, *, limit: int, most: int
+    ) -> list[tuple[RankedChain, dict[str, Any]]]:
+        """The best `limit` candidates that pass the checks on their documents, best first, reading
+        as few documents as it can (at most `most`): `limit` first, then more only when some fail.
+
+        A candidate's provisional score assumed the size the lexical index knows (1 if none); its
+        document's size can only lower it, so a read candidate is taken once its final score is at
+        least the provisional score of every candidate not read yet."""
+        scope = request.scope
+        read: list[tuple[RankedChain, dict[str, Any]]] = []  # read and passing, not yet taken
+        out: list[tuple[RankedChain, dict[str, Any]]] = []
+        start = 0
+        provisional = provisional[:most]
+        while len(out) < limit:
+            next_score = provisional[start].score if start < len(provisional) else None
+            read.sort(key=lambda pair: -pair[0].score)
+            if read and (next_score is None or read[0][0].score >= next_score):
+                out.append(read.pop(0))
+                continue
+            if next_score is None:
+                break
+            chunk = provisional[start:start + limit - len(out)]
+            start += len(chunk)
+            docs = await self.store.get_for_search([r.chain_id for r in chunk])
+            for r in chunk:
+                doc = docs.get(r.chain_id)
+                if doc is None or not _searchable(doc, scope):
+                    continue
+                final = self._rank(r.chain_id, r.similarity, lexical, int(doc.get("event_count", 1)))
+                if request.HasField("similarity_threshold") and final.similarity < request.similarity_threshold:
+                    continue
+                read.append((final, doc))
+        return out
 
     def _rank(self, chain_id: str, similarity: float, lexical: LexicalScores | None, event_count: int | None) -> RankedChain:
         return self.ranking.rank(
             chain_id=chain_id, similarity=similarity, lexical=lexical.of(chain_id) if lexical is not None else 0.0, event_count=event_count or 1
         )
 
-    async def _lexical(self, query: str, scope: memory_pb2.Scope) -> tuple[UserLexicon | None, LexicalScores | None]:
+    async def _lexicon(self, scope: memory_pb2.Scope) -> UserLexicon | None:
         if self.lexical is None or self.ranking.lexical_weight <= 0:
-            return None, None
-        lexicon = await self.lexical.user(scope.tenant_id, scope.user_id)
-        return lexicon, lexicon.query(query_terms(query), agent_id=scope.agent_id or None)
+            return None
+        return await self.lexical.user(scope.tenant_id, scope.user_id)
 
-    async def _warm(self, doc: Mapping[str, Any], now: datetime) -> dict[str, Any]:
-        recalls = int(doc.get("recall_count", 0)) + 1
-        heat = self.heat.heat(importance=float(doc.get("importance", 0.5)), recall_count=recalls, last_accessed_at=now, now=now)
-        CHAIN_HEAT.observe(heat)
-        fields = {"last_accessed_at": epoch(now), "recall_strength": recall_strength(recalls), "heat_score": heat, "lifecycle": lifecycle_of(heat)}
-        await self.store.record_recall(doc["_id"], fields)
-        return {**doc, **fields, "recall_count": recalls}
+    def _warm(self, docs: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+        """The chains as warmed by this recall; their writes go out behind the answer (warm_ups.py)."""
+        warmed = []
+        for doc in docs:
+            # What MongoDB has, the recalls still on their way there, and this one.
+            recalls = int(doc.get("recall_count", 0)) + self.warm_ups.unwritten(doc["_id"]) + 1
+            heat = self.heat.heat(importance=float(doc.get("importance", 0.5)), recall_count=recalls, last_accessed_at=now, now=now)
+            CHAIN_HEAT.observe(heat)
+            fields = {"last_accessed_at": epoch(now), "recall_strength": recall_strength(recalls), "heat_score": heat, "lifecycle": lifecycle_of(heat)}
+            self.warm_ups.record(doc["_id"], fields)
+            warmed.append({**doc, **fields, "recall_count": recalls})
+        return warmed
+
+    async def settle(self) -> None:
+        """Write the warm-ups gathered behind earlier answers (shutdown, tests)."""
+        await self.warm_ups.settle()
 
     async def get_chain(self, request: memory_pb2.GetChainRequest) -> memory_pb2.Chain:
         doc = await self.store.get(request.chain_id)

@@ -15,6 +15,7 @@ from athena.metrics import instrument_llm
 from athena.stores import connect_mongo
 from athena.telemetry import run_service
 from athena_formation.archiver import Archiver
+from athena_formation.chain_cache import ChainDocCache
 from athena_formation.chain_store import ChainStore
 from athena_formation.erasure import FormationEraser
 from athena_formation.former import ChainFormer
@@ -55,8 +56,11 @@ async def build_formation(settings: Settings) -> Formation:
         cache_max_chains=settings.vector_index_cache_max_chains,
     )
     await vectors.open()
-    store = ChainStore(mongo, settings.mongodb_database)
-    embedder = make_embedder(settings)
+    # One writer of chains (Milvus Lite): searches may serve the documents they read again from memory.
+    cache_size = settings.search_chain_cache_max_documents
+    store = ChainStore(mongo, settings.mongodb_database, search_cache=ChainDocCache(max_documents=cache_size) if cache_size and not vectors.shared else None)
+    # Torch's own thread count for a query too: formation's vector scan runs torch between encodes.
+    embedder = make_embedder(settings, small_batch_threads=None)
     await embedder.embed(["warm-up"])  # load the model before reporting SERVING
     heat = HeatModel(half_life_hours=settings.heat_half_life_hours, recall_weight=settings.heat_recall_weight)
     lexical = LexicalIndex(
@@ -78,6 +82,7 @@ async def build_formation(settings: Settings) -> Formation:
     servicer = FormationServicer(former=former, recall=recall, eraser=eraser)
 
     async def close() -> None:
+        await recall.settle()  # warm-ups written after the last answers
         await lexical.close()
         await vectors.close()
         await mongo.close()

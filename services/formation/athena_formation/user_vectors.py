@@ -18,6 +18,7 @@ from collections import OrderedDict
 from typing import Iterable
 
 import numpy as np
+import torch
 
 from athena_formation.user_lru import evict_least_recent
 
@@ -26,12 +27,20 @@ __all__ = ["UserVectors", "UserVectorCache"]
 UserKey = tuple[str, str]
 """(tenant_id, user_id)"""
 
+_DTYPE = np.float16
+
 
 class UserVectors:
     """One user's chains: ids, agents and unit vectors, row for row.
 
     Rows live in a buffer that doubles when full, and a chain's row is found through a dict, so an
     upsert costs the same for a user with ten chains or a hundred thousand.
+
+    The rows are float16: a scan of one user's vectors reads the whole matrix for every search and is
+    bound by memory bandwidth, and half the bytes take about half the time (at 100,000 chains, 4.8
+    against 8.1 ms; docs/benchmarks.md), in half the memory. Cosines come out within about 1e-4 of
+    float32 ones (measured: at most 1.1e-4 over 100,000 random unit vectors, same top 10). Milvus
+    keeps the float32 vectors; merge decisions read those.
     """
 
     def __init__(self, dim: int, ids: list[str] | None = None, agents: list[str] | None = None, matrix: np.ndarray | None = None) -> None:
@@ -39,7 +48,7 @@ class UserVectors:
         self.ids: list[str] = ids or []
         self.agents: list[str] = agents or []
         self._row = {chain_id: i for i, chain_id in enumerate(self.ids)}
-        self._buffer = matrix.astype(np.float32) if matrix is not None and len(matrix) else np.zeros((0, dim), dtype=np.float32)
+        self._buffer = matrix.astype(_DTYPE) if matrix is not None and len(matrix) else np.zeros((0, dim), dtype=_DTYPE)
         self._agent_array: np.ndarray | None = None  # `agents` for the agent filter; rebuilt after the rows change
 
     @property
@@ -53,7 +62,7 @@ class UserVectors:
         if row is None:
             row = len(self.ids)
             if row == len(self._buffer):
-                grown = np.zeros((max(16, 2 * row), self.dim), dtype=np.float32)
+                grown = np.zeros((max(16, 2 * row), self.dim), dtype=_DTYPE)
                 grown[:row] = self._buffer
                 self._buffer = grown
             self.ids.append(chain_id)
@@ -75,22 +84,29 @@ class UserVectors:
         rows = [(c, r) for c in chain_ids if (r := self._row.get(c)) is not None]
         if not rows:
             return {}
-        sims = self._buffer[[r for _, r in rows]] @ _unit(query)
+        sims = self._buffer[[r for _, r in rows]].astype(np.float32) @ _unit(query)
         return {c: float(s) for (c, _), s in zip(rows, sims)}
 
     def top(self, query: np.ndarray, *, agent_id: str | None, limit: int) -> list[tuple[str, float]]:
-        """The `limit` most cosine-similar chains (of `agent_id` only, when given), best first."""
+        """The `limit` most cosine-similar chains (of `agent_id` only, when given), best first.
+
+        Two steps: torch's float16 matrix-vector product over every row (numpy has no fast float16
+        path; its float16 results are rounded to about 3 decimals), then the best `limit + 32` (at
+        least twice `limit`) scored again in float32, which orders them and gives the cosines."""
         if not self.ids or limit <= 0:
             return []
-        sims = self.matrix @ _unit(query)
+        unit = _unit(query)
+        coarse = torch.mv(torch.from_numpy(self.matrix), torch.from_numpy(unit.astype(_DTYPE))).float().numpy()
         if agent_id:
             if self._agent_array is None:
                 self._agent_array = np.asarray(self.agents)
-            sims = np.where(self._agent_array == agent_id, sims, -np.inf)
-        k = min(limit, len(self.ids))
-        best = np.argpartition(-sims, k - 1)[:k]
-        best = best[np.argsort(-sims[best])]
-        return [(self.ids[i], float(sims[i])) for i in best if np.isfinite(sims[i])]
+            coarse = np.where(self._agent_array == agent_id, coarse, -np.inf)
+        pool = min(len(self.ids), max(2 * limit, limit + 32))
+        rows = np.argpartition(-coarse, pool - 1)[:pool] if pool < len(self.ids) else np.arange(len(self.ids))
+        rows = rows[np.isfinite(coarse[rows])]
+        sims = self._buffer[rows].astype(np.float32) @ unit
+        best = np.argsort(-sims, kind="stable")[:limit]
+        return [(self.ids[rows[i]], float(sims[i])) for i in best]
 
 
 class UserVectorCache:

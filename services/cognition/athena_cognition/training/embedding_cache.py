@@ -73,7 +73,8 @@ async def embed_utterances(
     Without an `embedder`, the local model behind the disk cache; that cache is returned too, for the
     trainer to save when it is done (None when the caller brought its own embedder).
     """
-    disk = DiskCachedEmbedder(LocalEmbedder(), default_cache_path()) if embedder is None else None
+    # The eager encode: the committed artifacts and the cache were made with it (byte for byte).
+    disk = DiskCachedEmbedder(LocalEmbedder(torchscript=False), default_cache_path()) if embedder is None else None
     chosen: Embedder = disk if disk is not None else embedder  # type: ignore[assignment]
     await chosen.embed(list(dict.fromkeys(u.text for ds in dialogue_sets for d in ds for u in d.utterances)))
     return chosen, disk
