@@ -59,3 +59,44 @@ async def test_a_failed_batch_fails_its_callers_and_the_next_batch_still_runs() 
     with pytest.raises(ConnectionError):
         await first
     assert await later == ["B"]
+
+
+async def test_with_a_second_stage_the_next_batch_starts_while_this_one_finishes_and_second_stages_keep_their_order() -> None:
+    log: list[str] = []
+    release = asyncio.Event()
+
+    async def first(items: list[int]) -> list[int]:
+        log.append(f"first {items}")
+        return [i * 10 for i in items]
+
+    async def second(items: list[int], results: list[int]) -> None:
+        log.append(f"second {items} begins")
+        if items == [1]:
+            await release.wait()  # batch [1] holds its second stage until batch [2] ran its first
+        log.append(f"second {items} ends")
+
+    c: Coalescer[int, int] = Coalescer(first, then=second)
+    one = asyncio.create_task(c.submit([1]))
+    await asyncio.sleep(0.01)
+    two = asyncio.create_task(c.submit([2]))
+    await asyncio.sleep(0.01)
+    assert log == ["first [1]", "second [1] begins", "first [2]"]
+    assert not one.done() and not two.done()  # a caller is answered once its batch's second stage is done
+
+    release.set()
+    assert await one == [10] and await two == [20]
+    assert log[3:] == ["second [1] ends", "second [2] begins", "second [2] ends"]
+
+
+async def test_a_failed_second_stage_fails_only_the_callers_of_its_batch() -> None:
+    async def first(items: list[int]) -> list[int]:
+        return items
+
+    async def second(items: list[int], results: list[int]) -> None:
+        if 13 in items:
+            raise RuntimeError("unlucky batch")
+
+    c: Coalescer[int, int] = Coalescer(first, then=second)
+    with pytest.raises(RuntimeError):
+        await c.submit([13])
+    assert await c.submit([7]) == [7]

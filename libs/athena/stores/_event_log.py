@@ -1,16 +1,22 @@
-"""The durable event log: the `cognitive_events` collection.
+"""The durable event log: the `cognitive_events` collection, and the open group commits.
 
 Every event is stored with `client_event_id` set (the client's id, or the server's own), under a
 unique index on (tenant_id, user_id, agent_id, client_event_id): that index is what makes a repeated
-StoreEvent store nothing new. `window_state` records whether the event reached the short-term window
-and the queue ("pending" until the Redis step succeeded, then "applied"); see docs/architecture.md.
+StoreEvent store nothing new.
+
+Whether an event reached the short-term window and the queue is recorded per group commit, not per
+event: before ingest inserts a batch of events it records the commit (`ingest_commits`: its id, the
+event ids, when), each event carries its `commit_id`, and once the batch's Redis step succeeded the
+commit record is deleted. An open commit record older than a few seconds is therefore a batch whose
+Redis step may never have completed: the repair loop applies its events (idempotently) and closes
+it. One small insert and one delete per batch instead of rewriting every event to mark it applied:
+half the MongoDB work per stored event (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from datetime import datetime
-from enum import Enum
 from typing import Any, Iterable, Sequence
 
 from pymongo import ASCENDING, AsyncMongoClient
@@ -20,15 +26,18 @@ from athena.events import doc_to_event, event_to_doc
 from athena.memory.v1 import memory_pb2
 from athena.stores._mongo import mongo_unavailable
 
-__all__ = ["EventLog", "InsertOutcome", "WindowState"]
+__all__ = ["COMMITS", "EventLog", "InsertOutcome", "OpenCommit"]
 
 EVENTS = "cognitive_events"
+COMMITS = "ingest_commits"
 _DUPLICATE_KEY = 11000
 
 
-class WindowState(str, Enum):
-    PENDING = "pending"
-    APPLIED = "applied"
+@dataclass(frozen=True)
+class OpenCommit:
+    commit_id: str
+    events: list[memory_pb2.Event]
+    """Those of its events still in the log (a forgotten user's are gone)."""
 
 
 @dataclass(frozen=True)
@@ -38,11 +47,14 @@ class InsertOutcome:
     duplicate: bool
     applied: bool
     """Whether the stored event already reached the window and the queue."""
+    commit_id: str = ""
+    """The group commit this insert ran in (the same for every outcome of one insert)."""
 
 
 class EventLog:
     def __init__(self, client: AsyncMongoClient[dict[str, Any]], database: str) -> None:
         self.collection = client[database][EVENTS]
+        self.commits = client[database][COMMITS]
         self._indexes_ready = False
 
     async def ensure_indexes(self) -> None:
@@ -59,17 +71,19 @@ class EventLog:
                 [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("agent_id", ASCENDING), ("timestamp", ASCENDING)],
                 name="ix_scope_timestamp",
             )
-            await self.collection.create_index([("window_state", ASCENDING), ("stored_at", ASCENDING)], name="ix_window_state_stored_at")
+            await self.commits.create_index([("created_at", ASCENDING)], name="ix_created_at")
         self._indexes_ready = True
 
-    async def insert(self, events: Sequence[memory_pb2.Event]) -> list[InsertOutcome]:
-        """Insert events (of any scopes); a repeated (scope, client_event_id) keeps the original. Results in input order."""
+    async def insert(self, events: Sequence[memory_pb2.Event], *, commit_id: str) -> list[InsertOutcome]:
+        """Record the commit, then insert its events (of any scopes); a repeated (scope,
+        client_event_id) keeps the original. Results in input order."""
         if not events:
             return []
         await self.ensure_indexes()
-        docs = [{**event_to_doc(e), "window_state": WindowState.PENDING.value} for e in events]
+        docs = [{**event_to_doc(e), "commit_id": commit_id} for e in events]
         duplicates: set[int] = set()
         with mongo_unavailable():
+            await self.commits.insert_one({"_id": commit_id, "event_ids": [e.id for e in events], "created_at": time.time()})
             try:
                 if len(docs) == 1:
                     await self.collection.insert_one(docs[0])
@@ -83,14 +97,21 @@ class EventLog:
                         raise
                     duplicates.add(int(err["index"]))
             originals = await self._originals([events[i] for i in sorted(duplicates)])
+            still_open = await self._open_ids({d["commit_id"] for d in originals.values() if d.get("commit_id")})
         out = []
         for i, event in enumerate(events):
             if i in duplicates:
                 doc = originals[(event.scope.tenant_id, event.scope.user_id, event.scope.agent_id, event.client_event_id)]
-                out.append(InsertOutcome(doc_to_event(doc), True, doc.get("window_state") == WindowState.APPLIED.value))
+                applied = doc.get("commit_id") not in still_open
+                out.append(InsertOutcome(doc_to_event(doc), True, applied, commit_id))
             else:
-                out.append(InsertOutcome(event, False, False))
+                out.append(InsertOutcome(event, False, False, commit_id))
         return out
+
+    async def _open_ids(self, commit_ids: set[str]) -> set[str]:
+        if not commit_ids:
+            return set()
+        return {d["_id"] async for d in self.commits.find({"_id": {"$in": sorted(commit_ids)}}, {"_id": 1})}
 
     async def _originals(self, events: Sequence[memory_pb2.Event]) -> dict[tuple[str, str, str, str], dict[str, Any]]:
         """The stored originals of repeated events, by (tenant, user, agent, client_event_id); one query per scope."""
@@ -104,12 +125,13 @@ class EventLog:
                 found[(tenant, user, agent, d["client_event_id"])] = d
         return found
 
-    async def mark_applied(self, event_ids: Iterable[str]) -> None:
-        ids = list(event_ids)
+    async def close_commits(self, commit_ids: Iterable[str]) -> None:
+        """These commits' Redis steps succeeded."""
+        ids = list(commit_ids)
         if not ids:
             return
         with mongo_unavailable():
-            await self.collection.update_many({"_id": {"$in": ids}}, {"$set": {"window_state": WindowState.APPLIED.value}})
+            await self.commits.delete_many({"_id": {"$in": ids}})
 
     async def delete(self, event_ids: Iterable[str]) -> int:
         ids = list(event_ids)
@@ -118,15 +140,16 @@ class EventLog:
         with mongo_unavailable():
             return int((await self.collection.delete_many({"_id": {"$in": ids}})).deleted_count)
 
-    async def pending(self, *, older_than: datetime, limit: int = 500) -> list[memory_pb2.Event]:
-        """Events whose Redis step never completed (their client gave up before a retry converged)."""
+    async def open_commits(self, *, older_than: float, limit: int = 50) -> list[OpenCommit]:
+        """Commits recorded before `older_than` (epoch seconds) and still open, oldest first, with their events."""
         with mongo_unavailable():
-            cursor = (
-                self.collection.find({"window_state": WindowState.PENDING.value, "stored_at": {"$lt": older_than}})
-                .sort("stored_at", ASCENDING)
-                .limit(limit)
-            )
-            return [doc_to_event(d) async for d in cursor]
+            records = [d async for d in self.commits.find({"created_at": {"$lt": older_than}}).sort("created_at", ASCENDING).limit(limit)]
+            out = []
+            for record in records:
+                ids = list(record.get("event_ids", []))
+                docs = {d["_id"]: d async for d in self.collection.find({"_id": {"$in": ids}})} if ids else {}
+                out.append(OpenCommit(record["_id"], [doc_to_event(docs[i]) for i in ids if i in docs]))
+            return out
 
     async def get(self, event_id: str) -> memory_pb2.Event | None:
         with mongo_unavailable():

@@ -6,14 +6,18 @@ while the previous batch was being written. Each caller is answered only after t
 its events is in the log and applied to the window and the queue, and fails with the batch otherwise;
 the outcomes below hold per batch exactly as they hold per event.
 
+Each group commit is recorded first (EventLog: an `ingest_commits` record naming its events), its
+events then carry its id, and the record is closed (deleted) once the batch's Redis step succeeded.
+
 Outcome when a dependency fails (docs/architecture.md, "Storing an event"):
 - MongoDB down: nothing is written; UNAVAILABLE.
-- MongoDB written, Redis down: the event stays in the log as `window_state: pending` and the call
-  fails with UNAVAILABLE. A retry with the same event_id finds the original (unique index), redoes
-  the Redis step (idempotent per event id and task id) and returns the original id, so retries
-  converge. If the client never retries, the pending-repair loop applies it later.
-- Redis written, marking the log failed: the call succeeds (the event is durable and queued); the
-  repair loop re-marks it, and its Redis step is a no-op the second time.
+- MongoDB written, Redis down: the events are in the log, their commit stays open, and the call
+  fails with UNAVAILABLE. A retry with the same event_id finds the original (unique index), sees its
+  commit open, redoes the Redis step (idempotent per event id and task id) and returns the original
+  id, so retries converge. If the client never retries, the repair loop applies the open commit's
+  events later and closes it.
+- Redis written, closing the commit failed: the call succeeds (the events are durable and queued);
+  the repair loop finds the commit open, and its Redis step is a no-op the second time.
 """
 
 from __future__ import annotations
@@ -64,6 +68,10 @@ def new_event_id() -> str:
     return f"ev_{time.time_ns() // 1_000_000:012x}{secrets.token_hex(8)}"
 
 
+def new_commit_id() -> str:
+    return f"cm_{time.time_ns() // 1_000_000:012x}{secrets.token_hex(8)}"
+
+
 @dataclass
 class Ingestor:
     event_log: EventLog
@@ -76,12 +84,13 @@ class Ingestor:
     max_commit_events: int = 1000
     """Most events written by one group commit (a larger single request still goes as one batch)."""
     _commit: Coalescer[memory_pb2.Event, InsertOutcome] = field(init=False, repr=False)
-    _marks: Coalescer[str, None] = field(init=False, repr=False)
-    _marking: set[asyncio.Task[None]] = field(init=False, repr=False, default_factory=set)
+    _closes: Coalescer[str, None] = field(init=False, repr=False)
+    _closing: set[asyncio.Task[None]] = field(init=False, repr=False, default_factory=set)
 
     def __post_init__(self) -> None:
-        self._commit = Coalescer(self._write, max_items=self.max_commit_events)
-        self._marks = Coalescer(self._mark_applied, max_items=self.max_commit_events)
+        # Two stages: the next batch's log insert overlaps this batch's Redis step (athena.batching).
+        self._commit = Coalescer(self._insert, then=self._apply, max_items=self.max_commit_events)
+        self._closes = Coalescer(self._close_commits, max_items=self.max_commit_events)
 
     def validate(
         self, scope: memory_pb2.Scope, has_scope: bool, events: Sequence[memory_pb2.NewEvent], *, batch: bool
@@ -129,48 +138,40 @@ class Ingestor:
             for o in outcomes
         ]
 
-    async def _write(self, events: list[memory_pb2.Event]) -> list[InsertOutcome]:
-        """One group commit: the log insert, then the Redis step for what it stored."""
-        outcomes = await self.event_log.insert(events)
+    async def _insert(self, events: list[memory_pb2.Event]) -> list[InsertOutcome]:
+        """A group commit's first stage: record it and insert its events into the log."""
+        return await self.event_log.insert(events, commit_id=new_commit_id())
+
+    async def _apply(self, events: list[memory_pb2.Event], outcomes: list[InsertOutcome]) -> None:
+        """Its second stage: the Redis step for what it stored, then (after the answer) closing it."""
         # Each stored event reaches Redis once; repeats of an event already applied skip Redis entirely.
         to_apply: dict[str, memory_pb2.Event] = {}
         for o in outcomes:
             if not o.applied:
                 to_apply.setdefault(o.event.id, o.event)
         if to_apply:
-            kept = await self._apply_to_redis(list(to_apply.values()))
-            # Marking is bookkeeping for the repair loop, so new events are marked off the
-            # acknowledgement path; a retried event that was pending is marked before its answer.
-            retried = {o.event.id for o in outcomes if o.duplicate}
-            await self._mark_now([e.id for e in kept if e.id in retried])
-            self._mark_later([e.id for e in kept if e.id not in retried])
-        return outcomes
+            await self._apply_to_redis(list(to_apply.values()))
+        # Closing is bookkeeping for the repair loop: off the acknowledgement path. A retried event's
+        # own (older) commit stays open: it may hold events still unapplied, and the repair loop closes it.
+        self._close_later(sorted({o.commit_id for o in outcomes}))
 
-    async def _mark_now(self, event_ids: list[str]) -> None:
-        if not event_ids:
-            return
+    async def _close_now(self, commit_ids: list[str]) -> None:
         try:
-            await self._marks.submit(event_ids)
+            await self._closes.submit(commit_ids)
         except DependencyUnavailable:
-            log.warning("events reached Redis but could not be marked applied; the repair loop will mark them")
+            log.warning("events reached Redis but their commit could not be closed; the repair loop will close it")
 
-    def _mark_later(self, event_ids: list[str]) -> None:
-        if event_ids:
-            task = asyncio.create_task(self._mark_now(event_ids))
-            self._marking.add(task)  # a reference, so the task is not collected while it runs
-            task.add_done_callback(self._marking.discard)
+    def _close_later(self, commit_ids: list[str]) -> None:
+        task = asyncio.create_task(self._close_now(commit_ids))
+        self._closing.add(task)  # a reference, so the task is not collected while it runs
+        task.add_done_callback(self._closing.discard)
 
-    async def _mark_applied(self, event_ids: list[str]) -> list[None]:
-        await self.event_log.mark_applied(event_ids)
-        return [None] * len(event_ids)
+    async def _close_commits(self, commit_ids: list[str]) -> list[None]:
+        await self.event_log.close_commits(commit_ids)
+        return [None] * len(commit_ids)
 
     def _triggers_check(self, event: memory_pb2.Event) -> bool:
         return self.enqueue_checks and is_user_message(event)
-
-    async def apply(self, events: Sequence[memory_pb2.Event]) -> None:
-        """The Redis step for events of the log, then their marking as applied."""
-        kept = await self._apply_to_redis(events)
-        await self._mark_now([e.id for e in kept])
 
     async def _apply_to_redis(self, events: Sequence[memory_pb2.Event]) -> list[memory_pb2.Event]:
         """Append to the window and enqueue checks, atomically, idempotently. Returns the events kept
@@ -211,12 +212,16 @@ class Ingestor:
         return kept
 
     async def repair_pending(self, *, older_than: timedelta = timedelta(seconds=30)) -> int:
-        """Apply events whose Redis step never completed and whose client did not retry."""
-        pending = await self.event_log.pending(older_than=datetime.now(timezone.utc) - older_than)
-        if pending:
-            await self.apply(pending)
-            log.info("repaired %d pending events", len(pending))
-        return len(pending)
+        """Apply the events of commits still open after `older_than` (their client gave up before a
+        retry converged, or closing failed), then close them. Returns how many events were applied."""
+        repaired = 0
+        for commit in await self.event_log.open_commits(older_than=time.time() - older_than.total_seconds()):
+            if commit.events:
+                repaired += len(await self._apply_to_redis(commit.events))
+            await self.event_log.close_commits([commit.commit_id])
+        if repaired:
+            log.info("repaired %d events of open commits", repaired)
+        return repaired
 
     async def repair_forever(self, *, interval: float = 15.0) -> None:
         while True:
