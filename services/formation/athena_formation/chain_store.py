@@ -105,10 +105,6 @@ class ChainStore:
             found.update(read)
         return found
 
-    def _written(self, chain_ids: Sequence[str]) -> None:
-        if self.search_cache is not None:
-            self.search_cache.drop(chain_ids)
-
     @contextmanager
     def _writing(self, chain_ids: Sequence[str]) -> Iterator[None]:
         """Around a write of these chains: they leave the search cache once it is done (or failed,
@@ -116,11 +112,12 @@ class ChainStore:
         try:
             yield
         finally:
-            self._written(chain_ids)
+            self.forget_cached(chain_ids)
 
     def forget_cached(self, chain_ids: Sequence[str]) -> None:
-        """Chains deleted or written outside this class's methods (erasure)."""
-        self._written(chain_ids)
+        """These chains were written (here, or deleted by erasure): searches read them again."""
+        if self.search_cache is not None:
+            self.search_cache.drop(chain_ids)
 
     async def insert_new(self, doc: Mapping[str, Any]) -> None:
         """Insert a new chain; a retry that finds it already there leaves it as it is."""
@@ -150,9 +147,6 @@ class ChainStore:
                 {"_id": chain_id}, {"$set": dict(fields)}, return_document=ReturnDocument.AFTER
             )
 
-    async def record_recall(self, chain_id: str, fields: Mapping[str, Any]) -> None:
-        await self.record_recalls([(chain_id, 1, fields)])
-
     async def record_recalls(self, recalls: Sequence[tuple[str, int, Mapping[str, Any]]]) -> None:
         """Recalls of chains, each (chain id, how many, the warmed fields): one round trip for all of
         them. An archived chain is left as it is (its lifecycle stays archived)."""
@@ -163,7 +157,7 @@ class ChainStore:
             with mongo_unavailable():
                 await self.chains.bulk_write(ops, ordered=False)
         except BaseException:
-            self._written([c for c, _, _ in recalls])  # it may have landed: read them again
+            self.forget_cached([c for c, _, _ in recalls])  # it may have landed: read them again
             raise
         if self.search_cache is not None:
             for chain_id, count, fields in recalls:

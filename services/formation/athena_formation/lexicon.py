@@ -84,15 +84,17 @@ def chain_lexicon(contents: Iterable[str]) -> dict[str, int]:
     counts: Counter[str] = Counter()
     for content in contents:
         counts.update(terms(content))
-    if len(counts) > MAX_LEXICON_TERMS:
-        return dict(counts.most_common(MAX_LEXICON_TERMS))
-    return dict(counts)
+    return _bounded(counts)
 
 
 def merge_lexicons(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
     """The lexicon of two parts of one chain (a merge): counts added, the most frequent kept."""
     counts = Counter(a)
     counts.update(b)
+    return _bounded(counts)
+
+
+def _bounded(counts: Counter[str]) -> dict[str, int]:
     return dict(counts.most_common(MAX_LEXICON_TERMS)) if len(counts) > MAX_LEXICON_TERMS else dict(counts)
 
 
