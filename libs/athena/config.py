@@ -201,6 +201,8 @@ class Settings(BaseSettings):
     """Weight of the query's words (BM25 over the chain's lexicon, scaled to [0, 1]) in a hit's relevance; the embedding's cosine gets 1 minus it. 0 ranks by the embedding alone."""
     search_size_prior: float = Field(default=0.3, ge=0, le=2)
     """A hit's relevance is divided by its chain's event count to this power: of two chains as relevant, the shorter comes first. 0 ignores size."""
+    search_query_int8: bool = True
+    """With the local embedding model: search queries are embedded by an int8 copy of it, about 3x faster, against chains embedded by the float model (recall@5 on LoCoMo within 0.005, docs/benchmarks.md). false: the float model for queries too."""
     search_chain_cache_max_documents: int = Field(default=10_000, ge=0)
     """Milvus Lite only (formation the one writer of chains): most chain documents formation keeps in memory for the searches that return them again (0: every search reads MongoDB)."""
     search_lexicon_refresh_seconds: float = Field(default=2.0, gt=0)

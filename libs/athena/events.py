@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
@@ -14,6 +15,7 @@ __all__ = [
     "ROLE_NAMES",
     "TYPE_NAMES",
     "doc_to_event",
+    "epoch_to_timestamp",
     "event_to_doc",
     "is_user_message",
     "role_name",
@@ -66,6 +68,14 @@ def to_timestamp(dt: datetime) -> Timestamp:
     ts = Timestamp()
     ts.FromDatetime(utc(dt))
     return ts
+
+
+def epoch_to_timestamp(seconds: float) -> Timestamp:
+    """A Timestamp of seconds since the epoch, to the microsecond (as a datetime of them would be),
+    without building the datetime: answers carry several per chain, and FromDatetime is slow Python."""
+    fraction, whole = math.modf(seconds)
+    micros = int(whole) * 1_000_000 + round(fraction * 1_000_000)  # datetime.fromtimestamp's rounding
+    return Timestamp(seconds=micros // 1_000_000, nanos=(micros % 1_000_000) * 1000)
 
 
 def timestamp_of(ts: Timestamp) -> datetime:

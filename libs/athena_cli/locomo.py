@@ -92,16 +92,19 @@ class BaselineResult:
     hybrid_turns_per_hit: list[float]
 
 
-async def chunk_baseline(conv: Conversation, *, size: int, k: int, embedder: Embedder, ranking: Ranking | None = None) -> BaselineResult:
+async def chunk_baseline(
+    conv: Conversation, *, size: int, k: int, embedder: Embedder, ranking: Ranking | None = None, query_embedder: Embedder | None = None
+) -> BaselineResult:
     """Fixed-size chunks of consecutive turns, each the mean of its turns' embeddings, ranked by cosine.
 
     Where the cuts fall matters (recall at sizes 18 and 20 differs by 0.06 on the shared files), so the
     figures are the mean over the `size` possible alignments of the cuts. Beside it, the same chunks
     ranked by SearchMemory's hybrid ranking (cosine, the chunk's words, its size): what the search
-    alone is worth, without the pipeline's segmentation."""
+    alone is worth, without the pipeline's segmentation. `query_embedder` embeds the questions (as
+    formation's embeds search queries; `embedder` when None)."""
     ranking = ranking or Ranking()
     vecs = await embedder.embed([t.text for t in conv.turns])
-    qv = await embedder.embed([q["question"] for q in conv.questions])
+    qv = await (query_embedder or embedder).embed([q["question"] for q in conv.questions])
     query_terms_of = [query_terms(q["question"]) for q in conv.questions]
     recalls: list[float] = []
     hybrid_recalls: list[float] = []
@@ -190,10 +193,12 @@ async def run_locomo(
     progress: Callable[[str, int, int], None] | None = None,
     dump: list[dict[str, Any]] | None = None,
     ranking: Ranking | None = None,
+    query_embedder: Embedder | None = None,
 ) -> LocomoReport:
     """Replay, wait, ask. `connect(tenant_id=...)` opens a client with a credential of that tenant (as
     LocalStack.client does). `dump`, when given, receives each conversation's chains (turn ids per chain).
-    `ranking`: what the stack's formation ranks with (for the hybrid baseline; the defaults otherwise)."""
+    `ranking`, `query_embedder`: what the stack's formation ranks with and embeds queries with (for the
+    baselines; the defaults and `embedder` otherwise)."""
     report = LocomoReport(k=k)
     async with connect(tenant_id=TENANT) as client:
         for path in files:
@@ -251,7 +256,7 @@ async def run_locomo(
             report.questions += len(conv.questions)
             report.conversations += 1
             size = max(1, int(round(float(np.mean([c.event_count for c in chains]))))) if chains else 10
-            base = await chunk_baseline(conv, size=size, k=k, embedder=embedder, ranking=ranking)
+            base = await chunk_baseline(conv, size=size, k=k, embedder=embedder, ranking=ranking, query_embedder=query_embedder)
             report.baseline_recalled += base.recall * len(conv.questions)
             report.baseline_recalled_aligned_at_start += base.recall_aligned_at_start * len(conv.questions)
             report.baseline_turns_per_hit.extend(base.turns_per_hit)

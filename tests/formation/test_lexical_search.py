@@ -110,6 +110,17 @@ def test_the_agent_filter_scores_other_agents_chains_zero() -> None:
     assert [c for c, _ in index.query(["kyoto"], agent_id="helper").top(5)] == ["mine"]
 
 
+def test_the_agent_filter_follows_a_chain_rewritten_under_another_agent_through_compaction() -> None:
+    index = UserLexicon()
+    for i in range(600):  # enough rewrites to compact the index
+        index.put(LexiconRow(f"c{i % 300}", "helper" if i < 300 else "planner", chain_lexicon([f"Kyoto temples {i % 300}"]), 2))
+    index.put(LexiconRow("c0", "helper", chain_lexicon(["Kyoto temples"]), 2))
+
+    assert {c for c, _ in index.query(["kyoto"], agent_id="helper").top(500)} == {"c0"}
+    assert len(index.query(["kyoto"], agent_id="planner").top(500)) == 299
+    assert index.query(["kyoto"], agent_id="nobody").top(5) == []
+
+
 # --- the ranking formula ---------------------------------------------------------------------------
 
 def test_of_two_equally_relevant_chains_the_shorter_ranks_first_and_words_outweigh_a_close_cosine() -> None:

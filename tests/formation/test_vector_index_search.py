@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from athena_formation.user_vectors import UserVectors
 from athena_formation.vector_index import VectorIndex
 
 DIM = 8
@@ -77,6 +78,23 @@ async def test_an_agent_scoped_search_returns_only_that_agents_chains(tmp_path: 
         assert {h.chain_id for h in hits} == {f"c{i}" for i in range(3, 8)}
     finally:
         await index.close()
+
+
+def test_the_agent_filter_follows_chains_moved_to_another_agent_and_dropped() -> None:
+    vectors = UserVectors(4)
+    vectors.put("c1", "helper", np.array([1.0, 0.0, 0.0, 0.0]))
+    vectors.put("c2", "planner", np.array([0.9, 0.1, 0.0, 0.0]))
+    vectors.put("c3", "helper", np.array([0.0, 1.0, 0.0, 0.0]))
+    query = np.array([1.0, 0.0, 0.0, 0.0])
+    assert [c for c, _ in vectors.top(query, agent_id="helper", limit=5)] == ["c1", "c3"]
+
+    vectors.put("c1", "planner", np.array([1.0, 0.0, 0.0, 0.0]))
+    vectors.drop({"c3"})
+
+    assert vectors.top(query, agent_id="helper", limit=5) == []
+    assert [c for c, _ in vectors.top(query, agent_id="planner", limit=5)] == ["c1", "c2"]
+    assert vectors.top(query, agent_id="nobody", limit=5) == []
+    assert [c for c, _ in vectors.top(query, agent_id=None, limit=1)] == ["c1"]
 
 
 def test_the_search_cache_drops_least_recently_searched_users_past_its_bound() -> None:

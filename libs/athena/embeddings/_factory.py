@@ -7,7 +7,7 @@ from athena.embeddings._local import MINILM_DIM, LocalEmbedder
 from athena.embeddings._openai import OpenAIEmbedder
 from athena.embeddings._provider import Embedder
 
-__all__ = ["make_embedder"]
+__all__ = ["make_embedder", "make_query_embedder"]
 
 
 def make_embedder(settings: Settings, *, small_batch_threads: int | None = 1) -> Embedder:
@@ -22,3 +22,11 @@ def make_embedder(settings: Settings, *, small_batch_threads: int | None = 1) ->
     if settings.embedding_dim != MINILM_DIM:
         raise ValueError(f"EMBEDDING_DIM is {settings.embedding_dim}, but the local model gives {MINILM_DIM}-d vectors")
     return LocalEmbedder(small_batch_threads=small_batch_threads)
+
+
+def make_query_embedder(settings: Settings, *, embedder: Embedder) -> Embedder:
+    """What embeds search queries: with the local model and SEARCH_QUERY_INT8 (the default), its int8
+    copy; otherwise `embedder`, the one that embeds chains."""
+    if isinstance(embedder, LocalEmbedder) and settings.search_query_int8:
+        return LocalEmbedder(small_batch_threads=None, quantized=True)
+    return embedder

@@ -27,7 +27,7 @@ def locomo(
 ) -> None:
     """Replay each conversation through a fresh local stack and measure what SearchMemory retrieves."""
     from athena.config import load_settings
-    from athena.embeddings import LocalEmbedder
+    from athena.embeddings import LocalEmbedder, make_query_embedder
     from athena_cli.locomo import run_locomo
     from athena_formation.ranking import Ranking
     from athena_cli.stack import LocalStack, StackPorts
@@ -58,7 +58,8 @@ def locomo(
                     f"redis://127.0.0.1:{stack.ports.redis}/0",
                     files,
                     k=k,
-                    embedder=LocalEmbedder(),
+                    embedder=(embedder := LocalEmbedder()),
+                    query_embedder=make_query_embedder(settings, embedder=embedder),
                     timeout=timeout,
                     progress=update,
                     dump=dumped,

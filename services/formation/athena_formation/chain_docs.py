@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Mapping
 
-from athena.events import to_timestamp
+from athena.events import epoch_to_timestamp, to_timestamp
 from athena.memory.v1 import memory_pb2
 from athena_formation.chain_store import from_epoch
 
@@ -33,6 +34,7 @@ def chain_to_proto(doc: Mapping[str, Any]) -> memory_pb2.Chain:
         recall_count=int(doc.get("recall_count", 0)),
     )
     for field in ("created_at", "updated_at", "last_accessed_at", "first_event_at", "last_event_at"):
-        if doc.get(field) is not None:
-            getattr(chain, field).CopyFrom(to_timestamp(from_epoch(doc[field])))
+        value = doc.get(field)
+        if value is not None:
+            getattr(chain, field).CopyFrom(to_timestamp(from_epoch(value)) if isinstance(value, datetime) else epoch_to_timestamp(float(value)))
     return chain

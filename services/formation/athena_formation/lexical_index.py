@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from athena_formation.agent_column import AgentColumn
 from athena_formation.user_lru import evict_least_recent
 
 __all__ = ["LexicalIndex", "LexicalScores", "LexiconRow", "LexiconSource", "UserLexicon", "row_from_doc"]
@@ -104,7 +105,7 @@ class UserLexicon:
 
     def __init__(self) -> None:
         self.ids: list[str] = []
-        self._agents: list[str] = []
+        self._agents = AgentColumn()
         self._row: dict[str, int] = {}
         self._lengths = array("f")
         self._sizes = array("i")
@@ -112,7 +113,6 @@ class UserLexicon:
         self._postings: dict[str, tuple[array[int], array[float]]] = {}
         self._live = 0
         self._total_length = 0.0
-        self._agent_array: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self._live
@@ -138,7 +138,6 @@ class UserLexicon:
         self._alive.append(1)
         self._live += 1
         self._total_length += length
-        self._agent_array = None
         for term, count in row.lexicon.items():
             posting = self._postings.get(term)
             if posting is None:
@@ -164,7 +163,7 @@ class UserLexicon:
         keep = [i for i, alive in enumerate(self._alive) if alive]
         new_of = {old: new for new, old in enumerate(keep)}
         self.ids = [self.ids[i] for i in keep]
-        self._agents = [self._agents[i] for i in keep]
+        self._agents.keep(keep)
         self._row = {chain_id: i for i, chain_id in enumerate(self.ids)}
         self._lengths = array("f", (self._lengths[i] for i in keep))
         self._sizes = array("i", (self._sizes[i] for i in keep))
@@ -175,7 +174,6 @@ class UserLexicon:
             if kept:
                 postings[term] = (array("i", (r for r, _ in kept)), array("f", (c for _, c in kept)))
         self._postings = postings
-        self._agent_array = None
 
     def query(self, terms: Sequence[str], *, agent_id: str | None = None) -> LexicalScores:
         """BM25 of every row for the query terms, scaled to [0, 1] (module docstring); dead rows
@@ -206,9 +204,7 @@ class UserLexicon:
         if ceiling > 0:
             scores /= ceiling
         if agent_id:
-            if self._agent_array is None:
-                self._agent_array = np.asarray(self._agents)
-            scores[self._agent_array != agent_id] = 0.0
+            scores[~self._agents.mask(agent_id)] = 0.0
         return LexicalScores(self, scores, matched)
 
 

@@ -80,27 +80,30 @@ class Recall:
         on both and on its size, then hydrated from MongoDB, filtered and warmed."""
         scope = request.scope
         limit = request.limit or 5
-        # The user's lexical index is read (first search) while the query is embedded.
+        # The query is embedded (in a thread) while the user's lexical index is read (first search)
+        # and the query's words are scored: the two sides of the search overlap.
+        embedding = asyncio.ensure_future(self.embedder.embed([request.query]))
         lexicon_task = asyncio.ensure_future(self._lexicon(scope))
         try:
-            query_vec = (await self.embedder.embed([request.query]))[0]
             allowed: set[str] | None = None
             if request.metadata_filters:
                 allowed = await self.store.events_with_metadata(
                     tenant_id=scope.tenant_id, user_id=scope.user_id, filters=dict(request.metadata_filters)
                 )
+            lexicon = await lexicon_task
+            lexical = lexicon.query(query_terms(request.query), agent_id=scope.agent_id or None) if lexicon is not None else None
+            query_vec = (await embedding)[0]
             pool = self.ranking.candidates(limit) if allowed is None else min(1000, max(self.ranking.candidates(limit), limit * 4 + 20))
             vector_hits = await self.vectors.search(
                 query_vec, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=pool
             )
-            lexicon = await lexicon_task
         finally:
-            if not lexicon_task.done():
-                lexicon_task.cancel()  # the read itself is shielded in LexicalIndex and goes on
-            elif not lexicon_task.cancelled():
-                lexicon_task.exception()  # retrieved: a search that failed earlier never awaited it
+            for task in (lexicon_task, embedding):
+                if not task.done():
+                    task.cancel()  # a lexicon read itself is shielded in LexicalIndex and goes on
+                elif not task.cancelled():
+                    task.exception()  # retrieved: a search that failed earlier never awaited it
         similarity = {h.chain_id: h.similarity for h in vector_hits}
-        lexical = lexicon.query(query_terms(request.query), agent_id=scope.agent_id or None) if lexicon is not None else None
         if lexical is not None:
             # Found by their words alone: scored on their embedding too (a chain without one is not searchable).
             word_hits = [c for c, _ in lexical.top(pool) if c not in similarity]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from athena.auth import internal_auth_interceptor, server_credentials
 from athena.config import Settings
-from athena.embeddings import make_embedder
+from athena.embeddings import make_embedder, make_query_embedder
 from athena.grpc_util import DependencyCheck, ServiceHost
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.llm import make_llm
@@ -62,6 +62,8 @@ async def build_formation(settings: Settings) -> Formation:
     # Torch's own thread count for a query too: formation's vector scan runs torch between encodes.
     embedder = make_embedder(settings, small_batch_threads=None)
     await embedder.embed(["warm-up"])  # load the model before reporting SERVING
+    query_embedder = make_query_embedder(settings, embedder=embedder)  # int8 by default: SEARCH_QUERY_INT8
+    await query_embedder.embed(["warm-up query"])
     heat = HeatModel(half_life_hours=settings.heat_half_life_hours, recall_weight=settings.heat_recall_weight)
     lexical = LexicalIndex(
         store,
@@ -73,7 +75,7 @@ async def build_formation(settings: Settings) -> Formation:
         settings=settings, store=store, vectors=vectors, embedder=embedder, llm=instrument_llm(make_llm(settings)), lexical=lexical
     )
     ranking = Ranking(lexical_weight=settings.search_lexical_weight, size_prior=settings.search_size_prior)
-    recall = Recall(store=store, vectors=vectors, embedder=embedder, heat=heat, lexical=lexical, ranking=ranking)
+    recall = Recall(store=store, vectors=vectors, embedder=query_embedder, heat=heat, lexical=lexical, ranking=ranking)
     archiver = Archiver(
         store=store, vectors=vectors, heat=heat, threshold=settings.heat_archive_threshold, min_age_hours=settings.archive_min_age_hours,
         lexical=lexical,

@@ -20,6 +20,7 @@ from typing import Iterable
 import numpy as np
 import torch
 
+from athena_formation.agent_column import AgentColumn
 from athena_formation.user_lru import evict_least_recent
 
 __all__ = ["UserVectors", "UserVectorCache"]
@@ -46,10 +47,9 @@ class UserVectors:
     def __init__(self, dim: int, ids: list[str] | None = None, agents: list[str] | None = None, matrix: np.ndarray | None = None) -> None:
         self.dim = dim
         self.ids: list[str] = ids or []
-        self.agents: list[str] = agents or []
+        self.agents = AgentColumn(agents or [])
         self._row = {chain_id: i for i, chain_id in enumerate(self.ids)}
         self._buffer = matrix.astype(_DTYPE) if matrix is not None and len(matrix) else np.zeros((0, dim), dtype=_DTYPE)
-        self._agent_array: np.ndarray | None = None  # `agents` for the agent filter; rebuilt after the rows change
 
     @property
     def matrix(self) -> np.ndarray:
@@ -57,7 +57,6 @@ class UserVectors:
 
     def put(self, chain_id: str, agent_id: str, vector: np.ndarray) -> None:
         unit = _unit(vector)
-        self._agent_array = None
         row = self._row.get(chain_id)
         if row is None:
             row = len(self.ids)
@@ -68,15 +67,14 @@ class UserVectors:
             self.ids.append(chain_id)
             self.agents.append(agent_id)
             self._row[chain_id] = row
-        self.agents[row] = agent_id
+        self.agents.set(row, agent_id)
         self._buffer[row] = unit
 
     def drop(self, chain_ids: set[str]) -> None:
-        self._agent_array = None
         keep = [i for i, c in enumerate(self.ids) if c not in chain_ids]
         self._buffer = self.matrix[keep]
         self.ids = [self.ids[i] for i in keep]
-        self.agents = [self.agents[i] for i in keep]
+        self.agents.keep(keep)
         self._row = {chain_id: i for i, chain_id in enumerate(self.ids)}
 
     def similarities(self, query: np.ndarray, chain_ids: Iterable[str]) -> dict[str, float]:
@@ -98,9 +96,7 @@ class UserVectors:
         unit = _unit(query)
         coarse = torch.mv(torch.from_numpy(self.matrix), torch.from_numpy(unit.astype(_DTYPE))).float().numpy()
         if agent_id:
-            if self._agent_array is None:
-                self._agent_array = np.asarray(self.agents)
-            coarse = np.where(self._agent_array == agent_id, coarse, -np.inf)
+            coarse[~self.agents.mask(agent_id)] = -np.inf
         pool = min(len(self.ids), max(2 * limit, limit + 32))
         rows = np.argpartition(-coarse, pool - 1)[:pool] if pool < len(self.ids) else np.arange(len(self.ids))
         rows = rows[np.isfinite(coarse[rows])]
