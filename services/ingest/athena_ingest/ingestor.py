@@ -7,8 +7,7 @@ its events is in the log and applied to the window and the queue, and fails with
 the outcomes below hold per batch exactly as they hold per event.
 
 Each group commit is recorded first (EventLog: an `ingest_commits` record naming its events), its
-events then carry its id, and the record is closed (deleted) once the batch's Redis step succeeded:
-behind the answer, the closes of the batches of a quarter second gathered into one delete.
+events then carry its id, and the record is closed (deleted) once the batch's Redis step succeeded.
 
 Outcome when a dependency fails (docs/architecture.md, "Storing an event"):
 - MongoDB down: nothing is written; UNAVAILABLE.
@@ -84,17 +83,14 @@ class Ingestor:
     """False when ENABLE_MEMORY_WORKERS=false: nobody would consume the tasks."""
     max_commit_events: int = 1000
     """Most events written by one group commit (a larger single request still goes as one batch)."""
-    close_linger_seconds: float = 0.25
-    """How long the closes of finished commits gather before one delete writes them all. Closing is
-    bookkeeping for the repair loop, which waits 30 s before it touches a commit: under load one
-    delete then serves the commits of many batches instead of one each."""
     _commit: Coalescer[memory_pb2.Event, InsertOutcome] = field(init=False, repr=False)
-    _to_close: set[str] = field(init=False, repr=False, default_factory=set)
-    _closer: asyncio.Task[None] | None = field(init=False, repr=False, default=None)
+    _closes: Coalescer[str, None] = field(init=False, repr=False)
+    _closing: set[asyncio.Task[None]] = field(init=False, repr=False, default_factory=set)
 
     def __post_init__(self) -> None:
         # Two stages: the next batch's log insert overlaps this batch's Redis step (athena.batching).
         self._commit = Coalescer(self._insert, then=self._apply, max_items=self.max_commit_events)
+        self._closes = Coalescer(self._close_commits, max_items=self.max_commit_events)
 
     def validate(
         self, scope: memory_pb2.Scope, has_scope: bool, events: Sequence[memory_pb2.NewEvent], *, batch: bool
@@ -159,23 +155,20 @@ class Ingestor:
         # own (older) commit stays open: it may hold events still unapplied, and the repair loop closes it.
         self._close_later(sorted({o.commit_id for o in outcomes}))
 
-    def _close_later(self, commit_ids: list[str]) -> None:
-        self._to_close.update(commit_ids)
-        if self._closer is None or self._closer.done():
-            self._closer = asyncio.create_task(self._close_gathered(), name="close commits")
+    async def _close_now(self, commit_ids: list[str]) -> None:
+        try:
+            await self._closes.submit(commit_ids)
+        except DependencyUnavailable:
+            log.warning("events reached Redis but their commit could not be closed; the repair loop will close it")
 
-    async def _close_gathered(self) -> None:
-        """Close the commits gathered over close_linger_seconds (and those that arrive meanwhile).
-        A close lost to an outage or a crash only leaves the commit to the repair loop, whose Redis
-        step is a no-op for events already applied."""
-        await asyncio.sleep(self.close_linger_seconds)
-        while self._to_close:
-            ids = sorted(self._to_close)[: self.max_commit_events]
-            self._to_close.difference_update(ids)
-            try:
-                await self.event_log.close_commits(ids)
-            except DependencyUnavailable:
-                log.warning("events reached Redis but %d commits could not be closed; the repair loop will close them", len(ids))
+    def _close_later(self, commit_ids: list[str]) -> None:
+        task = asyncio.create_task(self._close_now(commit_ids))
+        self._closing.add(task)  # a reference, so the task is not collected while it runs
+        task.add_done_callback(self._closing.discard)
+
+    async def _close_commits(self, commit_ids: list[str]) -> list[None]:
+        await self.event_log.close_commits(commit_ids)
+        return [None] * len(commit_ids)
 
     def _triggers_check(self, event: memory_pb2.Event) -> bool:
         return self.enqueue_checks and is_user_message(event)
