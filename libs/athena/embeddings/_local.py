@@ -146,10 +146,10 @@ def _quantized_transformer(model: Any) -> Any:
 
     Why: the Linear layers are nearly all of a short text's forward pass, and int8 kernels run them
     about 3x faster on the CPU (one query on two threads: 4.4 against 13.8 ms p50). The vectors move
-    a little (cosine 0.957-0.990 to the float model's over 100 search questions), so only search
-    queries use it, against chains embedded by the float model: on the LoCoMo files recall@5 of
-    fixed-chunk baselines moved by -0.003..-0.005 (embedding only) and -0.0004..+0.002 (SearchMemory's
-    hybrid ranking) (docs/benchmarks.md, "query embedding")."""
+    a little (cosine to the float model's at least 0.957, 0.975 on average, over 100 search
+    questions), so only search queries use it, against chains embedded by the float model: on the
+    LoCoMo files recall@5 of fixed-chunk baselines moved by -0.003..-0.005 (embedding only) and
+    -0.0004..+0.002 (SearchMemory's hybrid ranking) (docs/benchmarks.md, "Fourth round")."""
     import copy
 
     import torch
