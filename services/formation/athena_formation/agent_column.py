@@ -2,7 +2,7 @@
 
 Agents are kept as small integer codes, one per row: most searches name an agent, and comparing an
 int32 column with one code takes about 20 us at 100,000 rows where comparing an array of strings
-took 1.2 ms (docs/benchmarks.md, "search"). Used by user_vectors.py and lexical_index.py.
+took 1.2 ms (docs/benchmarks.md, "Fourth round"). Used by user_vectors.py and lexical_index.py.
 """
 
 from __future__ import annotations
