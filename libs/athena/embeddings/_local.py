@@ -225,23 +225,28 @@ class LocalEmbedder:
     def _compiled(self, model: Any) -> Any:
         """The transformer to run in place of the model's own encode (frozen TorchScript, int8 when
         quantized; the int8 module eagerly when it cannot be frozen), or None: model.encode."""
-        key = f"{self._path}@{self._device}{':int8' if self._quantized else ''}"
-        if key not in _compiled:
-            if self._quantized:
+        if self._quantized:
+            key = f"{self._path}@{self._device}:int8"
+            if key not in _compiled:
                 _compiled[key] = self._compile_quantized(model)
+            return _compiled[key]
+        return self._float_compiled(model)
+
+    def _float_compiled(self, model: Any) -> Any:
+        key = f"{self._path}@{self._device}"
+        if key not in _compiled:
+            _compiled[key] = _compile_transformer(model)
+            if _compiled[key] is None:
+                log.warning("the embedding model's transformer could not be frozen as TorchScript; encoding eagerly")
             else:
-                _compiled[key] = _compile_transformer(model)
-                if _compiled[key] is None:
-                    log.warning("the embedding model's transformer could not be frozen as TorchScript; encoding eagerly")
-                else:
-                    log.info("the embedding model's transformer runs as frozen TorchScript")
+                log.info("the embedding model's transformer runs as frozen TorchScript")
         return _compiled[key]
 
     def _compile_quantized(self, model: Any) -> Any:
         int8 = _quantized_transformer(model)
         if int8 is None:
             log.warning("the embedding model could not be quantized to int8; search queries use the float model")
-            return _compile_transformer(model) if self._torchscript else None
+            return self._float_compiled(model) if self._torchscript else None  # the float graph, shared
         frozen = _compile_transformer(model, int8) if self._torchscript else None
         if frozen is not None:
             log.info("search queries are embedded by an int8 copy of the model, frozen as TorchScript")

@@ -67,7 +67,8 @@ class UserVectors:
             self.ids.append(chain_id)
             self.agents.append(agent_id)
             self._row[chain_id] = row
-        self.agents.set(row, agent_id)
+        else:
+            self.agents.set(row, agent_id)
         self._buffer[row] = unit
 
     def drop(self, chain_ids: set[str]) -> None:
