@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from redis.asyncio import Redis
 
@@ -10,40 +10,38 @@ from athena import keys
 from athena.events import scope_key
 from athena.memory.v1 import memory_pb2
 
-__all__ = ["APPEND_TO_WINDOW", "CUT_SEGMENT", "ShortTermWindow", "parse_event"]
+__all__ = ["APPEND_TO_WINDOW_FN", "APPLIED_MARKER_TTL_SECONDS", "CUT_SEGMENT", "ShortTermWindow", "parse_event"]
 
-APPEND_TO_WINDOW = """
--- KEYS[1] window list   KEYS[2] the event's applied marker
--- ARGV[1] event bytes   ARGV[2] window cap (events)   ARGV[3] marker ttl (s)
--- Appends the event once, however often a retried StoreEvent asks. Returns 1 if appended, 0 if not.
-if not redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[3]) then
-  return 0
+APPEND_TO_WINDOW_FN = """
+-- append_to_window(window list, the event's applied marker, event bytes, window cap (events),
+-- marker ttl (s)): appends the event once, however often a retried StoreEvent asks.
+-- 1 if appended, 0 if not.
+local function append_to_window(window, marker, event, cap, ttl)
+  if not redis.call('SET', marker, '1', 'NX', 'EX', ttl) then
+    return 0
+  end
+  redis.call('RPUSH', window, event)
+  redis.call('LTRIM', window, -tonumber(cap), -1)
+  return 1
 end
-redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
-return 1
 """
+"""A Lua function, for the scripts that append events along with their other writes (ingest's APPLY_EVENTS)."""
 
-_APPLIED_MARKER_TTL_SECONDS = 7 * 24 * 3600
+APPLIED_MARKER_TTL_SECONDS = 7 * 24 * 3600
+"""How long an event's applied marker keeps a retried StoreEvent from appending it again."""
 
 
 class ShortTermWindow:
     def __init__(self, redis: Redis, *, max_events: int = 200) -> None:
         self.redis = redis
         self.max_events = max_events
-        self._append = redis.register_script(APPEND_TO_WINDOW)
         self._cut = redis.register_script(CUT_SEGMENT)
 
-    async def append(self, event: memory_pb2.Event, *, client: Any = None) -> bool:
-        """Append an event (idempotent per event id). `client` may be a pipeline, for MULTI/EXEC."""
+    def append_args(self, event: memory_pb2.Event) -> tuple[str, str, bytes]:
+        """What `append_to_window` (APPEND_TO_WINDOW_FN) takes for this event: its window list, its
+        applied marker and its bytes; the cap is `max_events`, the marker's ttl APPLIED_MARKER_TTL_SECONDS."""
         scope = scope_key(event.scope)
-        return bool(
-            await self._append(
-                keys=[keys.stm_window_key(scope), keys.stm_applied_key(scope, event.id)],
-                args=[event.SerializeToString(), self.max_events, _APPLIED_MARKER_TTL_SECONDS],
-                client=client,
-            )
-        )
+        return keys.stm_window_key(scope), keys.stm_applied_key(scope, event.id), event.SerializeToString()
 
     async def read(self, scope: memory_pb2.Scope, *, limit: int = 0) -> list[memory_pb2.Event]:
         start = -limit if limit > 0 else 0

@@ -152,26 +152,50 @@ async def test_with_memory_workers_disabled_nothing_is_queued(client: AthenaClie
     assert await redis.llen(keys.DISPATCHER) == 0
 
 
-async def test_an_erasure_landing_between_the_tombstone_read_and_the_commit_drops_the_event(
+async def test_an_erasure_landing_between_the_log_write_and_the_redis_step_drops_the_event(
     client: AthenaClient, ingest: Ingestor, redis
 ) -> None:
     import time
 
-    real_append = ingest.window.append
-    appends = 0
+    real_insert = ingest.event_log.insert
 
-    async def append_while_a_forget_lands(event: memory_pb2.Event, *, client: object = None) -> bool:
-        # The first append runs inside MULTI, after the tombstone was read: ForgetUser lands right now.
-        nonlocal appends
-        appends += 1
-        if appends == 1:
-            await redis.set(keys.erasure_key("acme", "alice"), str(time.time() + 1))
-        return await real_append(event, client=client)
+    async def insert_then_a_forget_lands(events, *, commit_id):  # type: ignore[no-untyped-def]
+        # The event is in the log, its Redis step not yet run: ForgetUser writes its tombstone now.
+        out = await real_insert(events, commit_id=commit_id)
+        await redis.set(keys.erasure_key("acme", "alice"), repr(time.time() + 1))
+        return out
 
-    ingest.window.append = append_while_a_forget_lands  # type: ignore[method-assign]
+    ingest.event_log.insert = insert_then_a_forget_lands  # type: ignore[method-assign]
     await client.store_event(SCOPE, EventInput("user", "said just before the user asked to be forgotten"))
 
-    assert appends == 1  # the transaction was aborted and, on the retry, the event was dropped
     assert await client.get_context(SCOPE) == []
     assert await redis.llen(keys.scope_queue_key("acme:alice:helper")) == 0
     assert await ingest.event_log.count({"tenant_id": "acme", "user_id": "alice"}) == 0
+
+
+async def test_a_batch_of_several_users_drops_only_the_erased_users_events(ingest: Ingestor, redis) -> None:
+    import time
+
+    from athena.events import to_timestamp
+    from datetime import datetime, timezone
+
+    stored_at = to_timestamp(datetime.now(timezone.utc))
+    scopes = [memory_pb2.Scope(tenant_id="acme", user_id=u, agent_id="helper") for u in ("alice", "bob", "alice", "bob")]
+    events = [
+        memory_pb2.Event(id=f"ev{i}", scope=s, role=memory_pb2.ROLE_USER, type=memory_pb2.EVENT_TYPE_MESSAGE,
+                         content=f"message {i}", stored_at=stored_at, timestamp=stored_at, client_event_id=f"ev{i}")
+        for i, s in enumerate(scopes)
+    ]
+    await ingest.event_log.insert(events, commit_id="cm_test")
+    await redis.set(keys.erasure_key("acme", "alice"), repr(time.time() + 1))  # after alice's events were stored
+
+    kept = await ingest._apply_to_redis(events)
+
+    assert [e.id for e in kept] == ["ev1", "ev3"]
+    assert [e.content for e in await ingest.window.read(scopes[1])] == ["message 1", "message 3"]
+    assert await ingest.window.read(scopes[0]) == []
+    assert await redis.llen(keys.scope_queue_key("acme:bob:helper")) == 2
+    assert await redis.llen(keys.scope_queue_key("acme:alice:helper")) == 0
+    assert await redis.lrange(keys.DISPATCHER, 0, -1) == [b"acme:bob:helper"]
+    assert await ingest.event_log.count({"user_id": "alice"}) == 0
+    assert await ingest.event_log.count({"user_id": "bob"}) == 2

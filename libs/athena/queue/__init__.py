@@ -2,11 +2,14 @@
 
 from athena.queue._backoff import Backoff, ExponentialFullJitter, NoBackoff, RetryPolicy
 from athena.queue._envelope import CHAIN_CHECK, chain_check_task, chain_check_task_id
-from athena.queue._queue import FailOutcome, FairQueue, Lease, QueueDepth
+from athena.queue._queue import TASK_DEDUP_TTL_SECONDS, FailOutcome, FairQueue, Lease, QueueDepth
+from athena.queue._scripts import ENQUEUE_FN
 from athena.queue._worker import Handler, WorkerPool
 
 __all__ = [
     "CHAIN_CHECK",
+    "ENQUEUE_FN",
+    "TASK_DEDUP_TTL_SECONDS",
     "Backoff",
     "ExponentialFullJitter",
     "FailOutcome",

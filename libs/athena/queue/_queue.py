@@ -29,9 +29,10 @@ from athena.queue import _scripts
 from athena.queue._backoff import RetryPolicy
 from athena.queue._evalsha import HotScript
 
-__all__ = ["FailOutcome", "FairQueue", "Lease", "QueueDepth"]
+__all__ = ["TASK_DEDUP_TTL_SECONDS", "FailOutcome", "FairQueue", "Lease", "QueueDepth"]
 
-_DEDUP_TTL_SECONDS = 7 * 24 * 3600
+TASK_DEDUP_TTL_SECONDS = 7 * 24 * 3600
+"""How long a task id, once queued, keeps the same id from being queued again."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ class FairQueue:
         scope = _scope_of(task)
         return (
             [keys.scope_queue_key(scope), keys.DISPATCHER, keys.task_dedup_key(task.id)],
-            [task.SerializeToString(), scope, _DEDUP_TTL_SECONDS],
+            [task.SerializeToString(), scope, TASK_DEDUP_TTL_SECONDS],
         )
 
     async def enqueue(self, task: task_pb2.Task, *, client: Any = None) -> bool:
@@ -327,7 +328,7 @@ class FairQueue:
             scope = _scope_of(task)
             removed = await self._replay(
                 keys=[keys.QUEUE_DEAD_LETTERS, keys.scope_queue_key(scope), keys.DISPATCHER, keys.task_dedup_key(task.id)],
-                args=[raw, fresh.SerializeToString(), scope, _DEDUP_TTL_SECONDS],
+                args=[raw, fresh.SerializeToString(), scope, TASK_DEDUP_TTL_SECONDS],
             )
             replayed += int(removed)
         return replayed

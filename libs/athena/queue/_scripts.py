@@ -16,6 +16,7 @@ __all__ = [
     "CLAIM",
     "CLAIM_READY",
     "ENQUEUE",
+    "ENQUEUE_FN",
     "ERASE_SCOPE",
     "EXTEND",
     "FAIL",
@@ -30,18 +31,27 @@ local _t = redis.call('TIME')
 local now = tonumber(_t[1]) * 1000 + math.floor(tonumber(_t[2]) / 1000)
 """
 
-ENQUEUE = """
+ENQUEUE_FN = """
+-- enqueue(scope queue, dispatcher, task dedup key, envelope bytes, scope id, dedup ttl (s)):
+-- 1 when queued, 0 when this task id was queued before.
+local function enqueue(queue, dispatcher, dedup, envelope, scope, ttl)
+  if not redis.call('SET', dedup, '1', 'NX', 'EX', ttl) then
+    return 0
+  end
+  if redis.call('RPUSH', queue, envelope) == 1 then
+    -- the scope had no work, so it is nowhere: make it runnable
+    redis.call('RPUSH', dispatcher, scope)
+  end
+  return 1
+end
+"""
+"""ENQUEUE as a Lua function, for the scripts that enqueue along with their other writes (ingest's APPLY_EVENTS)."""
+
+ENQUEUE = ENQUEUE_FN + """
 -- KEYS[1] scope queue      KEYS[2] dispatcher      KEYS[3] task dedup key
 -- ARGV[1] envelope bytes   ARGV[2] scope id        ARGV[3] dedup ttl (s)
 -- Returns 1 when queued, 0 when this task id was queued before.
-if not redis.call('SET', KEYS[3], '1', 'NX', 'EX', ARGV[3]) then
-  return 0
-end
-if redis.call('RPUSH', KEYS[1], ARGV[1]) == 1 then
-  -- the scope had no work, so it is nowhere: make it runnable
-  redis.call('RPUSH', KEYS[2], ARGV[2])
-end
-return 1
+return enqueue(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
 """
 
 CLAIM = _NOW_MS + """

@@ -23,7 +23,6 @@ Outcome when a dependency fails (docs/architecture.md, "Storing an event"):
 from __future__ import annotations
 
 import asyncio
-from contextlib import nullcontext
 import logging
 import secrets
 import time
@@ -32,35 +31,21 @@ from datetime import datetime, timedelta, timezone
 from typing import Sequence
 
 from redis.asyncio import Redis
-from redis.exceptions import WatchError
 
-from athena import keys
 from athena.batching import Coalescer
 from athena.errors import DependencyUnavailable, FieldViolation
 from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message, to_timestamp
 from athena.metrics import EVENTS_STORED
 from athena.memory.v1 import memory_pb2
-from athena.redis_util import redis_unavailable
-from athena.queue import FairQueue, chain_check_task, chain_check_task_id
+from athena.queue import FairQueue, chain_check_task_id
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog, InsertOutcome
-from athena.tracing import inject_context, producer_span
+from athena_ingest.redis_step import RedisStep
 from athena_ingest.validation import Limits, raise_if_any, validate_new_event, validate_scope
 
 __all__ = ["Ingestor", "new_event_id"]
 
 log = logging.getLogger("athena.ingest")
-
-
-def _split_erased(
-    events: Sequence[memory_pb2.Event], tombstones: dict[tuple[str, str], float]
-) -> tuple[list[memory_pb2.Event], list[memory_pb2.Event]]:
-    """(kept, dropped): events stored at or before their user's erasure tombstone are dropped."""
-    kept, dropped = [], []
-    for e in events:
-        erased_at = tombstones.get((e.scope.tenant_id, e.scope.user_id))
-        (dropped if erased_at is not None and e.stored_at.ToNanoseconds() / 1e9 <= erased_at else kept).append(e)
-    return kept, dropped
 
 
 def new_event_id() -> str:
@@ -86,11 +71,13 @@ class Ingestor:
     _commit: Coalescer[memory_pb2.Event, InsertOutcome] = field(init=False, repr=False)
     _closes: Coalescer[str, None] = field(init=False, repr=False)
     _closing: set[asyncio.Task[None]] = field(init=False, repr=False, default_factory=set)
+    _redis_step: RedisStep = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Two stages: the next batch's log insert overlaps this batch's Redis step (athena.batching).
         self._commit = Coalescer(self._insert, then=self._apply, max_items=self.max_commit_events)
         self._closes = Coalescer(self._close_commits, max_items=self.max_commit_events)
+        self._redis_step = RedisStep(self.redis, window=self.window, queue=self.queue, triggers_check=self._triggers_check)
 
     def validate(
         self, scope: memory_pb2.Scope, has_scope: bool, events: Sequence[memory_pb2.NewEvent], *, batch: bool
@@ -174,42 +161,15 @@ class Ingestor:
         return self.enqueue_checks and is_user_message(event)
 
     async def _apply_to_redis(self, events: Sequence[memory_pb2.Event]) -> list[memory_pb2.Event]:
-        """Append to the window and enqueue checks, atomically, idempotently. Returns the events kept
-        (those stored before their user's erasure are deleted from the log instead)."""
+        """Append to the window and enqueue checks, atomically, idempotently (redis_step.py). Returns the
+        events kept (those stored before their user's erasure are deleted from the log instead)."""
         if not events:
             return []
-        users = sorted({(e.scope.tenant_id, e.scope.user_id) for e in events})
-        tombstone_keys = [keys.erasure_key(t, u) for t, u in users]
-        dropped: list[memory_pb2.Event] = []
-        with redis_unavailable():
-            async with self.redis.pipeline(transaction=True) as pipe:
-                while True:
-                    try:
-                        # WATCH the users' erasure tombstones: a ForgetUser that sets one between this
-                        # read and EXEC aborts the transaction, and the retry drops the events.
-                        await pipe.watch(*tombstone_keys)
-                        raws = await pipe.mget(tombstone_keys)
-                        tombstones = {user: float(raw) for user, raw in zip(users, raws) if raw}
-                        kept, dropped = _split_erased(events, tombstones)
-                        checks = [e for e in kept if self._triggers_check(e)]
-                        pipe.multi()
-                        with producer_span(count=len(checks)) if checks else nullcontext():
-                            carrier: dict[str, str] = {}
-                            inject_context(carrier)
-                            for e in kept:
-                                await self.window.append(e, client=pipe)
-                                if self._triggers_check(e):
-                                    await self.queue.enqueue(
-                                        chain_check_task(scope=e.scope, event_id=e.id, trace_context=carrier), client=pipe
-                                    )
-                            await pipe.execute()
-                        break
-                    except WatchError:
-                        await pipe.reset()
+        dropped = set(await self._redis_step.apply(events))
         if dropped:
-            await self.event_log.delete([e.id for e in dropped])
+            await self.event_log.delete([events[i].id for i in sorted(dropped)])
             log.info("dropped %d events stored before their user's erasure", len(dropped))
-        return kept
+        return [e for i, e in enumerate(events) if i not in dropped]
 
     async def repair_pending(self, *, older_than: timedelta = timedelta(seconds=30)) -> int:
         """Apply the events of commits still open after `older_than` (their client gave up before a

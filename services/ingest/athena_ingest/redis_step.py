@@ -1,0 +1,99 @@
+"""Ingest's Redis step: a batch of stored events into their windows and their chain checks onto the
+queue, in one script call.
+
+One EVALSHA per group commit instead of WATCH + MGET + MULTI + two scripts per event + EXEC: the
+tombstone check runs inside the script, which Redis runs atomically, so a ForgetUser that writes its
+tombstone is either wholly before the script (its user's events are dropped) or wholly after it (its
+erasure then removes what the script appended). Each event's writes are exactly those of
+`append_to_window` and `enqueue` (athena.stm, athena.queue), so a repeat is still a no-op per event id
+and task id. Keys are passed in ARGV, as the queue's scripts build theirs from prefixes: one Redis
+server, not a cluster (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from datetime import datetime, timezone
+from typing import Callable, Sequence
+
+from redis.asyncio import Redis
+
+from athena import keys
+from athena.memory.v1 import memory_pb2
+from athena.queue import ENQUEUE_FN, TASK_DEDUP_TTL_SECONDS, FairQueue, chain_check_task
+from athena.redis_util import redis_unavailable
+from athena.stm import APPEND_TO_WINDOW_FN, APPLIED_MARKER_TTL_SECONDS, ShortTermWindow
+from athena.tracing import inject_context, producer_span
+
+__all__ = ["APPLY_EVENTS", "RedisStep"]
+
+APPLY_EVENTS = APPEND_TO_WINDOW_FN + ENQUEUE_FN + """
+-- KEYS[1] dispatcher   KEYS[2..] the erasure tombstone of each user the batch holds
+-- ARGV[1] window cap (events)   ARGV[2] applied marker ttl (s)   ARGV[3] task dedup ttl (s)
+-- then 9 per event: the KEYS index of its user's tombstone, its stored_at (epoch seconds), its
+-- window list, its applied marker, its bytes, and its chain check: scope queue, task dedup key,
+-- envelope bytes, scope id (all four empty when the event triggers no check)
+-- Appends each event to its window and queues its check, in order, except events stored at or before
+-- their user's tombstone. Returns the 0-based positions of the events it dropped for that.
+local erased = {}
+for k = 2, #KEYS do
+  erased[k] = tonumber(redis.call('GET', KEYS[k]) or '')
+end
+local dropped = {}
+local n = 0
+for i = 4, #ARGV, 9 do
+  local erased_at = erased[tonumber(ARGV[i])]
+  if erased_at and tonumber(ARGV[i + 1]) <= erased_at then
+    dropped[#dropped + 1] = n
+  else
+    append_to_window(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[1], ARGV[2])
+    if ARGV[i + 5] ~= '' then
+      enqueue(ARGV[i + 5], KEYS[1], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[3])
+    end
+  end
+  n = n + 1
+end
+return dropped
+"""
+
+_NO_CHECK = ("", "", b"", "")
+
+
+class RedisStep:
+    """APPLY_EVENTS for a batch of events of any scopes; `triggers_check` says which events get a chain check."""
+
+    def __init__(
+        self, redis: Redis, *, window: ShortTermWindow, queue: FairQueue, triggers_check: Callable[[memory_pb2.Event], bool]
+    ) -> None:
+        self._script = redis.register_script(APPLY_EVENTS)
+        self._window = window
+        self._queue = queue
+        self._triggers_check = triggers_check
+
+    async def apply(self, events: Sequence[memory_pb2.Event]) -> list[int]:
+        """Apply the events; returns the positions of those dropped because their user was erased after
+        they were stored. Raises DependencyUnavailable when Redis is unreachable (nothing is applied)."""
+        if not events:
+            return []
+        users: dict[tuple[str, str], int] = {}
+        args: list[str | bytes | int] = [self._window.max_events, APPLIED_MARKER_TTL_SECONDS, TASK_DEDUP_TTL_SECONDS]
+        checks = [self._triggers_check(e) for e in events]
+        with producer_span(count=sum(checks)) if any(checks) else nullcontext():
+            carrier: dict[str, str] = {}
+            if any(checks):
+                inject_context(carrier)
+            now = datetime.now(timezone.utc)  # one enqueue time for the batch: it is one write
+            for event, check in zip(events, checks):
+                user = users.setdefault((event.scope.tenant_id, event.scope.user_id), len(users) + 2)
+                args += [user, repr(event.stored_at.ToNanoseconds() / 1e9), *self._window.append_args(event)]
+                if check:
+                    task_keys, task_args = self._queue.enqueue_args(
+                        chain_check_task(scope=event.scope, event_id=event.id, trace_context=carrier, now=now)
+                    )
+                    args += [task_keys[0], task_keys[2], task_args[0], task_args[1]]  # queue, dedup, envelope, scope
+                else:
+                    args += _NO_CHECK
+            tombstones = [keys.erasure_key(tenant, user) for tenant, user in users]
+            with redis_unavailable():
+                dropped = await self._script(keys=[keys.DISPATCHER, *tombstones], args=args)
+        return [int(i) for i in dropped]
