@@ -134,6 +134,29 @@ def test_of_two_equally_relevant_chains_the_shorter_ranks_first_and_words_outwei
     assert by_cosine.rank(chain_id="a", similarity=0.5, lexical=0.0, event_count=9).score == pytest.approx(0.5)
 
 
+def test_ranking_many_candidates_at_once_scores_exactly_as_one_by_one_and_keeps_the_best() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    ranking = Ranking(lexical_weight=0.7, size_prior=0.3)
+    n = 300
+    ids = [f"c{i}" for i in range(n)]
+    sims = rng.uniform(-0.2, 0.9, n)
+    lex = np.where(rng.uniform(size=n) < 0.5, 0.0, rng.uniform(size=n))
+    counts = rng.integers(1, 40, n)
+    sims[[3, 7]], lex[[3, 7]], counts[[3, 7]] = 0.95, 0.9, 1  # tied at the top: the earlier candidate stays first
+
+    best = ranking.rank_many(ids, sims, lex, counts, most=25)
+
+    one_by_one = sorted(
+        (ranking.rank(chain_id=c, similarity=float(s), lexical=float(l), event_count=int(k)) for c, s, l, k in zip(ids, sims, lex, counts)),
+        key=lambda r: -r.score,
+    )
+    assert best == one_by_one[:25]  # same chains, same order, bit-identical scores
+    assert ranking.rank_many(ids, sims, lex, counts, most=0) == []
+    assert [r.chain_id for r in best[:2]] == ["c3", "c7"]
+
+
 # --- SearchMemory through formation (MongoDB-wire server, Milvus Lite) -------------------------------
 
 async def _form(stub: Any, turns: list[tuple[str, str]]) -> str:

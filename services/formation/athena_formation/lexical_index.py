@@ -30,7 +30,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -74,6 +74,15 @@ class LexicalScores:
     def of(self, chain_id: str) -> float:
         row = self._lexicon.row_of(chain_id)
         return float(self.scores[row]) if row is not None and row < len(self.scores) else 0.0
+
+    def of_many(self, chain_ids: Sequence[str]) -> np.ndarray:
+        """`of` for each of these chains."""
+        row_of = self._lexicon.row_of
+        rows = np.fromiter((r if (r := row_of(c)) is not None else -1 for c in chain_ids), np.int64, len(chain_ids))
+        known = (rows >= 0) & (rows < len(self.scores))
+        out = np.zeros(len(chain_ids), dtype=np.float64)
+        out[known] = self.scores[rows[known]]
+        return out
 
     def terms_in(self, chain_id: str) -> set[str]:
         """The query's terms the chain holds."""
@@ -123,6 +132,11 @@ class UserLexicon:
     def event_count(self, chain_id: str) -> int | None:
         row = self._row.get(chain_id)
         return int(self._sizes[row]) if row is not None else None
+
+    def event_counts(self, chain_ids: Sequence[str], *, default: int = 1) -> np.ndarray:
+        """`event_count` for each of these chains, `default` for those it does not hold."""
+        row_of, sizes = self._row.get, self._sizes
+        return np.fromiter((sizes[r] if (r := row_of(c)) is not None else default for c in chain_ids), np.int64, len(chain_ids))
 
     def put(self, row: LexiconRow) -> None:
         self._kill(row.chain_id)

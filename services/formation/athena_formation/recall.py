@@ -9,6 +9,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
+import numpy as np
+
 from athena.embeddings import Embedder
 from athena.errors import FieldViolation, InvalidArgument, NotFound
 from athena.memory.v1 import memory_pb2
@@ -108,15 +110,9 @@ class Recall:
             # Found by their words alone: scored on their embedding too (a chain without one is not searchable).
             word_hits = [c for c, _ in lexical.top(pool) if c not in similarity]
             similarity.update(await self.vectors.similarities(query_vec, word_hits, tenant_id=scope.tenant_id, user_id=scope.user_id))
-        provisional = sorted(
-            (
-                self._rank(chain_id, sim, lexical, lexicon.event_count(chain_id) if lexicon is not None else None)
-                for chain_id, sim in similarity.items()
-                if allowed is None or chain_id in allowed
-            ),
-            key=lambda r: -r.score,
-        )
-        out = await self._hydrate(request, provisional, lexical, limit=limit, most=limit + 10 if allowed is None else min(1000, limit * 4 + 20))
+        most = limit + 10 if allowed is None else min(1000, limit * 4 + 20)
+        provisional = self._rank_candidates([c for c in similarity if allowed is None or c in allowed], similarity, lexical, lexicon, most=most)
+        out = await self._hydrate(request, provisional, lexical, limit=limit)
         SEARCH_HITS.observe(len(out))
         warmed = self._warm([doc for _, doc in out], datetime.now(timezone.utc))
         response = memory_pb2.SearchMemoryResponse()
@@ -135,10 +131,10 @@ class Recall:
         return response
 
     async def _hydrate(
-        self, request: memory_pb2.SearchMemoryRequest, provisional: list[RankedChain], lexical: LexicalScores | None, *, limit: int, most: int
+        self, request: memory_pb2.SearchMemoryRequest, provisional: list[RankedChain], lexical: LexicalScores | None, *, limit: int
     ) -> list[tuple[RankedChain, dict[str, Any]]]:
-        """The best `limit` candidates that pass the checks on their documents, best first, reading
-        as few documents as it can (at most `most`): `limit` first, then more only when some fail.
+        """The best `limit` of the `provisional` candidates (best first) that pass the checks on their
+        documents, reading as few documents as it can: `limit` first, then more only when some fail.
 
         A candidate's provisional score assumed the size the lexical index knows (1 if none); its
         document's size can only lower it, so a read candidate is taken once its final score is at
@@ -147,7 +143,6 @@ class Recall:
         read: list[tuple[RankedChain, dict[str, Any]]] = []  # read and passing, not yet taken
         out: list[tuple[RankedChain, dict[str, Any]]] = []
         start = 0
-        provisional = provisional[:most]
         while len(out) < limit:
             next_score = provisional[start].score if start < len(provisional) else None
             read.sort(key=lambda pair: -pair[0].score)
@@ -168,6 +163,19 @@ class Recall:
                     continue
                 read.append((final, doc))
         return out
+
+    def _rank_candidates(
+        self, chain_ids: list[str], similarity: dict[str, float], lexical: LexicalScores | None, lexicon: UserLexicon | None, *, most: int
+    ) -> list[RankedChain]:
+        """The best `most` candidates by their provisional score (the size the lexical index knows, 1 if none)."""
+        n = len(chain_ids)
+        return self.ranking.rank_many(
+            chain_ids,
+            np.fromiter((similarity[c] for c in chain_ids), np.float64, n),
+            lexical.of_many(chain_ids) if lexical is not None else np.zeros(n),
+            lexicon.event_counts(chain_ids) if lexicon is not None else np.ones(n, dtype=np.int64),
+            most=most,
+        )
 
     def _rank(self, chain_id: str, similarity: float, lexical: LexicalScores | None, event_count: int | None) -> RankedChain:
         return self.ranking.rank(
