@@ -72,7 +72,8 @@ class RedisStep:
 
     async def apply(self, events: Sequence[memory_pb2.Event]) -> list[int]:
         """Apply the events; returns the positions of those dropped because their user was erased after
-        they were stored. Raises DependencyUnavailable when Redis is unreachable (nothing is applied)."""
+        they were stored. Raises DependencyUnavailable when Redis is unreachable or the reply was lost
+        (the script may then have run or not: applying the same events again is a no-op per event)."""
         if not events:
             return []
         users: dict[tuple[str, str], int] = {}
@@ -84,8 +85,8 @@ class RedisStep:
                 inject_context(carrier)
             now = datetime.now(timezone.utc)  # one enqueue time for the batch: it is one write
             for event, check in zip(events, checks):
-                user = users.setdefault((event.scope.tenant_id, event.scope.user_id), len(users) + 2)
-                args += [user, repr(event.stored_at.ToNanoseconds() / 1e9), *self._window.append_args(event)]
+                tombstone_at = users.setdefault((event.scope.tenant_id, event.scope.user_id), len(users) + 2)  # its KEYS index
+                args += [tombstone_at, repr(event.stored_at.ToNanoseconds() / 1e9), *self._window.append_args(event)]
                 if check:
                     task_keys, task_args = self._queue.enqueue_args(
                         chain_check_task(scope=event.scope, event_id=event.id, trace_context=carrier, now=now)
