@@ -199,3 +199,21 @@ async def test_a_batch_of_several_users_drops_only_the_erased_users_events(inges
     assert await redis.lrange(keys.DISPATCHER, 0, -1) == [b"acme:bob:helper"]
     assert await ingest.event_log.count({"user_id": "alice"}) == 0
     assert await ingest.event_log.count({"user_id": "bob"}) == 2
+
+
+async def test_the_stored_events_metric_counts_each_event_of_a_batch_by_role_type_and_repeat(client: AthenaClient) -> None:
+    from prometheus_client import REGISTRY
+
+    def stored(role: str, duplicate: str) -> float:
+        labels = {"role": role, "type": "message", "duplicate": duplicate}
+        return REGISTRY.get_sample_value("memos_events_stored_total", labels) or 0.0
+
+    before = {(r, d): stored(r, d) for r in ("user", "agent") for d in ("false", "true")}
+    batch = [EventInput("user", f"question {i}", event_id=f"q{i}") for i in range(3)] + [EventInput("agent", f"answer {i}") for i in range(2)]
+    await client.store_events(SCOPE, batch)
+    await client.store_events(SCOPE, batch[:2])  # two repeats
+
+    assert stored("user", "false") - before["user", "false"] == 3
+    assert stored("agent", "false") - before["agent", "false"] == 2
+    assert stored("user", "true") - before["user", "true"] == 2
+    assert stored("agent", "true") - before["agent", "true"] == 0
