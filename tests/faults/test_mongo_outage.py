@@ -78,7 +78,7 @@ async def test_mongo_down_store_event_is_unavailable_and_partial_nothing_then_pr
     assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
     assert state_during == state_before, "the refused event touched the window or the queue"
     assert probe_docs == 0, "the refused event is in the log"
-    assert not errors
+    assert not errors, f"{errors}\ningest's log, last lines:\n{(stack.data_dir / 'ingest.log').read_text(errors='replace')[-4000:]}"
     # Everything acknowledged before the outage is intact, and what the outage held up was processed.
     assert before.logged <= after.logged and {o["_id"] for o in before.outcomes} <= {o["_id"] for o in after.outcomes}
     assert set(chains_before) <= {c["_id"] for c in after.chains}

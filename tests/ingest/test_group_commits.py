@@ -51,3 +51,37 @@ async def test_the_repair_loop_applies_an_open_commits_events_once_however_often
     assert await ingest.repair_pending(older_than=timedelta(0)) == 0
 
     assert [e.content for e in await client.get_context(SCOPE)] == ["left open"] and await _open_commits(ingest) == 0
+
+
+async def test_an_insert_resent_after_its_reply_was_lost_counts_as_the_first_store_not_a_repeat(ingest: Ingestor) -> None:
+    # A server without retryable-write support (nx-27017) sees the driver's re-sent insert as a second
+    # one: its commit record and its events are already there, written by the attempt whose reply was lost.
+    now = to_timestamp(datetime.now(timezone.utc))
+    events = [
+        memory_pb2.Event(id=new_event_id(), scope=SCOPE, role=memory_pb2.ROLE_USER, type=memory_pb2.EVENT_TYPE_MESSAGE,
+                         content=text, timestamp=now, stored_at=now, client_event_id=f"client-{k}")
+        for k, text in enumerate(["first", "second"])
+    ]
+    await ingest.event_log.insert(events, commit_id="cm_resent")
+
+    again = await ingest.event_log.insert(events, commit_id="cm_resent")
+    single = await ingest.event_log.insert(events[:1], commit_id="cm_resent")
+
+    assert [(o.event.id, o.duplicate, o.applied) for o in again] == [(e.id, False, False) for e in events]
+    assert [(o.event.id, o.duplicate) for o in single] == [(events[0].id, False)]
+    assert await ingest.event_log.count({"commit_id": "cm_resent"}) == 2 and await _open_commits(ingest) == 1
+
+
+async def test_a_repeat_under_a_new_event_id_still_returns_the_original(ingest: Ingestor) -> None:
+    now = to_timestamp(datetime.now(timezone.utc))
+
+    def event(event_id: str) -> memory_pb2.Event:
+        return memory_pb2.Event(id=event_id, scope=SCOPE, role=memory_pb2.ROLE_USER, type=memory_pb2.EVENT_TYPE_MESSAGE,
+                                content="same", timestamp=now, stored_at=now, client_event_id="client-same")
+
+    original = event(new_event_id())
+    await ingest.event_log.insert([original], commit_id="cm_a")
+    (repeat,) = await ingest.event_log.insert([event(new_event_id())], commit_id="cm_b")
+
+    assert repeat.duplicate and repeat.event.id == original.id
+    assert repeat.applied is False  # the original's commit (cm_a) is still open: its Redis step may not have run

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Sequence
 from pymongo import ASCENDING, AsyncMongoClient
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from athena.errors import DependencyUnavailable
 from athena.events import doc_to_event, event_to_doc
 from athena.memory.v1 import memory_pb2
 from athena.stores._mongo import mongo_unavailable
@@ -83,7 +84,13 @@ class EventLog:
         docs = [{**event_to_doc(e), "commit_id": commit_id} for e in events]
         duplicates: set[int] = set()
         with mongo_unavailable():
-            await self.commits.insert_one({"_id": commit_id, "event_ids": [e.id for e in events], "created_at": time.time()})
+            try:
+                await self.commits.insert_one({"_id": commit_id, "event_ids": [e.id for e in events], "created_at": time.time()})
+            except DuplicateKeyError:
+                # Our own record, written by an attempt whose reply was lost and re-sent by the driver's
+                # retryable write (a server without retryable-write support, as nx-27017, reports the
+                # second attempt as a duplicate): commit ids are random, so no one else holds this one.
+                pass
             try:
                 if len(docs) == 1:
                     await self.collection.insert_one(docs[0])
@@ -100,12 +107,20 @@ class EventLog:
             still_open = await self._open_ids({d["commit_id"] for d in originals.values() if d.get("commit_id")})
         out = []
         for i, event in enumerate(events):
-            if i in duplicates:
-                doc = originals[(event.scope.tenant_id, event.scope.user_id, event.scope.agent_id, event.client_event_id)]
-                applied = doc.get("commit_id") not in still_open
-                out.append(InsertOutcome(doc_to_event(doc), True, applied, commit_id))
-            else:
+            if i not in duplicates:
                 out.append(InsertOutcome(event, False, False, commit_id))
+                continue
+            doc = originals.get((event.scope.tenant_id, event.scope.user_id, event.scope.agent_id, event.client_event_id))
+            if doc is None:
+                # The original was deleted (its user erased) between the insert and this read: nothing of
+                # this event is stored; a retry stores it afresh, and the erasure tombstone then drops it.
+                raise DependencyUnavailable("mongodb", "a repeated event's original disappeared while it was read")
+            if doc["_id"] == event.id:
+                # This very insert, landed by an attempt whose reply was lost and re-sent by the driver's
+                # retryable write (reported as a duplicate where the server cannot tell, as nx-27017).
+                out.append(InsertOutcome(event, False, False, commit_id))
+                continue
+            out.append(InsertOutcome(doc_to_event(doc), True, doc.get("commit_id") not in still_open, commit_id))
         return out
 
     async def _open_ids(self, commit_ids: set[str]) -> set[str]:
