@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pymongo import AsyncMongoClient
+from pymongo.errors import DuplicateKeyError
 from redis.asyncio import Redis
 
 from athena import keys
@@ -81,9 +82,12 @@ class Eraser:
         # 1. tombstone, Mongo first (formation's view), then Redis (cognition's and ingest's view)
         record_id = f"{tenant_id}:{user_id}:{int(erased_at * 1e6)}"
         with mongo_unavailable():
-            await self._erasures.insert_one(
-                {"_id": record_id, "tenant_id": tenant_id, "user_id": user_id, "erased_at": erased_at, "state": "erasing"}
-            )
+            try:
+                await self._erasures.insert_one(
+                    {"_id": record_id, "tenant_id": tenant_id, "user_id": user_id, "erased_at": erased_at, "state": "erasing"}
+                )
+            except DuplicateKeyError:
+                pass  # ours: the driver re-sent it after a lost reply (nx-27017 cannot tell a retried write)
         with redis_unavailable():
             await self.redis.set(keys.erasure_key(tenant_id, user_id), repr(erased_at), ex=keys.ERASURE_TTL_SECONDS)
 

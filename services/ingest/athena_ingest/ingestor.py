@@ -1,7 +1,7 @@
-"""Storing events: the durable log first, then the short-term window and the queue in one Redis transaction.
+"""Storing events: the durable log first, then the short-term window and the queue in one Redis script call.
 
 Group commit: concurrent StoreEvent/StoreEvents calls are coalesced (athena.batching.Coalescer), so
-one MongoDB insert_many, one Redis transaction and one applied-marking serve every event that arrived
+one MongoDB insert_many, one Redis script call and one commit close serve every event that arrived
 while the previous batch was being written. Each caller is answered only after the whole batch holding
 its events is in the log and applied to the window and the queue, and fails with the batch otherwise;
 the outcomes below hold per batch exactly as they hold per event.
