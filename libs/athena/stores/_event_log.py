@@ -25,7 +25,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 from athena.errors import DependencyUnavailable
 from athena.events import doc_to_event, event_to_doc
 from athena.memory.v1 import memory_pb2
-from athena.stores._mongo import mongo_unavailable
+from athena.stores._mongo import insert_own, mongo_unavailable
 
 __all__ = ["COMMITS", "EventLog", "InsertOutcome", "OpenCommit"]
 
@@ -84,13 +84,7 @@ class EventLog:
         docs = [{**event_to_doc(e), "commit_id": commit_id} for e in events]
         duplicates: set[int] = set()
         with mongo_unavailable():
-            try:
-                await self.commits.insert_one({"_id": commit_id, "event_ids": [e.id for e in events], "created_at": time.time()})
-            except DuplicateKeyError:
-                # Our own record, written by an attempt whose reply was lost and re-sent by the driver's
-                # retryable write (a server without retryable-write support, as nx-27017, reports the
-                # second attempt as a duplicate): commit ids are random, so no one else holds this one.
-                pass
+            await insert_own(self.commits, {"_id": commit_id, "event_ids": [e.id for e in events], "created_at": time.time()})
             try:
                 if len(docs) == 1:
                     await self.collection.insert_one(docs[0])

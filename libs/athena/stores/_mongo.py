@@ -6,12 +6,13 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from pymongo import AsyncMongoClient
-from pymongo.errors import AutoReconnect, ConnectionFailure, NetworkTimeout, ServerSelectionTimeoutError
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import AutoReconnect, ConnectionFailure, DuplicateKeyError, NetworkTimeout, ServerSelectionTimeoutError
 
 from athena.config import Settings
 from athena.errors import DependencyUnavailable
 
-__all__ = ["connect_mongo", "mongo_unavailable"]
+__all__ = ["connect_mongo", "insert_own", "mongo_unavailable"]
 
 _OUTAGE = (AutoReconnect, ConnectionFailure, NetworkTimeout, ServerSelectionTimeoutError)
 
@@ -34,3 +35,13 @@ def mongo_unavailable() -> Iterator[None]:
         yield
     except _OUTAGE as exc:
         raise DependencyUnavailable("mongodb", type(exc).__name__) from exc
+
+
+async def insert_own(collection: AsyncCollection[dict[str, Any]], doc: dict[str, Any]) -> None:
+    """Insert a record whose `_id` only this caller makes (random or time-stamped). A duplicate key is
+    then this very write, landed by an attempt whose reply was lost and re-sent by the driver's
+    retryable write (a server without retryable-write support, as nx-27017, reports it as a duplicate)."""
+    try:
+        await collection.insert_one(doc)
+    except DuplicateKeyError:
+        pass

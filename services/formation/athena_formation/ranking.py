@@ -19,7 +19,7 @@ chain found by either side alone can win; each is then scored on both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -50,8 +50,7 @@ class Ranking:
         return max(50, 5 * limit)
 
     def rank(self, *, chain_id: str, similarity: float, lexical: float, event_count: int) -> RankedChain:
-        relevance = (1.0 - self.lexical_weight) * similarity + self.lexical_weight * lexical
-        score = max(relevance, 0.0) / max(1, event_count) ** self.size_prior
+        score = max(self._relevance(similarity, lexical), 0.0) / self._size_divisor(event_count)
         return RankedChain(chain_id=chain_id, similarity=similarity, lexical=lexical, event_count=event_count, score=score)
 
     def rank_many(
@@ -64,13 +63,19 @@ class Ranking:
         the same: a search ranks a hundred candidates per call and keeps twenty."""
         sims = np.asarray(similarity, dtype=np.float64)
         lex = np.asarray(lexical, dtype=np.float64)
-        counts = np.maximum(np.asarray(event_count, dtype=np.int64), 1)
-        divisors = {int(c): int(c) ** self.size_prior for c in np.unique(counts)}
-        relevance = (1.0 - self.lexical_weight) * sims + self.lexical_weight * lex
-        scores = np.maximum(relevance, 0.0) / np.fromiter((divisors[int(c)] for c in counts), np.float64, len(counts))
+        counts = np.asarray(event_count, dtype=np.int64)
+        divisors = {int(c): self._size_divisor(int(c)) for c in np.unique(counts)}
+        scores = np.maximum(self._relevance(sims, lex), 0.0) / np.fromiter((divisors[int(c)] for c in counts), np.float64, len(counts))
         order = np.argsort(-scores, kind="stable")[: max(0, most)]
         return [
             RankedChain(chain_id=chain_ids[i], similarity=float(sims[i]), lexical=float(lex[i]),
                         event_count=int(event_count[i]), score=float(scores[i]))
             for i in order
         ]
+
+    def _relevance(self, similarity: Any, lexical: Any) -> Any:
+        """The relevance of the module docstring, for floats or arrays alike (the same IEEE arithmetic)."""
+        return (1.0 - self.lexical_weight) * similarity + self.lexical_weight * lexical
+
+    def _size_divisor(self, event_count: int) -> float:
+        return max(1, event_count) ** self.size_prior

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pymongo import AsyncMongoClient
-from pymongo.errors import DuplicateKeyError
 from redis.asyncio import Redis
 
 from athena import keys
@@ -33,7 +32,7 @@ from athena.formation_client import FormationClient
 from athena.memory.v1 import memory_pb2
 from athena.queue import FairQueue, chain_check_task_id
 from athena.redis_util import redis_unavailable
-from athena.stores import mongo_unavailable
+from athena.stores import insert_own, mongo_unavailable
 from athena_ingest.validation import ID_PATTERN, raise_if_any
 
 __all__ = ["ERASURES", "Eraser", "validate_forget"]
@@ -82,12 +81,9 @@ class Eraser:
         # 1. tombstone, Mongo first (formation's view), then Redis (cognition's and ingest's view)
         record_id = f"{tenant_id}:{user_id}:{int(erased_at * 1e6)}"
         with mongo_unavailable():
-            try:
-                await self._erasures.insert_one(
-                    {"_id": record_id, "tenant_id": tenant_id, "user_id": user_id, "erased_at": erased_at, "state": "erasing"}
-                )
-            except DuplicateKeyError:
-                pass  # ours: the driver re-sent it after a lost reply (nx-27017 cannot tell a retried write)
+            await insert_own(
+                self._erasures, {"_id": record_id, "tenant_id": tenant_id, "user_id": user_id, "erased_at": erased_at, "state": "erasing"}
+            )
         with redis_unavailable():
             await self.redis.set(keys.erasure_key(tenant_id, user_id), repr(erased_at), ex=keys.ERASURE_TTL_SECONDS)
 

@@ -79,9 +79,10 @@ class RedisStep:
         users: dict[tuple[str, str], int] = {}
         args: list[str | bytes | int] = [self._window.max_events, APPLIED_MARKER_TTL_SECONDS, TASK_DEDUP_TTL_SECONDS]
         checks = [self._triggers_check(e) for e in events]
-        with producer_span(count=sum(checks)) if any(checks) else nullcontext():
+        n_checks = sum(checks)
+        with producer_span(count=n_checks) if n_checks else nullcontext():
             carrier: dict[str, str] = {}
-            if any(checks):
+            if n_checks:
                 inject_context(carrier)
             now = datetime.now(timezone.utc)  # one enqueue time for the batch: it is one write
             for event, check in zip(events, checks):
