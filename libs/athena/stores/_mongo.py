@@ -63,12 +63,12 @@ def mongo_unavailable() -> Iterator[None]:
     except _OUTAGE as exc:
         raise DependencyUnavailable("mongodb", type(exc).__name__) from exc
     except OperationFailure as exc:
-        if not is_transient(exc):
+        if not _is_transient(exc):
             raise
         raise DependencyUnavailable("mongodb", f"{type(exc).__name__} (code {exc.code})") from exc
 
 
-def is_transient(exc: OperationFailure) -> bool:
+def _is_transient(exc: OperationFailure) -> bool:
     """Whether a server error names a passing state rather than a wrong request (for a bulk write: one
     of its write errors does; the duplicate keys among them are the caller's to handle)."""
     if exc.timeout or any(exc.has_error_label(label) for label in _TRANSIENT_LABELS):
