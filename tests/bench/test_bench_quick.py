@@ -19,7 +19,8 @@ STAGE_KEYS = {
     "ingest": {"ingest_vs_baseline", "store_events_per_s", "store_event_per_s", "store_event_p50_ms", "store_event_p99_ms", "empty_handler_per_s"},
     "search": {"search_p95_ms", "search_chains", "search_p95_ms_excluding_embedding", "search_vector_step_p95_ms",
                "search_vector_step_p95_ms_excluding_embedding", "search_numpy_p95_ms", "search_rpc_p50_ms"},
-    "cognition": {"decisions_per_s", "decision_embedding_share", "decisions_per_s_pair_cosine"},
+    "cognition": {"decisions_per_s", "decision_embedding_share", "decisions_per_s_pair_cosine", "decisions_per_s_per_process",
+                  "decisions_per_s_per_worker", "cognition_workers"},
     "e2e": {"e2e_p95_ms", "e2e_p50_ms", "e2e_floor_p50_ms"},
 }
 
