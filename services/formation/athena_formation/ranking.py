@@ -69,7 +69,7 @@ class Ranking:
         order = np.argsort(-scores, kind="stable")[: max(0, most)]
         return [
             RankedChain(chain_id=chain_ids[i], similarity=float(sims[i]), lexical=float(lex[i]),
-                        event_count=int(event_count[i]), score=float(scores[i]))
+                        event_count=int(counts[i]), score=float(scores[i]))
             for i in order
         ]
 

@@ -89,10 +89,10 @@ class RedisStep:
                 tombstone_at = users.setdefault((event.scope.tenant_id, event.scope.user_id), len(users) + 2)  # its KEYS index
                 args += [tombstone_at, repr(event.stored_at.ToNanoseconds() / 1e9), *self._window.append_args(event)]
                 if check:
-                    task_keys, task_args = self._queue.enqueue_args(
+                    (queue_key, _dispatcher, dedup_key), (envelope, scope_id, _ttl) = self._queue.enqueue_args(
                         chain_check_task(scope=event.scope, event_id=event.id, trace_context=carrier, now=now)
                     )
-                    args += [task_keys[0], task_keys[2], task_args[0], task_args[1]]  # queue, dedup, envelope, scope
+                    args += [queue_key, dedup_key, envelope, scope_id]
                 else:
                     args += _NO_CHECK
             tombstones = [keys.erasure_key(tenant, user) for tenant, user in users]
