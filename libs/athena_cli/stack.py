@@ -99,6 +99,9 @@ class LocalStack:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     credentials: StackCredentials = field(default_factory=StackCredentials)
     """The dev API key, the JWT secret and the internal token the services are started with."""
+    external_mongodb_uri: str | None = None
+    """A running MongoDB for the services instead of starting nx-27017 (`athena bench --mongodb-uri`);
+    which database they use is MONGODB_DATABASE in `env`, as in production."""
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).resolve()
@@ -111,6 +114,18 @@ class LocalStack:
     @property
     def formation_target(self) -> str:
         return f"127.0.0.1:{self.ports.formation}"
+
+    @property
+    def mongodb_uri(self) -> str:
+        """Where the services' MongoDB is: the external one, else the local nx-27017."""
+        return self.external_mongodb_uri or f"mongodb://127.0.0.1:{self.ports.mongo}/"
+
+    @property
+    def mongodb_database(self) -> str:
+        """The database the services use (MONGODB_DATABASE as they are given it, else its default)."""
+        from athena.config import Settings
+
+        return self.service_env().get("MONGODB_DATABASE") or str(Settings.model_fields["mongodb_database"].default)
 
     def client(self, *, tenant_id: str | None = None, options: ClientOptions | None = None) -> AthenaClient:
         """A client of this stack's public API, carrying a credential for `tenant_id` (the dev tenant when None)."""
@@ -153,7 +168,7 @@ class LocalStack:
         env.update(
             {
                 "REDIS_URL": f"redis://127.0.0.1:{self.ports.redis}/0",
-                "MONGODB_URI": f"mongodb://127.0.0.1:{self.ports.mongo}/",
+                "MONGODB_URI": self.mongodb_uri,
                 "VECTOR_INDEX_URI": str(self.data_dir / "milvus" / "milvus.db"),
                 "INGEST_GRPC_PORT": str(self.ports.ingest),
                 "FORMATION_GRPC_PORT": str(self.ports.formation),
@@ -177,8 +192,9 @@ class LocalStack:
         (self.data_dir / "milvus").mkdir(exist_ok=True)
         self.redis = RedisServer(port=self.ports.redis, data_dir=self.data_dir / "redis")
         self.redis.start()
-        self.mongo = MongoWireServer(port=self.ports.mongo, data_dir=self.data_dir / "mongo")
-        self.mongo.start()
+        if self.external_mongodb_uri is None:
+            self.mongo = MongoWireServer(port=self.ports.mongo, data_dir=self.data_dir / "mongo")
+            self.mongo.start()
 
     def start_service(self, name: str) -> None:
         log = open(self.data_dir / f"{name}.log", "ab")

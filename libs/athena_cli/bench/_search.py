@@ -28,6 +28,7 @@ import numpy as np
 from athena.embeddings import EmbeddingCache, LocalEmbedder
 from athena_cli.bench._report import Figure, StageResult, percentile, summary
 from athena_cli.bench._search_rpc import COLLECTION, DATABASE, SCOPE, run_search_rpc
+from athena_cli.bench._stores import BenchStores
 
 __all__ = ["measure_search_at", "run_search_stage"]
 
@@ -118,26 +119,25 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
     return {"series": out, "fill_s": fill_s, "user_load_s": load_s, "top10_agreement": agree / total if total else None}
 
 
-def measure_search_at(n_chains: int, n_queries: int, repeats: int, tick: Callable[[], None]) -> tuple[dict, dict]:
+def measure_search_at(n_chains: int, n_queries: int, repeats: int, tick: Callable[[], None],
+                      stores: BenchStores = BenchStores()) -> tuple[dict, dict]:
     """In-process figures, then the public RPC over the same Milvus file, in one stack's data dir."""
-    from athena_cli.stack import LocalStack, StackPorts
-
-    with tempfile.TemporaryDirectory(prefix="athena-bench-search-") as tmp:
-        stack = LocalStack(data_dir=Path(tmp), ports=StackPorts.free(), services=("formation", "ingest"),
-                           env={"LLM_BASE_URL": "", "MILVUS_COLLECTION": COLLECTION, "MONGODB_DATABASE": DATABASE})
+    with tempfile.TemporaryDirectory(prefix="athena-bench-search-") as tmp, stores.stack(
+            tmp, services=("formation", "ingest"),
+            env={"LLM_BASE_URL": "", "MILVUS_COLLECTION": COLLECTION, "MONGODB_DATABASE": DATABASE}) as stack:
         m = asyncio.run(_measure(stack.data_dir / "milvus" / "milvus.db", n_chains, n_queries, repeats, tick))
         rpc = run_search_rpc(stack, [f"c{j}" for j in range(n_chains)], lambda salt: _queries(n_queries, salt),
                              limit=LIMIT, repeats=repeats, tick=lambda: None, topics=_TOPICS)
     return m, rpc
 
 
-def run_search_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
+def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStores = BenchStores()) -> StageResult:
     n_chains, n_queries, repeats = (10_000, 30, 3) if quick else (100_000, 60, 5)
     t0 = time.perf_counter()
     small = small_rpc = None
     if not quick:  # growth: the same figures at a tenth of the data, same run
-        small, small_rpc = measure_search_at(n_chains // 10, n_queries, 3, lambda: None)
-    m, rpc = measure_search_at(n_chains, n_queries, repeats, tick)
+        small, small_rpc = measure_search_at(n_chains // 10, n_queries, 3, lambda: None, stores)
+    m, rpc = measure_search_at(n_chains, n_queries, repeats, tick, stores)
     s = m["series"]
     rs = rpc["series"]
     res = StageResult(stage="search")

@@ -75,7 +75,7 @@ def _chain_doc(chain_id: str, now: float, lexicon: dict[str, int] | None = None,
     }
 
 
-async def _fill_docs(mongo_uri: str, chain_ids: list[str], topics: list[str]) -> float:
+async def _fill_docs(mongo_uri: str, database: str, chain_ids: list[str], topics: list[str]) -> float:
     from athena_formation.chain_store import ChainStore
     from athena_formation.lexicon import terms
 
@@ -83,7 +83,7 @@ async def _fill_docs(mongo_uri: str, chain_ids: list[str], topics: list[str]) ->
     rng = np.random.default_rng(11)
     topic_terms = [terms(t) for t in topics]
     try:
-        store = ChainStore(client, DATABASE)
+        store = ChainStore(client, database)
         await store.ensure_indexes()
         now = datetime.now(timezone.utc).timestamp()
         t0 = time.perf_counter()
@@ -98,7 +98,7 @@ async def _fill_docs(mongo_uri: str, chain_ids: list[str], topics: list[str]) ->
         await client.close()
 
 
-async def _mongo_steps(mongo_uri: str, chain_ids: list[str], *, fetch: int, warm: int, rounds: int) -> dict[str, float]:
+async def _mongo_steps(mongo_uri: str, database: str, chain_ids: list[str], *, fetch: int, warm: int, rounds: int) -> dict[str, float]:
     """p50 of Recall's two MongoDB steps, as it runs them when its search cache does not have the
     hits: one read of the hits without their lexicons, then one bulk write of their warm-ups (which
     Recall sends behind the answer)."""
@@ -107,7 +107,7 @@ async def _mongo_steps(mongo_uri: str, chain_ids: list[str], *, fetch: int, warm
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_uri)
     fetch_ms, warm_ms = [], []
     try:
-        store = ChainStore(client, DATABASE)
+        store = ChainStore(client, database)
         await store.get_many(chain_ids[:1])  # connect
         for r in range(rounds):
             ids = [chain_ids[(r * 97 + k * 1009) % len(chain_ids)] for k in range(fetch)]
@@ -170,8 +170,7 @@ def run_search_rpc(stack: LocalStack, chain_ids: list[str], queries: Callable[[s
     formation and ingest, time SearchMemory; the stack is stopped on return."""
     stack.start_dependencies()
     try:
-        mongo_uri = f"mongodb://127.0.0.1:{stack.ports.mongo}/"
-        fill_s = asyncio.run(_fill_docs(mongo_uri, chain_ids, topics))
+        fill_s = asyncio.run(_fill_docs(stack.mongodb_uri, stack.mongodb_database, chain_ids, topics))
         t0 = time.perf_counter()
         for name in _SERVICES:
             stack.start_service(name)
@@ -179,7 +178,7 @@ def run_search_rpc(stack: LocalStack, chain_ids: list[str], queries: Callable[[s
             stack.wait_serving(name, timeout=300)
         start_s = time.perf_counter() - t0
         out = asyncio.run(_time_calls(stack, queries, limit=limit, repeats=repeats, tick=tick))
-        out["steps"] = asyncio.run(_mongo_steps(mongo_uri, chain_ids, fetch=limit, warm=limit, rounds=60))
+        out["steps"] = asyncio.run(_mongo_steps(stack.mongodb_uri, stack.mongodb_database, chain_ids, fetch=limit, warm=limit, rounds=60))
     finally:
         stack.stop()
     out["steps"]["formation_direct_cached_p50_ms"] = out.pop("formation_direct_cached_p50_ms")

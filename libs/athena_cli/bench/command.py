@@ -8,12 +8,14 @@ import platform
 import shutil
 import tempfile
 import time
+from contextlib import ExitStack
 from typing import Any, Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from athena_cli.bench._report import StageResult, render_table
+from athena_cli.bench._stores import BenchStores, BenchStoresError
 
 __all__ = ["REQUIRED_KEYS", "STAGES", "run_bench"]
 
@@ -38,9 +40,11 @@ def _machine() -> dict[str, Any]:
     return {"nproc": os.cpu_count(), "cpu": cpu, "mem_gib": round(mem / 1024 / 1024, 1), "python": platform.python_version()}
 
 
-def run_bench(*, quick: bool, stages: tuple[str, ...] = STAGES, console: Console, err_console: Console) -> dict[str, Any]:
-    from athena_cli.stack import SERVICES, LocalStack, StackPorts
+def run_bench(*, quick: bool, stages: tuple[str, ...] = STAGES, console: Console, err_console: Console,
+              stores: BenchStores = BenchStores()) -> dict[str, Any]:
+    from athena_cli.stack import SERVICES
 
+    mongodb = stores.check()
     ticks = {"queue": 3, "ingest": 3, "search": 3, "cognition": 3, "e2e": 3} if quick else {s: 5 for s in STAGES}
     results: list[StageResult] = []
     skipped: dict[str, str] = {s: "not selected" for s in STAGES if s not in stages}
@@ -49,7 +53,7 @@ def run_bench(*, quick: bool, stages: tuple[str, ...] = STAGES, console: Console
     stack = None
     data_dir = None
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=err_console, transient=False) as progress:
+                  TimeElapsedColumn(), console=err_console, transient=False) as progress, ExitStack() as stacks:
         bar = progress.add_task("athena bench", total=sum(ticks[s] for s in stages))
 
         def stage_tick(name: str) -> Callable[[], None]:
@@ -67,7 +71,7 @@ def run_bench(*, quick: bool, stages: tuple[str, ...] = STAGES, console: Console
                     elif name == "search":
                         from athena_cli.bench._search import run_search_stage
 
-                        results.append(run_search_stage(quick=quick, tick=tick))
+                        results.append(run_search_stage(quick=quick, tick=tick, stores=stores))
                     elif name == "cognition":
                         from athena_cli.bench._cognition import run_cognition_stage
 
@@ -77,8 +81,9 @@ def run_bench(*, quick: bool, stages: tuple[str, ...] = STAGES, console: Console
                             progress.update(bar, description="athena bench: starting the local stack")
                             data_dir = tempfile.mkdtemp(prefix="athena-bench-stack-")
                             # Cognition starts after the ingest stage, so that it does not compete for the cores.
-                            stack = LocalStack(data_dir=data_dir, ports=StackPorts.free(), services=("formation", "ingest"),
-                                               env={"LLM_BASE_URL": "", "QUEUE_BACKOFF_BASE_SECONDS": "0.2", "QUEUE_BACKOFF_MAX_SECONDS": "2"})
+                            stack = stacks.enter_context(stores.stack(
+                                data_dir, services=("formation", "ingest"),
+                                env={"LLM_BASE_URL": "", "QUEUE_BACKOFF_BASE_SECONDS": "0.2", "QUEUE_BACKOFF_MAX_SECONDS": "2"}))
                             stack.start()
                             tick = stage_tick(name)
                         if name == "ingest":
@@ -113,7 +118,7 @@ def run_bench(*, quick: bool, stages: tuple[str, ...] = STAGES, console: Console
         finally:
             if stack is not None:
                 progress.update(bar, description="athena bench: stopping the local stack")
-                stack.stop()
+                stacks.close()
                 shutil.rmtree(data_dir, ignore_errors=True)
 
     doc: dict[str, Any] = {k: None for k in REQUIRED_KEYS}
@@ -122,6 +127,7 @@ def run_bench(*, quick: bool, stages: tuple[str, ...] = STAGES, console: Console
     doc["peak_rss_mib"] = rss
     doc["mode"] = "quick" if quick else "full"
     doc["machine"] = _machine()
+    doc["mongodb"] = mongodb
     doc["seconds"] = round(time.perf_counter() - t_start, 1)
     doc["stages"] = {r.stage: {"seconds": round(r.seconds, 1), **r.detail} for r in results}
     doc["not_run"] = skipped
@@ -129,7 +135,7 @@ def run_bench(*, quick: bool, stages: tuple[str, ...] = STAGES, console: Console
     return doc
 
 
-def bench_command(quick: bool, as_json: bool, stages: str, console: Console, err_console: Console) -> None:
+def bench_command(quick: bool, as_json: bool, stages: str, console: Console, err_console: Console, *, mongodb_uri: str | None = None) -> None:
     import typer
 
     chosen = tuple(s.strip() for s in stages.split(",") if s.strip()) if stages else STAGES
@@ -137,7 +143,10 @@ def bench_command(quick: bool, as_json: bool, stages: str, console: Console, err
     if bad:
         raise typer.BadParameter(f"unknown stage(s) {bad}; choose from {', '.join(STAGES)}", param_hint="--stages")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    doc = run_bench(quick=quick, stages=chosen, console=console, err_console=err_console)
+    try:
+        doc = run_bench(quick=quick, stages=chosen, console=console, err_console=err_console, stores=BenchStores(mongodb_uri=mongodb_uri))
+    except BenchStoresError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--mongodb-uri") from exc
     results = doc.pop("_results")
     if as_json:
         print(json.dumps(doc, indent=2, default=float))
@@ -149,4 +158,4 @@ def bench_command(quick: bool, as_json: bool, stages: str, console: Console, err
         console.print(f"{k}: {v if v is not None else f'null (stage {stage} not run: ' + doc['not_run'].get(stage, '?') + ')'}")
     if doc["peak_rss_mib"]:
         console.print("peak RSS (VmHWM, MiB): " + ", ".join(f"{n}={v:.0f}" for n, v in doc["peak_rss_mib"].items() if v is not None))
-    console.print(f"machine: {doc['machine']}; {doc['seconds']} s")
+    console.print(f"machine: {doc['machine']}; MongoDB: {doc['mongodb']}; {doc['seconds']} s")

@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from athena.client import ClientOptions
-from athena.config import Settings
 from athena_cli.load._run import LoadTarget
 
 __all__ = ["LOCAL_STACK_ENV", "local_target"]
@@ -35,8 +34,8 @@ def local_target(*, timeout: float = 30.0, on_status: Callable[[str], None] = la
         yield LoadTarget(
             client_for=lambda tenant: stack.client(tenant_id=tenant, options=ClientOptions(timeout=timeout)),
             redis_url=stack.service_env()["REDIS_URL"],
-            mongodb_uri=stack.service_env()["MONGODB_URI"],
-            mongodb_database=stack.service_env().get("MONGODB_DATABASE") or Settings().mongodb_database,
+            mongodb_uri=stack.mongodb_uri,
+            mongodb_database=stack.mongodb_database,
         )
     finally:
         on_status("stopping the local stack")
