@@ -16,9 +16,11 @@ from athena_cli.main import app
 
 STAGE_KEYS = {
     "queue": {"queue_vs_baseline", "queue_tasks_per_s", "queue_baseline_tasks_per_s"},
-    "ingest": {"ingest_vs_baseline", "store_events_per_s", "store_event_per_s", "store_event_p50_ms", "store_event_p99_ms", "empty_handler_per_s"},
+    "ingest": {"ingest_vs_baseline", "store_events_per_s", "store_event_per_s", "store_event_p50_ms", "store_event_p99_ms", "empty_handler_per_s",
+               "event_log_events_per_s", "store_events_vs_event_log"},
     "search": {"search_p95_ms", "search_chains", "search_p95_ms_excluding_embedding", "search_vector_step_p95_ms",
-               "search_vector_step_p95_ms_excluding_embedding", "search_numpy_p95_ms", "search_rpc_p50_ms"},
+               "search_vector_step_p95_ms_excluding_embedding", "search_numpy_p95_ms", "search_rpc_p50_ms",
+               "search_concurrent_per_s", "search_concurrent_vs_one_caller", "search_concurrent_p95_ms", "search_concurrent_callers"},
     "cognition": {"decisions_per_s", "decision_embedding_share", "decisions_per_s_pair_cosine", "decisions_per_s_per_process",
                   "decisions_per_s_per_worker", "cognition_workers"},
     "e2e": {"e2e_p95_ms", "e2e_p50_ms", "e2e_floor_p50_ms"},

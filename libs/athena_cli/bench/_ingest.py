@@ -24,6 +24,7 @@ import grpc
 from athena.auth import BearerCredentialInterceptor
 from athena.local import free_port, wait_for_port
 from athena.memory.v1 import memory_pb2, memory_pb2_grpc
+from athena_cli.bench._event_log import LOG_BATCH, event_log_round
 from athena_cli.bench._report import Figure, StageResult, percentile, summary
 
 __all__ = ["EmptyServer", "run_ingest_stage"]
@@ -161,12 +162,13 @@ async def _measure(
     tick: Callable[[], None],
     caller: _Caller,
     growth: tuple[int, int] | None = None,
+    event_log: tuple[str, str] | None = None,
 ) -> StageResult:
     # Warm-up: connections, code paths, the stores' first writes.
     await _unary_round(ingest, _WARM_UP, role, caller)
     await _unary_round(empty, _WARM_UP, role, caller)
     grown = await _growth(ingest, empty, growth, n, role, caller) if growth else None
-    rps, p50, p99, b_rps, b_p50, b_p99, ev, b_ev = ([] for _ in range(8))
+    rps, p50, p99, b_rps, b_p50, b_p99, ev, b_ev, log_ev = ([] for _ in range(9))
     for _ in range(repeats):
         r, lat = await _unary_round(ingest, n, role, caller)
         rps.append(r), p50.append(percentile(lat, 50)), p99.append(percentile(lat, 99))
@@ -174,6 +176,8 @@ async def _measure(
         b_rps.append(r), b_p50.append(percentile(lat, 50)), b_p99.append(percentile(lat, 99))
         ev.append(await _batch_round(ingest, batches, role, caller))
         b_ev.append(await _batch_round(empty, batches, role, caller))
+        if event_log is not None:
+            log_ev.append(await event_log_round(*event_log, batches=max(1, batches * BATCH // LOG_BATCH), content=_CONTENT))
         tick()
     res = StageResult(stage="ingest")
     res.figures = [
@@ -182,6 +186,9 @@ async def _measure(
         Figure("StoreEvent p99 latency", "ms", summary(p99), "empty handler", summary(b_p99)),
         Figure(f"StoreEvents batches of {BATCH} (c={BATCH_CONCURRENCY})", "events/s", summary(ev), "empty handler", summary(b_ev)),
     ]
+    if log_ev:
+        res.figures.append(Figure(f"StoreEvents batches of {BATCH} (c={BATCH_CONCURRENCY}), beside the log alone", "events/s", summary(ev),
+                                  f"the event log alone (EventLog.insert of {LOG_BATCH} + close, one at a time, no gRPC)", summary(log_ev)))
     res.keys = {
         "ingest_vs_baseline": res.figures[0].ratio(),
         "store_event_per_s": res.figures[0].value["median"],
@@ -190,6 +197,9 @@ async def _measure(
         "empty_handler_per_s": res.figures[0].baseline["median"],  # type: ignore[index]
         "store_events_per_s": res.figures[3].value["median"],
     }
+    if log_ev:
+        res.keys["event_log_events_per_s"] = res.figures[4].baseline["median"]  # type: ignore[index]
+        res.keys["store_events_vs_event_log"] = res.figures[4].ratio()
     res.detail = {
         "requests_per_repeat": n,
         "batches_per_repeat": batches,
@@ -228,11 +238,14 @@ def run_ingest_stage(
     pids: dict[str, int] | None = None,
     tenant: str = "bench",
     credential: str = "",
+    event_log: tuple[str, str] | None = None,
 ) -> StageResult:
     """Against a running ingest (the local stack's). Events are user messages, so each StoreEvent also
     enqueues a chain check (the production path); the caller keeps cognition stopped meanwhile. Calls
     go out as `tenant` with `credential` (an API key of it, as production clients mostly send); the
-    empty handler receives the same metadata, so the baseline pays the same transport cost."""
+    empty handler receives the same metadata, so the baseline pays the same transport cost. With
+    `event_log` (the stack's MongoDB URI and database), StoreEvents is also set beside the event log
+    written alone (_event_log.py)."""
     n, batches, repeats = (1000, 10, 3) if quick else (5000, 40, 5)
     growth = None if quick else GROWTH_LOG_EVENTS
     t0 = time.perf_counter()
@@ -242,7 +255,7 @@ def run_ingest_stage(
     with EmptyServer() as empty:
         caller = _Caller(tenant=tenant, credential=credential)
         res = asyncio.run(
-            _measure(ingest_target, f"127.0.0.1:{empty.port}", n, batches, repeats, memory_pb2.ROLE_USER, tick, caller, growth)
+            _measure(ingest_target, f"127.0.0.1:{empty.port}", n, batches, repeats, memory_pb2.ROLE_USER, tick, caller, growth, event_log)
         )
     wall = time.perf_counter() - t0
     # CPU seconds per process over the whole stage (both servers' rounds), to see what saturates.

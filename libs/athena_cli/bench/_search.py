@@ -27,7 +27,7 @@ import numpy as np
 
 from athena.embeddings import EmbeddingCache, LocalEmbedder
 from athena_cli.bench._report import Figure, StageResult, percentile, summary
-from athena_cli.bench._search_rpc import COLLECTION, DATABASE, SCOPE, run_search_rpc
+from athena_cli.bench._search_rpc import COLLECTION, CONCURRENT_CALLERS, DATABASE, SCOPE, run_search_rpc
 from athena_cli.bench._stores import BenchStores
 
 __all__ = ["measure_search_at", "run_search_stage"]
@@ -151,6 +151,11 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
         Figure(f"SearchMemory RPC p95, embedding included ({n_chains:,} chains)", "ms", summary(rs["incl_p95"]), "in-process embedding + VectorIndex.search", summary(s["incl_p95"])),
         Figure(f"SearchMemory RPC p50, embedding cached ({n_chains:,} chains)", "ms", summary(rs["excl_p50"]), "in-process VectorIndex.search", summary(s["excl_p50"])),
         Figure(f"SearchMemory RPC p95, embedding cached ({n_chains:,} chains)", "ms", summary(rs["excl_p95"]), "in-process VectorIndex.search", summary(s["excl_p95"])),
+        # Appended, so the figures above keep their indices.
+        Figure(f"SearchMemory RPC throughput, {CONCURRENT_CALLERS} callers, embedding included ({n_chains:,} chains)", "calls/s",
+               summary(rs["concurrent_per_s"]), "one caller", summary(rs["incl_per_s"])),
+        Figure(f"SearchMemory RPC p95, {CONCURRENT_CALLERS} callers, embedding included ({n_chains:,} chains)", "ms",
+               summary(rs["concurrent_p95"]), "one caller", summary(rs["incl_p95"])),
     ]
     res.figures[0].baseline_name = ""
     # search_p95_ms is SearchMemory itself (the public RPC, hybrid ranking, MongoDB fetch included);
@@ -166,6 +171,10 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
         "search_rpc_p95_ms": res.figures[6].value["median"],
         "search_rpc_p95_ms_excluding_embedding": res.figures[8].value["median"],
         "search_rpc_chains": n_chains,
+        "search_concurrent_per_s": res.figures[9].value["median"],
+        "search_concurrent_vs_one_caller": res.figures[9].ratio(),
+        "search_concurrent_p95_ms": res.figures[10].value["median"],
+        "search_concurrent_callers": CONCURRENT_CALLERS,
     }
     res.detail = {
         "chains": n_chains,
@@ -206,6 +215,8 @@ def _rpc_detail(rpc: dict) -> dict:
         "first_call_user_load_seconds": rpc["first_call_s"],
         **{k: statistics.median(v) for k, v in (("p50_ms", rpc["series"]["incl_p50"]), ("p95_ms", rpc["series"]["incl_p95"]),
                                                  ("cached_embedding_p50_ms", rpc["series"]["excl_p50"]),
-                                                 ("cached_embedding_p95_ms", rpc["series"]["excl_p95"]))},
+                                                 ("cached_embedding_p95_ms", rpc["series"]["excl_p95"]),
+                                                 ("concurrent_per_s", rpc["series"]["concurrent_per_s"]),
+                                                 ("concurrent_p95_ms", rpc["series"]["concurrent_p95"]))},
         **rpc["steps"],
     }

@@ -25,12 +25,13 @@ from typing import Any, Callable
 import numpy as np
 from pymongo import AsyncMongoClient
 
+from athena.client import AthenaClient
 from athena.formation_client import FormationClient
 from athena.memory.v1 import memory_pb2
 from athena_cli.bench._report import percentile
 from athena_cli.stack import LocalStack
 
-__all__ = ["DATABASE", "COLLECTION", "SCOPE", "run_search_rpc"]
+__all__ = ["CONCURRENT_CALLERS", "DATABASE", "COLLECTION", "SCOPE", "run_search_rpc"]
 
 DATABASE = "athena"
 COLLECTION = "cognitive_chains"
@@ -123,9 +124,32 @@ async def _mongo_steps(mongo_uri: str, database: str, chain_ids: list[str], *, f
     return {"mongo_fetch_p50_ms": percentile(fetch_ms, 50), "mongo_warm_ups_p50_ms": percentile(warm_ms, 50)}
 
 
+CONCURRENT_CALLERS = 8
+"""Callers of the concurrent phase: SearchMemory from several agents of one busy scope at once."""
+
+
+async def _concurrent_calls(client: AthenaClient, scope: memory_pb2.Scope, texts: list[str], *, limit: int) -> tuple[float, list[float]]:
+    """New questions (embedding included) from CONCURRENT_CALLERS callers at once. Returns (calls/s, latencies in ms)."""
+    ms: list[float] = []
+    pending = iter(texts)
+
+    async def caller() -> None:
+        for text in pending:
+            t0 = time.perf_counter()
+            hits = await client.search_memory(scope, text, limit=limit)
+            ms.append((time.perf_counter() - t0) * 1000)
+            if len(hits) != limit:  # an answer cut short under load would make the figures meaningless
+                raise RuntimeError(f"SearchMemory under {CONCURRENT_CALLERS} callers returned {len(hits)} hits, expected {limit}")
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(caller() for _ in range(CONCURRENT_CALLERS)))
+    return len(texts) / (time.perf_counter() - t0), ms
+
+
 async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], *, limit: int, repeats: int, tick: Callable[[], None]) -> dict[str, Any]:
     tenant, user, agent = SCOPE
-    series: dict[str, list[float]] = {k: [] for k in ("incl_p50", "incl_p95", "excl_p50", "excl_p95")}
+    series: dict[str, list[float]] = {k: [] for k in ("incl_p50", "incl_p95", "excl_p50", "excl_p95", "incl_per_s",
+                                                         "concurrent_per_s", "concurrent_p50", "concurrent_p95")}
     # Straight to formation, with a deadline long enough for the user's first search, which reads all
     # its vectors (tens of seconds at 100,000): through ingest it would outlast the hop's 10 s deadline.
     direct = FormationClient(stack.formation_target, timeout=900.0, attempts=1, metadata=stack.internal_metadata)
@@ -152,6 +176,12 @@ async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], *,
                         ms.append((time.perf_counter() - t0) * 1000)
                     series[f"{key}_p50"].append(percentile(ms, 50))
                     series[f"{key}_p95"].append(percentile(ms, 95))
+                    if key == "incl":
+                        series["incl_per_s"].append(len(ms) / (sum(ms) / 1000))
+                rate, ms = await _concurrent_calls(client, scope, queries(f"concurrent{r}"), limit=limit)
+                series["concurrent_per_s"].append(rate)
+                series["concurrent_p50"].append(percentile(ms, 50))
+                series["concurrent_p95"].append(percentile(ms, 95))
                 tick()
         # The same cached questions straight to formation: the difference to the public call is ingest's hop.
         ms = []

@@ -90,7 +90,8 @@ def run_bench(*, quick: bool, stages: tuple[str, ...] = STAGES, console: Console
                             from athena_cli.bench._ingest import run_ingest_stage
 
                             creds = stack.credentials
-                            results.append(run_ingest_stage(stack.ingest_target, quick=quick, tick=tick, tenant=creds.dev_tenant, credential=creds.dev_api_key, pids={
+                            results.append(run_ingest_stage(stack.ingest_target, quick=quick, tick=tick, tenant=creds.dev_tenant, credential=creds.dev_api_key,
+                                                            event_log=(stack.mongodb_uri, stack.mongodb_database), pids={
                                 **{n: p.pid for n, p in stack.procs.items()},
                                 **({"redis": stack.redis.pid} if stack.redis and stack.redis.pid else {}),
                                 **({"mongo": stack.mongo.pid} if stack.mongo and stack.mongo.pid else {}),
