@@ -7,19 +7,17 @@ The "external" server here is an nx-27017 the test starts itself, standing where
 from __future__ import annotations
 
 import json
-import os
+import logging
+from pathlib import Path
 
+import pytest
 from pymongo import MongoClient
 from typer.testing import CliRunner
 
 from athena.local import MongoWireServer, free_port
-from athena_cli.bench._stores import BENCH_DATABASE_PREFIX
+from athena_cli.bench._ingest import _cpu_seconds
+from athena_cli.bench._stores import BENCH_DATABASE_PREFIX, BenchStores
 from athena_cli.main import app
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def test_bench_on_an_external_mongodb_writes_there_and_drops_only_its_own_database(own_mongo_server: MongoWireServer) -> None:
@@ -60,3 +58,17 @@ def test_bench_refuses_an_unreachable_mongodb_before_starting_any_stage() -> Non
     assert result.exit_code == 2
     assert "--mongodb-uri" in result.output and "cannot reach" in result.output
     assert "queue_vs_baseline" not in result.output
+
+
+def test_a_bench_database_that_cannot_be_dropped_is_reported_not_raised(
+    own_mongo_server: MongoWireServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    stores = BenchStores(mongodb_uri=own_mongo_server.url)
+
+    with caplog.at_level(logging.WARNING, logger="athena.bench"):
+        with stores.stack(tmp_path, services=(), env={}) as stack:
+            database = stack.mongodb_database
+            own_mongo_server.stop()  # the server goes away before the stack's database is dropped
+
+    assert database.startswith(BENCH_DATABASE_PREFIX)
+    assert any(database in r.getMessage() and "drop it by hand" in r.getMessage() for r in caplog.records)

@@ -9,6 +9,7 @@ local: the bench flushes its Redis between stages, which an external one must ne
 
 from __future__ import annotations
 
+import logging
 import secrets
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from athena_cli.stack import LocalStack
 
 __all__ = ["BENCH_DATABASE_PREFIX", "BenchStores", "BenchStoresError"]
+
+log = logging.getLogger("athena.bench")
 
 BENCH_DATABASE_PREFIX = "athena_bench_"
 _CONNECT_TIMEOUT_MS = 5000
@@ -76,10 +79,15 @@ class BenchStores:
                 self._drop(stack.mongodb_database)
 
     def _drop(self, database: str) -> None:
+        """Drop a stack's database; a failure (no dropDatabase right, the server gone) is said, not
+        raised, so that the figures already measured are still reported."""
         from pymongo import MongoClient
+        from pymongo.errors import PyMongoError
 
         client: MongoClient[dict[str, Any]] = MongoClient(self.mongodb_uri, serverSelectionTimeoutMS=_CONNECT_TIMEOUT_MS)
         try:
             client.drop_database(database)
+        except PyMongoError as exc:
+            log.warning("could not drop the bench database %s (%s): drop it by hand", database, exc)
         finally:
             client.close()
