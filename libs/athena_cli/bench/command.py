@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import time
 from contextlib import ExitStack
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,12 +17,14 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from athena_cli.bench._report import StageResult, render_table
 from athena_cli.bench._stores import BenchStores, BenchStoresError
 
+if TYPE_CHECKING:
+    from athena_cli.stack import LocalStack
+
 __all__ = ["REQUIRED_KEYS", "STAGES", "run_bench"]
 
 STAGES = ("queue", "ingest", "search", "cognition", "e2e")
 REQUIRED_KEYS = ("queue_vs_baseline", "ingest_vs_baseline", "store_events_per_s", "search_p95_ms", "search_chains",
                  "decisions_per_s", "e2e_p95_ms")
-_STACK_STAGES = {"ingest", "e2e"}
 KEY_STAGE = {"queue_vs_baseline": "queue", "ingest_vs_baseline": "ingest", "store_events_per_s": "ingest",
              "search_p95_ms": "search", "search_chains": "search", "decisions_per_s": "cognition", "e2e_p95_ms": "e2e"}
 
@@ -40,92 +42,111 @@ def _machine() -> dict[str, Any]:
     return {"nproc": os.cpu_count(), "cpu": cpu, "mem_gib": round(mem / 1024 / 1024, 1), "python": platform.python_version()}
 
 
+class _SharedStack:
+    """The local stack the ingest and e2e stages share, started when the first of them runs: formation
+    and ingest only, so that cognition does not compete for the cores during the ingest stage; cognition
+    joins (after Redis is flushed of the ingest stage's queued chain checks) for the e2e stage."""
+
+    _ENV = {"LLM_BASE_URL": "", "QUEUE_BACKOFF_BASE_SECONDS": "0.2", "QUEUE_BACKOFF_MAX_SECONDS": "2"}
+
+    def __init__(self, stores: BenchStores, exits: ExitStack, on_status: Callable[[str], None]) -> None:
+        self._stores, self._exits, self._on_status = stores, exits, on_status
+        self._stack: LocalStack | None = None
+
+    def get(self) -> LocalStack:
+        if self._stack is None:
+            self._on_status("starting the local stack")
+            data_dir = tempfile.mkdtemp(prefix="athena-bench-stack-")
+            self._exits.callback(shutil.rmtree, data_dir, ignore_errors=True)  # after the stack stopped (LIFO)
+            stack = self._exits.enter_context(self._stores.stack(data_dir, services=("formation", "ingest"), env=self._ENV))
+            self._exits.callback(self._on_status, "stopping the local stack")
+            stack.start()
+            self._stack = stack
+        return self._stack
+
+    def with_cognition(self) -> LocalStack:
+        import asyncio
+
+        from athena.redis_util import connect_redis
+        from athena_cli.stack import SERVICES
+
+        stack = self.get()
+        if "cognition" not in stack.procs:
+            async def flush() -> None:
+                r = connect_redis(f"redis://127.0.0.1:{stack.ports.redis}/0")
+                await r.flushdb()
+                await r.aclose()
+
+            asyncio.run(flush())
+            stack.services = SERVICES
+            stack.start_service("cognition")
+            stack.wait_serving("cognition", timeout=180)
+        return stack
+
+
+def _run_stage(name: str, *, quick: bool, tick: Callable[[], None], status: Callable[[str], None], stores: BenchStores,
+               shared: _SharedStack) -> StageResult:
+    status(name)
+    if name == "queue":
+        from athena_cli.bench._queue import run_queue_stage
+
+        return run_queue_stage(quick=quick, tick=tick)
+    if name == "search":
+        from athena_cli.bench._search import run_search_stage
+
+        return run_search_stage(quick=quick, tick=tick, stores=stores)
+    if name == "cognition":
+        from athena_cli.bench._cognition import run_cognition_stage
+
+        return run_cognition_stage(quick=quick, tick=tick)
+    if name == "ingest":
+        from athena_cli.bench._ingest import run_ingest_stage
+
+        stack = shared.get()
+        status(name)
+        pids = {n: p.pid for n, p in stack.procs.items()}
+        for server_name, server in (("redis", stack.redis), ("mongo", stack.mongo)):
+            if server is not None and server.pid:
+                pids[server_name] = server.pid
+        creds = stack.credentials
+        return run_ingest_stage(stack.ingest_target, quick=quick, tick=tick, tenant=creds.dev_tenant, credential=creds.dev_api_key,
+                                event_log=(stack.mongodb_uri, stack.mongodb_database), pids=pids)
+    if name == "e2e":
+        from athena_cli.bench._e2e import peak_rss_mb, run_e2e_stage
+
+        stack = shared.with_cognition()
+        status(name)
+        result = run_e2e_stage(stack, quick=quick, tick=tick)
+        result.keys["peak_rss_mib"] = peak_rss_mb(stack)  # every process of the stack has run by now
+        return result
+    raise ValueError(f"unknown stage {name!r}")
+
+
 def run_bench(*, quick: bool, stages: tuple[str, ...] = STAGES, console: Console, err_console: Console,
               stores: BenchStores = BenchStores()) -> dict[str, Any]:
-    from athena_cli.stack import SERVICES
-
     mongodb = stores.check()
     ticks = {"queue": 3, "ingest": 3, "search": 3, "cognition": 3, "e2e": 3} if quick else {s: 5 for s in STAGES}
     results: list[StageResult] = []
     skipped: dict[str, str] = {s: "not selected" for s in STAGES if s not in stages}
-    rss: dict[str, float | None] | None = None
     t_start = time.perf_counter()
-    stack = None
-    data_dir = None
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=err_console, transient=False) as progress, ExitStack() as stacks:
+                  TimeElapsedColumn(), console=err_console, transient=False) as progress, ExitStack() as exits:
         bar = progress.add_task("athena bench", total=sum(ticks[s] for s in stages))
 
-        def stage_tick(name: str) -> Callable[[], None]:
-            progress.update(bar, description=f"athena bench: {name}")
-            return lambda: progress.advance(bar)
+        def status(text: str) -> None:
+            progress.update(bar, description=f"athena bench: {text}")
 
-        try:
-            for name in stages:
-                tick = stage_tick(name)
-                try:
-                    if name == "queue":
-                        from athena_cli.bench._queue import run_queue_stage
-
-                        results.append(run_queue_stage(quick=quick, tick=tick))
-                    elif name == "search":
-                        from athena_cli.bench._search import run_search_stage
-
-                        results.append(run_search_stage(quick=quick, tick=tick, stores=stores))
-                    elif name == "cognition":
-                        from athena_cli.bench._cognition import run_cognition_stage
-
-                        results.append(run_cognition_stage(quick=quick, tick=tick))
-                    elif name in _STACK_STAGES:
-                        if stack is None:
-                            progress.update(bar, description="athena bench: starting the local stack")
-                            data_dir = tempfile.mkdtemp(prefix="athena-bench-stack-")
-                            # Cognition starts after the ingest stage, so that it does not compete for the cores.
-                            stack = stacks.enter_context(stores.stack(
-                                data_dir, services=("formation", "ingest"),
-                                env={"LLM_BASE_URL": "", "QUEUE_BACKOFF_BASE_SECONDS": "0.2", "QUEUE_BACKOFF_MAX_SECONDS": "2"}))
-                            stack.start()
-                            tick = stage_tick(name)
-                        if name == "ingest":
-                            from athena_cli.bench._ingest import run_ingest_stage
-
-                            creds = stack.credentials
-                            results.append(run_ingest_stage(stack.ingest_target, quick=quick, tick=tick, tenant=creds.dev_tenant, credential=creds.dev_api_key,
-                                                            event_log=(stack.mongodb_uri, stack.mongodb_database), pids={
-                                **{n: p.pid for n, p in stack.procs.items()},
-                                **({"redis": stack.redis.pid} if stack.redis and stack.redis.pid else {}),
-                                **({"mongo": stack.mongo.pid} if stack.mongo and stack.mongo.pid else {}),
-                            }))
-                        else:
-                            from athena_cli.bench._e2e import peak_rss_mb, run_e2e_stage
-                            from athena.redis_util import connect_redis
-                            import asyncio
-
-                            async def _flush() -> None:  # drop the ingest stage's queued chain checks
-                                r = connect_redis(f"redis://127.0.0.1:{stack.ports.redis}/0")
-                                await r.flushdb()
-                                await r.aclose()
-
-                            if "cognition" not in stack.procs:
-                                asyncio.run(_flush())
-                                stack.services = SERVICES
-                                stack.start_service("cognition")
-                                stack.wait_serving("cognition", timeout=180)
-                            results.append(run_e2e_stage(stack, quick=quick, tick=tick))
-                            rss = peak_rss_mb(stack)
-                except Exception as exc:  # a failed stage is reported as not run, the others go on
-                    skipped[name] = f"failed: {type(exc).__name__}: {exc}"[:500]
-                    err_console.print(f"[red]stage {name} failed: {exc}[/red]")
-        finally:
-            if stack is not None:
-                progress.update(bar, description="athena bench: stopping the local stack")
-                stacks.close()
-                shutil.rmtree(data_dir, ignore_errors=True)
-
+        shared = _SharedStack(stores, exits, status)
+        for name in stages:
+            try:
+                results.append(_run_stage(name, quick=quick, tick=lambda: progress.advance(bar), status=status, stores=stores, shared=shared))
+            except Exception as exc:  # a failed stage is reported as not run, the others go on
+                skipped[name] = f"failed: {type(exc).__name__}: {exc}"[:500]
+                err_console.print(f"[red]stage {name} failed: {exc}[/red]")
     doc: dict[str, Any] = {k: None for k in REQUIRED_KEYS}
+    doc["peak_rss_mib"] = None  # the e2e stage's, when it ran
     for r in results:
         doc.update(r.keys)
-    doc["peak_rss_mib"] = rss
     doc["mode"] = "quick" if quick else "full"
     doc["machine"] = _machine()
     doc["mongodb"] = mongodb
