@@ -125,7 +125,7 @@ async def _mongo_steps(mongo_uri: str, database: str, chain_ids: list[str], *, f
 
 
 CONCURRENT_CALLERS = 8
-"""Callers of the concurrent phase: SearchMemory from several agents of one busy scope at once."""
+"""Callers of the concurrent phase: SearchMemory from several callers of the one bench scope at once."""
 
 
 async def _concurrent_calls(client: AthenaClient, scope: memory_pb2.Scope, texts: list[str], *, limit: int) -> tuple[float, list[float]]:
