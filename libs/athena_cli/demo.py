@@ -56,7 +56,7 @@ async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> No
 
         with console.status("waiting for cognition to decide every user message..."):
             results = await wait_until_processed(
-                f"redis://127.0.0.1:{stack.ports.redis}/0", keys.scope_id(tenant, user, agent), task_ids, timeout=timeout
+                stack.redis_url, keys.scope_id(tenant, user, agent), task_ids, timeout=timeout
             )
 
         by_task = {r.task_id: (t, r) for t, r in zip(turns, responses) if r.task_id}
@@ -118,7 +118,7 @@ async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> No
             stable.add_row(str(i), f"{h.score:.2f}", f"{h.similarity:.2f}", f"{h.lexical_score:.2f}", h.chain.topic, h.why)
         console.print(stable)
 
-    redis = connect_redis(f"redis://127.0.0.1:{stack.ports.redis}/0")
+    redis = connect_redis(stack.redis_url)
     depth = await FairQueue(redis).depth()
     await redis.aclose()
     console.print(f"queue: ready={depth.ready} in_flight={depth.in_flight} delayed={depth.delayed} dead_lettered={depth.dead_lettered}")

@@ -116,6 +116,11 @@ class LocalStack:
         return f"127.0.0.1:{self.ports.formation}"
 
     @property
+    def redis_url(self) -> str:
+        """The stack's own redis-server (database 0)."""
+        return f"redis://127.0.0.1:{self.ports.redis}/0"
+
+    @property
     def mongodb_uri(self) -> str:
         """Where the services' MongoDB is: the external one, else the local nx-27017."""
         return self.external_mongodb_uri or f"mongodb://127.0.0.1:{self.ports.mongo}/"
@@ -167,7 +172,7 @@ class LocalStack:
         env = dict(os.environ)
         env.update(
             {
-                "REDIS_URL": f"redis://127.0.0.1:{self.ports.redis}/0",
+                "REDIS_URL": self.redis_url,
                 "MONGODB_URI": self.mongodb_uri,
                 "VECTOR_INDEX_URI": str(self.data_dir / "milvus" / "milvus.db"),
                 "INGEST_GRPC_PORT": str(self.ports.ingest),

@@ -47,7 +47,7 @@ async def test_killing_cognition_mid_task_repeatedly_decides_every_message_once_
     # the kill lands in the middle of tasks on a fast machine too.
     fake_openai.embedding_delay = 0.05
     with fault_stack() as stack:
-        redis_url = f"redis://127.0.0.1:{stack.ports.redis}/0"
+        redis_url = stack.redis_url
         redis = Redis.from_url(redis_url)
         talks = {f"user{i}": conversation(user_index=i, topics=KILLS + 1) for i in range(USERS)}
         acked: list[Acked] = []

@@ -35,7 +35,7 @@ async def test_mongo_down_store_event_is_unavailable_and_partial_nothing_then_pr
     with fault_stack() as stack:
         assert stack.mongo is not None
         redis = Redis.from_url(f"redis://127.0.0.1:{stack.ports.redis}/0")
-        mongo: MongoClient = MongoClient(f"mongodb://127.0.0.1:{stack.ports.mongo}/", serverSelectionTimeoutMS=10000)
+        mongo: MongoClient = MongoClient(stack.mongodb_uri, serverSelectionTimeoutMS=10000)
         try:
             talks = {f"user{i}": conversation(user_index=i, topics=4) for i in range(USERS)}
             talks[PROBE] = conversation(user_index=USERS, topics=2)

@@ -216,7 +216,7 @@ class Ledger:
 
 async def read_ledger(stack: LocalStack, *, tenant_id: str, acked: Sequence[Acked], database: str = "athena") -> Ledger:
     redis = Redis.from_url(f"redis://127.0.0.1:{stack.ports.redis}/0")
-    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(f"mongodb://127.0.0.1:{stack.ports.mongo}/", serverSelectionTimeoutMS=10000)
+    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(stack.mongodb_uri, serverSelectionTimeoutMS=10000)
     try:
         db = mongo[database]
         logged = {d["_id"] async for d in db["cognitive_events"].find({"tenant_id": tenant_id}, {"_id": 1})}

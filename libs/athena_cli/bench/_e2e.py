@@ -37,8 +37,7 @@ async def _trial(client: AthenaClient, stack: LocalStack, timeout: float) -> tup
         r = await client.store_event(scope, EventInput(t.role, t.content, t.type))
         if r.task_id:
             ids.append(r.task_id)
-    redis_url = f"redis://127.0.0.1:{stack.ports.redis}/0"
-    await wait_until_processed(redis_url, keys.scope_id(tenant, user, agent), ids, timeout=timeout)
+    await wait_until_processed(stack.redis_url, keys.scope_id(tenant, user, agent), ids, timeout=timeout)
     if await client.search_memory(scope, QUERY, limit=1):
         raise RuntimeError("a chain was searchable before the closing message: the trial measures nothing")
     t0 = time.perf_counter()

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 if TYPE_CHECKING:
+    from pymongo import MongoClient
+
     from athena_cli.stack import LocalStack
 
 __all__ = ["BENCH_DATABASE_PREFIX", "BenchStores", "BenchStoresError"]
@@ -40,7 +42,6 @@ class BenchStores:
         """Reach the external MongoDB once (raises BenchStoresError); describe what the run uses."""
         if self.mongodb_uri is None:
             return {"server": "nx-27017 (embedded)"}
-        from pymongo import MongoClient
         from pymongo.errors import ConfigurationError, InvalidURI, PyMongoError
         from pymongo.uri_parser import parse_uri
 
@@ -48,7 +49,7 @@ class BenchStores:
             nodes = [f"{host}:{port}" for host, port in parse_uri(self.mongodb_uri)["nodelist"]]
         except (InvalidURI, ConfigurationError, ValueError) as exc:
             raise BenchStoresError(f"not a MongoDB URI: {exc}") from exc
-        client: MongoClient[dict[str, Any]] = MongoClient(self.mongodb_uri, serverSelectionTimeoutMS=_CONNECT_TIMEOUT_MS)
+        client = self._client()
         try:
             version = client.server_info().get("version")
         except PyMongoError as exc:
@@ -78,13 +79,17 @@ class BenchStores:
             if self.mongodb_uri is not None:
                 self._drop(stack.mongodb_database)
 
+    def _client(self) -> MongoClient[dict[str, Any]]:
+        from pymongo import MongoClient
+
+        return MongoClient(self.mongodb_uri, serverSelectionTimeoutMS=_CONNECT_TIMEOUT_MS)
+
     def _drop(self, database: str) -> None:
         """Drop a stack's database; a failure (no dropDatabase right, the server gone) is said, not
         raised, so that the figures already measured are still reported."""
-        from pymongo import MongoClient
         from pymongo.errors import PyMongoError
 
-        client: MongoClient[dict[str, Any]] = MongoClient(self.mongodb_uri, serverSelectionTimeoutMS=_CONNECT_TIMEOUT_MS)
+        client = self._client()
         try:
             client.drop_database(database)
         except PyMongoError as exc:

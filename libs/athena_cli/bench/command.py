@@ -73,7 +73,7 @@ class _SharedStack:
         stack = self.get()
         if "cognition" not in stack.procs:
             async def flush() -> None:
-                r = connect_redis(f"redis://127.0.0.1:{stack.ports.redis}/0")
+                r = connect_redis(stack.redis_url)
                 await r.flushdb()
                 await r.aclose()
 

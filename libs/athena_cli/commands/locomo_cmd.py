@@ -55,7 +55,7 @@ def locomo(
             report = asyncio.run(
                 run_locomo(
                     stack.client,
-                    f"redis://127.0.0.1:{stack.ports.redis}/0",
+                    stack.redis_url,
                     files,
                     k=k,
                     embedder=(embedder := LocalEmbedder()),

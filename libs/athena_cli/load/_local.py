@@ -33,7 +33,7 @@ def local_target(*, timeout: float = 30.0, on_status: Callable[[str], None] = la
         stack.start()
         yield LoadTarget(
             client_for=lambda tenant: stack.client(tenant_id=tenant, options=ClientOptions(timeout=timeout)),
-            redis_url=stack.service_env()["REDIS_URL"],
+            redis_url=stack.redis_url,
             mongodb_uri=stack.mongodb_uri,
             mongodb_database=stack.mongodb_database,
         )
