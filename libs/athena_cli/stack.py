@@ -201,7 +201,13 @@ class LocalStack:
             self.mongo = MongoWireServer(port=self.ports.mongo, data_dir=self.data_dir / "mongo")
             self.mongo.start()
 
+    def _running(self) -> list[str]:
+        return [name for name, proc in self.procs.items() if proc.poll() is None]
+
     def start_service(self, name: str) -> None:
+        if name in self._running():
+            # Starting it again would orphan the running process (it holds its ports until killed by hand).
+            raise RuntimeError(f"{name} is already running (pid {self.procs[name].pid}); stop_service({name!r}) first")
         log = open(self.data_dir / f"{name}.log", "ab")
         self.procs[name] = subprocess.Popen(
             [sys.executable, "-m", f"athena_{name}"],
@@ -244,6 +250,9 @@ class LocalStack:
         return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
     def start(self, *, timeout: float = 180.0) -> None:
+        """Start the stores and the services (entering the stack as a context manager already did)."""
+        if running := self._running():
+            raise RuntimeError(f"the stack is already started ({', '.join(running)} running)")
         self.start_dependencies()
         # Formation first: cognition hands segments to it.
         for name in sorted(self.services, key=lambda n: {"formation": 0, "ingest": 1, "cognition": 2}[n]):

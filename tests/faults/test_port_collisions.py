@@ -1,4 +1,5 @@
-"""Two servers told the same port: the second must fail to start, never share the port silently.
+"""Two servers told the same port: the second must fail to start, never share the port silently; and a
+local stack started twice refuses instead of orphaning its first processes.
 
 gRPC binds with SO_REUSEPORT by default, so a service started on a port another service already holds
 would split the connections with it (clients of one service reaching the other: UNIMPLEMENTED).
@@ -6,11 +7,13 @@ would split the connections with it (clients of one service reaching the other: 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from athena.grpc_util import ServiceHost
 from athena.local import free_ports
-from athena_cli.stack import StackPorts
+from athena_cli.stack import LocalStack, StackPorts
 
 
 async def test_a_service_on_a_port_already_served_fails_to_start_instead_of_sharing_it() -> None:
@@ -31,3 +34,19 @@ def test_free_ports_never_repeat_a_port_within_one_stack() -> None:
         ports = list(vars(StackPorts.free()).values())
         assert len(set(ports)) == len(ports) == 8
     assert len(set(free_ports(64))) == 64
+
+
+def test_starting_a_started_stack_again_is_refused_and_orphans_nothing(tmp_path: Path) -> None:
+    with LocalStack(data_dir=tmp_path, ports=StackPorts.free(), services=("ingest",), env={"LLM_BASE_URL": ""}) as stack:
+        first = stack.procs["ingest"]
+        with pytest.raises(RuntimeError, match="already started"):
+            stack.start()
+        with pytest.raises(RuntimeError, match="ingest is already running"):
+            stack.start_service("ingest")
+        assert stack.procs["ingest"] is first and first.poll() is None
+        stack.stop_service("ingest")
+        stack.start_service("ingest")  # once stopped, it starts again
+        stack.wait_serving("ingest")
+        second = stack.procs["ingest"]
+        assert second.pid != first.pid
+    assert first.poll() is not None and second.poll() is not None
