@@ -370,6 +370,19 @@ def test_overlays_differ_as_documented() -> None:
         assert one(docs, "Namespace", "athena")
 
 
+@pytest.mark.parametrize("target", sorted(OVERLAYS))
+def test_the_configured_sampler_keeps_whole_journeys(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from athena.tracing import FollowLinkedProducer, sampler_from_env
+
+    data = config(rendered(target))
+    for name in ("OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG"):
+        monkeypatch.setenv(name, data[name])
+    sampler = sampler_from_env()
+    assert isinstance(sampler, FollowLinkedProducer), sampler.get_description()
+    expected = {"dev": "1.0", "prod": "0.1"}[target]
+    assert f"TraceIdRatioBased{{{expected}}}" in sampler.get_description()
+
+
 # --- the Dockerfile ------------------------------------------------------------------------------------
 
 
