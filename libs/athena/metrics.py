@@ -84,6 +84,9 @@ FORMATION_SECONDS = Histogram("memos_formation_seconds", "Time to form a chain f
 CHAIN_HEAT = Histogram("memos_chain_heat", "Heat of chains when formed, merged, recalled or swept.", buckets=(0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0))
 CHAINS_ARCHIVED = Counter("memos_chains_archived_total", "Chains archived for being cold.")
 SEARCH_HITS = Histogram("memos_search_hits", "Hits returned per SearchMemory.", buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100))
+SEARCH_CACHE_WARMING = Gauge(
+    "memos_search_cache_warming", "1 while formation reads every user's vectors into its search cache at start (Milvus Lite)."
+)
 
 
 def instrument_llm(llm: "LLMClient | None") -> "LLMClient | None":

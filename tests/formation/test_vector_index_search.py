@@ -143,3 +143,20 @@ async def test_a_search_that_gives_up_leaves_the_users_load_running_for_the_next
         assert [h.chain_id for h in hits] == sorted(helper_rows, key=lambda c: -float(helper_rows[c] @ query))[:3]
     finally:
         await index.close()
+
+
+async def test_the_milvus_lite_client_sends_no_idle_keepalive_pings(tmp_path: Path) -> None:
+    # Milvus Lite's server answers pymilvus's default idle pings (every 10 s) with GOAWAY
+    # "too_many_pings" after ~2 idle minutes, an error line in formation's log each time (reproduced
+    # by an index left idle for 130 s; none in 200 s with these options). The options must reach the
+    # channel pymilvus actually opens.
+    index = await _index_with(tmp_path, {})
+    try:
+        await index.open()
+        handler = index._connect()._get_connection()
+        options = dict(handler._grpc_options)
+        assert options["grpc.keepalive_permit_without_calls"] is False
+        assert options["grpc.keepalive_time_ms"] >= 5 * 60 * 1000  # at least the server's minimum interval
+        assert await index.search(_unit(np.random.default_rng(1)), tenant_id="acme", user_id="alice", limit=3) == []
+    finally:
+        await index.close()

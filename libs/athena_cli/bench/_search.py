@@ -12,6 +12,12 @@ take minutes. VectorIndex answers a Milvus Lite search from its copy of the user
 from Milvus by the first search of that user: that first search is timed on its own ("user load").
 The Milvus Lite file is the one a local stack's formation then opens: _search_rpc.py times the public
 SearchMemory RPC over the same chains.
+
+Cold users: the same number of chains spread over users of COLD_USER_CHAINS each (a real user's
+count), in a Milvus Lite file of their own; the first search of a user (its vectors read from Milvus,
+as during formation's warm-up or after the cache dropped the user) beside that user's next search;
+then VectorIndex.warm on a new index over the file, as formation runs it at start, and the first
+searches of other users after it.
 """
 
 from __future__ import annotations
@@ -43,13 +49,23 @@ def _queries(n: int, salt: str) -> list[str]:
     return [f"What did we say about {_TOPICS[i % len(_TOPICS)]}? (question {salt}-{i})" for i in range(n)]
 
 
-async def _fill(index, vectors: np.ndarray) -> None:
+COLD_USER_CHAINS = 100
+"""Chains per user in the cold-user phase."""
+
+
+def _cold_user(j: int, n_users: int) -> str:
+    return f"cold-{j % n_users}"
+
+
+async def _fill(index, vectors: np.ndarray, users: int = 0) -> None:
+    """Every vector in SCOPE, or with `users`, chain j in user _cold_user(j, users) of SCOPE's tenant."""
     await index.open()
     client = index._connect()  # the bench fills in bulk; formation upserts one chain at a time
     tenant, user, agent = SCOPE
     for i in range(0, len(vectors), INSERT_BATCH):
         rows = [
-            {"chain_id": f"c{j}", "tenant_id": tenant, "user_id": user, "agent_id": agent, "embedding": vectors[j].tolist()}
+            {"chain_id": f"c{j}", "tenant_id": tenant, "user_id": _cold_user(j, users) if users else user, "agent_id": agent,
+             "embedding": vectors[j].tolist()}
             for j in range(i, min(i + INSERT_BATCH, len(vectors)))
         ]
         await asyncio.to_thread(client.insert, index.collection, rows)
@@ -111,21 +127,77 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
             out["embed_p50"].append(percentile(emb, 50)), out["np_incl_p95"].append(percentile(base_incl, 95))
             tick()
     finally:
-        await index.close()
-        # Milvus Lite serves the file from this process until released; formation opens it next.
-        from milvus_lite.server_manager import server_manager_instance
-
-        await asyncio.to_thread(server_manager_instance.release_server, str(path))
+        await _close_and_release(index, path)
     return {"series": out, "fill_s": fill_s, "user_load_s": load_s, "top10_agreement": agree / total if total else None}
 
 
+async def _close_and_release(index, path: Path) -> None:
+    await index.close()
+    # Milvus Lite serves the file from this process until released (formation opens it next).
+    from milvus_lite.server_manager import server_manager_instance
+
+    await asyncio.to_thread(server_manager_instance.release_server, str(path))
+
+
+async def _measure_cold_users(path: Path, n_chains: int, n_searched: int, repeats: int) -> dict:
+    """n_chains vectors over n_chains // COLD_USER_CHAINS users; `n_searched` of them, in `repeats`
+    groups, each searched twice: first with its vectors read from Milvus, then from the cache."""
+    from athena_formation.vector_index import VectorIndex
+
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((n_chains, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    n_users = max(1, n_chains // COLD_USER_CHAINS)
+    index = VectorIndex(str(path), collection=COLLECTION, dim=DIM)
+    t_fill = time.perf_counter()
+    await _fill(index, vectors, users=n_users)
+    fill_s = time.perf_counter() - t_fill
+    order = rng.permutation(n_users)
+    searched, after_warm_up = order[:n_searched], order[n_searched:2 * n_searched]
+    out: dict[str, list[float]] = {"cold_p50": [], "cold_p95": [], "warm_p50": [], "warm_p95": [], "after_warm_up_p50": [], "after_warm_up_p95": []}
+
+    async def timed_search(idx, u: int) -> float:
+        t0 = time.perf_counter()
+        hits = await idx.search(vectors[rng.integers(n_chains)], tenant_id=SCOPE[0], user_id=_cold_user(int(u), n_users), limit=LIMIT)
+        ms = (time.perf_counter() - t0) * 1000
+        if len(hits) != min(LIMIT, COLD_USER_CHAINS):
+            raise RuntimeError(f"a cold user's search found {len(hits)} chains, not {LIMIT}")
+        return ms
+
+    try:
+        for group in np.array_split(searched, repeats):
+            cold, warm = [], []
+            for u in group:
+                cold.append(await timed_search(index, u))
+                warm.append(await timed_search(index, u))
+            out["cold_p50"].append(percentile(cold, 50)), out["cold_p95"].append(percentile(cold, 95))
+            out["warm_p50"].append(percentile(warm, 50)), out["warm_p95"].append(percentile(warm, 95))
+    finally:
+        await index.close()
+    # As formation starts: a new index over the same file warms its cache, then users it never searched.
+    index = VectorIndex(str(path), collection=COLLECTION, dim=DIM)
+    try:
+        t_warm = time.perf_counter()
+        await index.warm()
+        warm_up_s = time.perf_counter() - t_warm
+        for group in np.array_split(after_warm_up, repeats):
+            first = [await timed_search(index, u) for u in group]
+            out["after_warm_up_p50"].append(percentile(first, 50)), out["after_warm_up_p95"].append(percentile(first, 95))
+    finally:
+        await _close_and_release(index, path)
+    return {"series": out, "users": n_users, "searched": len(searched), "fill_s": fill_s, "warm_up_s": warm_up_s}
+
+
 def measure_search_at(n_chains: int, n_queries: int, repeats: int, tick: Callable[[], None],
-                      stores: BenchStores = BenchStores()) -> tuple[dict, dict]:
-    """In-process figures, then the public RPC over the same Milvus file, in one stack's data dir."""
+                      stores: BenchStores = BenchStores(), *, cold_users: bool = False) -> tuple[dict, dict]:
+    """In-process figures (with `cold_users`, the cold-user phase too, in a Milvus file of its own), then
+    the public RPC over the first phase's Milvus file, in one stack's data dir."""
     with tempfile.TemporaryDirectory(prefix="athena-bench-search-") as tmp, stores.stack(
             tmp, services=("formation", "ingest"),
             env={"LLM_BASE_URL": "", "MILVUS_COLLECTION": COLLECTION, "MONGODB_DATABASE": DATABASE}) as stack:
         m = asyncio.run(_measure(stack.data_dir / "milvus" / "milvus.db", n_chains, n_queries, repeats, tick))
+        if cold_users:
+            m["cold"] = asyncio.run(_measure_cold_users(Path(tmp) / "cold-users.db", n_chains, n_queries, repeats))
         rpc = run_search_rpc(stack, [f"c{j}" for j in range(n_chains)], lambda salt: _queries(n_queries, salt),
                              limit=LIMIT, repeats=repeats, tick=lambda: None, topics=_TOPICS)
     return m, rpc
@@ -137,8 +209,9 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
     small = small_rpc = None
     if not quick:  # growth: the same figures at a tenth of the data, same run
         small, small_rpc = measure_search_at(n_chains // 10, n_queries, 3, lambda: None, stores)
-    m, rpc = measure_search_at(n_chains, n_queries, repeats, tick, stores)
+    m, rpc = measure_search_at(n_chains, n_queries, repeats, tick, stores, cold_users=True)
     s = m["series"]
+    cold = m["cold"]
     rs = rpc["series"]
     res = StageResult(stage="search")
     res.figures = [
@@ -156,6 +229,12 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
                summary(rs["concurrent_per_s"]), "one caller", summary(rs["incl_per_s"])),
         Figure(f"SearchMemory RPC p95, {CONCURRENT_CALLERS} callers, embedding included ({n_chains:,} chains)", "ms",
                summary(rs["concurrent_p95"]), "one caller", summary(rs["incl_p95"])),
+        Figure(f"vector step p50, a user's first search ({cold['users']:,} users x {COLD_USER_CHAINS} chains)", "ms",
+               summary(cold["series"]["cold_p50"]), "the same user's next search", summary(cold["series"]["warm_p50"])),
+        Figure(f"vector step p95, a user's first search ({cold['users']:,} users x {COLD_USER_CHAINS} chains)", "ms",
+               summary(cold["series"]["cold_p95"]), "the same user's next search", summary(cold["series"]["warm_p95"])),
+        Figure(f"vector step p95, a user's first search after the cache's warm-up ({cold['users']:,} users)", "ms",
+               summary(cold["series"]["after_warm_up_p95"]), "without the warm-up", summary(cold["series"]["cold_p95"])),
     ]
     res.figures[0].baseline_name = ""
     # search_p95_ms is SearchMemory itself (the public RPC, hybrid ranking, MongoDB fetch included);
@@ -175,6 +254,11 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
         "search_concurrent_vs_one_caller": res.figures[9].ratio(),
         "search_concurrent_p95_ms": res.figures[10].value["median"],
         "search_concurrent_callers": CONCURRENT_CALLERS,
+        "search_cold_user_p50_ms": res.figures[11].value["median"],
+        "search_cold_user_p95_ms": res.figures[12].value["median"],
+        "search_cold_users": cold["users"],
+        "search_cold_user_after_warm_up_p95_ms": res.figures[13].value["median"],
+        "search_cache_warm_up_s": cold["warm_up_s"],
     }
     res.detail = {
         "chains": n_chains,
@@ -184,6 +268,8 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
         "fill_seconds": m["fill_s"],
         "first_search_user_load_seconds": m["user_load_s"],
         "milvus_vs_numpy_top10_agreement": m["top10_agreement"],
+        "cold_users": {"users": cold["users"], "chains_per_user": COLD_USER_CHAINS, "users_searched": cold["searched"],
+                       "fill_seconds": cold["fill_s"]},
         "rpc": _rpc_detail(rpc),
         "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures},
     }
@@ -200,6 +286,9 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
                                 "fill_seconds": small["fill_s"], "first_search_user_load_seconds": small["user_load_s"],
                                 "rpc": _rpc_detail(small_rpc)}
     res.notes.append(f"{n_chains:,} random unit vectors in one scope, {n_queries} queries x {repeats} repeats; fill took {m['fill_s']:.1f}s")
+    res.notes.append(f"cold users: {n_chains:,} vectors over {cold['users']:,} users of {COLD_USER_CHAINS} in a Milvus file of their own "
+                     f"(fill {cold['fill_s']:.1f}s); {cold['searched']} of them searched twice, first with their vectors read from Milvus; "
+                     f"the cache's warm-up (as formation starts) {cold['warm_up_s']:.1f}s, then the first searches of {cold['searched']} others")
     res.notes.append(f"SearchMemory through ingest -> formation, limit {LIMIT}: {n_chains:,} chain documents written in {rpc['doc_fill_s']:.1f}s; "
                      f"first call of the user (straight to formation) {rpc['first_call_s']:.1f}s; MongoDB fetch p50 {rpc['steps']['mongo_fetch_p50_ms']:.1f} ms, "
                      f"warm-ups p50 {rpc['steps']['mongo_warm_ups_p50_ms']:.1f} ms; cached questions straight to formation p50 "
@@ -213,6 +302,7 @@ def _rpc_detail(rpc: dict) -> dict:
         "chain_doc_fill_seconds": rpc["doc_fill_s"],
         "services_start_seconds": rpc["services_start_s"],
         "first_call_user_load_seconds": rpc["first_call_s"],
+        "formation_warm_up_wait_after_first_call_seconds": rpc["warm_up_wait_s"],
         **{k: statistics.median(v) for k, v in (("p50_ms", rpc["series"]["incl_p50"]), ("p95_ms", rpc["series"]["incl_p95"]),
                                                  ("cached_embedding_p50_ms", rpc["series"]["excl_p50"]),
                                                  ("cached_embedding_p95_ms", rpc["series"]["excl_p95"]),

@@ -9,7 +9,9 @@ of realistic lengths), then formation and ingest start and `SearchMemory`
 is called through AthenaClient with distinct real questions: "included" pays the query embedding,
 "excluded" asks the same questions again (formation's embedding cache answers them, so the call
 costs everything but the model). The first call of the user loads its vectors and is timed alone
-(sent straight to formation: at 100,000 chains it outlasts ingest's deadline for the hop).
+(sent straight to formation: at 100,000 chains it outlasts ingest's deadline for the hop), while
+formation's search-cache warm-up runs; the timed calls wait for the warm-up to end (its gauge on
+formation's /metrics), so that it does not share the cores with them.
 Where the time of a call goes: the cached questions are also sent straight to formation's
 SearchMemory (without ingest's hop), and Recall's two MongoDB steps (the fetch of the hits, the
 recall warm-ups) are timed from this process against the same server.
@@ -18,7 +20,9 @@ recall warm-ups) are timed from this process against the same server.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
+import urllib.request
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -146,6 +150,24 @@ async def _concurrent_calls(client: AthenaClient, scope: memory_pb2.Scope, texts
     return len(texts) / (time.perf_counter() - t0), ms
 
 
+_WARMING = re.compile(r"^memos_search_cache_warming (\S+)$", re.MULTILINE)
+
+
+def _wait_for_warm_up(stack: LocalStack, *, timeout: float = 900.0) -> float:
+    """Block until formation's search-cache warm-up has ended; returns how long this waited."""
+    t0 = time.perf_counter()
+    url = f"http://127.0.0.1:{stack.ports.formation_metrics}/metrics"
+    while time.perf_counter() - t0 < timeout:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            found = _WARMING.search(reply.read().decode())
+        if found is None:
+            raise RuntimeError("formation's /metrics has no memos_search_cache_warming gauge")
+        if float(found.group(1)) == 0:
+            return time.perf_counter() - t0
+        time.sleep(0.2)
+    raise TimeoutError(f"formation's search cache still warming after {timeout:.0f} s")
+
+
 async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], *, limit: int, repeats: int, tick: Callable[[], None]) -> dict[str, Any]:
     tenant, user, agent = SCOPE
     series: dict[str, list[float]] = {k: [] for k in ("incl_p50", "incl_p95", "excl_p50", "excl_p95", "incl_per_s",
@@ -161,6 +183,7 @@ async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], *,
         t0 = time.perf_counter()
         await direct.call(direct.stub.SearchMemory, request("What did we plan first?"))
         first_s = time.perf_counter() - t0
+        warm_up_wait_s = await asyncio.to_thread(_wait_for_warm_up, stack)
         async with stack.client(tenant_id=tenant) as client:
             scope = client.scope(tenant, user, agent)
             hits = await client.search_memory(scope, "What did we plan next?", limit=limit)
@@ -191,7 +214,7 @@ async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], *,
             ms.append((time.perf_counter() - t0) * 1000)
     finally:
         await direct.close()
-    return {"series": series, "first_call_s": first_s, "formation_direct_cached_p50_ms": percentile(ms, 50)}
+    return {"series": series, "first_call_s": first_s, "warm_up_wait_s": warm_up_wait_s, "formation_direct_cached_p50_ms": percentile(ms, 50)}
 
 
 def run_search_rpc(stack: LocalStack, chain_ids: list[str], queries: Callable[[str], list[str]], *, limit: int, repeats: int,

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 
 from athena.auth import internal_auth_interceptor, server_credentials
 from athena.config import Settings
+from athena.errors import DependencyUnavailable
 from athena.embeddings import make_embedder, make_query_embedder
 from athena.grpc_util import DependencyCheck, ServiceHost
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.llm import make_llm
-from athena.metrics import instrument_llm
+from athena.metrics import SEARCH_CACHE_WARMING, instrument_llm
 from athena.stores import connect_mongo
 from athena.telemetry import run_service
 from athena_formation.archiver import Archiver
@@ -27,6 +29,8 @@ from athena_formation.servicer import FormationServicer
 from athena_formation.vector_index import VectorIndex
 
 __all__ = ["Formation", "build_formation", "main", "serve"]
+
+log = logging.getLogger("athena.formation")
 
 SERVICE = formation_pb2.DESCRIPTOR.services_by_name["FormationService"]
 SERVICE_NAME = SERVICE.full_name
@@ -111,10 +115,24 @@ async def build_formation(settings: Settings) -> Formation:
 async def serve(settings: Settings) -> None:
     formation = await build_formation(settings)
     archiving = asyncio.create_task(formation.archiver.run_forever(interval=settings.archiver_interval_seconds))
+    SEARCH_CACHE_WARMING.set(1)  # before serving, so that no reader of the gauge sees 0 before it began
+    warming = asyncio.create_task(_warm_search_cache(formation.vectors))
     try:
         await formation.host.run()
     finally:
         archiving.cancel()
+        warming.cancel()
+
+
+async def _warm_search_cache(vectors: VectorIndex) -> None:
+    """Milvus Lite: every user's vectors into the search cache while formation serves (VectorIndex.warm);
+    until then a user's first search reads its own, as it always could."""
+    try:
+        await vectors.warm()
+    except DependencyUnavailable as exc:
+        log.warning("search cache not warmed, users load on their first search: %s", exc)
+    finally:
+        SEARCH_CACHE_WARMING.set(0)
 
 
 def main() -> None:

@@ -124,6 +124,10 @@ class UserVectorCache:
     def cached_chains(self) -> int:
         return sum(len(v.ids) for v in self._users.values())
 
+    def has(self, user: UserKey) -> bool:
+        """Whether the user is loaded (without counting as a search of it)."""
+        return user in self._users
+
     def get(self, user: UserKey) -> UserVectors | None:
         vectors = self._users.get(user)
         if vectors is not None:

@@ -15,27 +15,53 @@ time do not pile up in a growing segment (searched without the index, and slowly
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 import numpy as np
 from opentelemetry import trace
 from pymilvus import DataType, MilvusClient
 
 from athena.errors import DependencyUnavailable
-from athena_formation.user_vectors import UserVectorCache, UserVectors
+from athena_formation.user_vectors import UserKey, UserVectorCache, UserVectors
 
 __all__ = ["VectorHit", "VectorIndex"]
 
+log = logging.getLogger("athena.formation.vectors")
+# Only warm() iterates, and only on Milvus Lite, which has no server-side MVCC timestamp for iterators:
+# pymilvus warns of it at every warm-up and uses the client's clock instead, which is right here.
+logging.getLogger("pymilvus.client.iterator.query_iterator").setLevel(logging.ERROR)
+
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9._@-]{1,128}$")
+
+LITE_GRPC_OPTIONS: dict[str, Any] = {"grpc.keepalive_time_ms": 2**31 - 1, "grpc.keepalive_permit_without_calls": False}
+"""gRPC options of the client of a Milvus Lite file. pymilvus pings every 10 s, idle or not, but Milvus
+Lite's embedded server keeps gRPC's default policy (no pings without calls more often than every
+5 minutes): after ~2 idle minutes it sends GOAWAY "too_many_pings" (logged as an error, then the next
+call reconnects). Keepalive finds dead peers across a network; this server is a local child process,
+whose death closes the socket. A Milvus server URI keeps pymilvus's defaults."""
 
 
 @dataclass(frozen=True)
 class VectorHit:
     chain_id: str
     similarity: float
+
+
+@dataclass
+class _WarmWatch:
+    """What was written while VectorIndex.warm read the collection, so that nothing it read stale is installed."""
+
+    touched: set[UserKey] = field(default_factory=set)
+    """Users upserted to: left to load on their first search."""
+    deleted: set[str] = field(default_factory=set)
+    """Chains deleted: not installed."""
+    cleared: bool = False
+    """The cache was cleared (a write's outcome unknown): nothing is installed."""
 
 
 class VectorIndex:
@@ -61,6 +87,7 @@ class VectorIndex:
         # Milvus Lite only (a local file, so formation is its one writer): see user_vectors.py.
         self._users: UserVectorCache | None = UserVectorCache(dim, max_chains=cache_max_chains) if "://" not in uri else None
         self._loading: dict[tuple[str, str], asyncio.Task[UserVectors]] = {}
+        self._warm_watch: _WarmWatch | None = None
 
     @property
     def shared(self) -> bool:
@@ -71,7 +98,7 @@ class VectorIndex:
         if self._client is None:
             if "://" not in self.uri:
                 Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
-            client = MilvusClient(self.uri)
+            client = MilvusClient(self.uri) if "://" in self.uri else MilvusClient(self.uri, grpc_options=LITE_GRPC_OPTIONS)
             if not client.has_collection(self.collection):
                 schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
                 schema.add_field("chain_id", DataType.VARCHAR, is_primary=True, max_length=64)
@@ -120,6 +147,8 @@ class VectorIndex:
             "agent_id": agent_id,
             "embedding": np.asarray(embedding, dtype=np.float32).tolist(),
         }
+        if self._warm_watch is not None:
+            self._warm_watch.touched.add((tenant_id, user_id))
         try:
             await self._run(lambda c: c.upsert(self.collection, [row]), op="upsert")
         except DependencyUnavailable:
@@ -139,6 +168,8 @@ class VectorIndex:
     async def delete(self, chain_ids: Sequence[str]) -> None:
         if chain_ids:
             ids = list(chain_ids)
+            if self._warm_watch is not None:
+                self._warm_watch.deleted.update(ids)
             try:
                 await self._run(lambda c: c.delete(self.collection, ids=ids), op="delete")
             except DependencyUnavailable:
@@ -150,6 +181,61 @@ class VectorIndex:
     def _forget_cached(self) -> None:
         if self._users is not None:
             self._users.clear()
+        if self._warm_watch is not None:
+            self._warm_watch.cleared = True
+
+    async def warm(self, *, page_rows: int = 2000, on_page: Callable[[int], Awaitable[None]] | None = None) -> int:
+        """Milvus Lite: read every chain's vector once, page by page, and install each user whole, so
+        that no user's first search after formation starts has to read from Milvus (a filtered read
+        whose cost grows with the whole collection: ~0.5 s a user at 100,000 chains, docs/benchmarks.md).
+        Skipped when the collection holds more chains than the cache's bound (which users to keep is
+        then the searches' to say). Users upserted to while it reads are left to load on their first
+        search, chains deleted meanwhile are not installed, and a cache cleared meanwhile ends it with
+        nothing installed. `on_page` is awaited after each page with the rows read so far. Returns the
+        chains installed."""
+        if self._users is None or self._warm_watch is not None:
+            return 0
+        t0 = time.perf_counter()
+        watch = self._warm_watch = _WarmWatch()  # from the first read on: every write after it is watched
+        rows: dict[UserKey, list[tuple[str, str, np.ndarray]]] = {}
+        try:
+            counted = await self._run(lambda c: c.query(self.collection, filter="", output_fields=["count(*)"]), op="count")
+            total = int(counted[0]["count(*)"]) if counted else 0
+            if total == 0 or total > self._users.max_chains:
+                if total:
+                    log.info("search cache not warmed: %d chains exceed VECTOR_INDEX_CACHE_MAX_CHAINS (%d)", total, self._users.max_chains)
+                return 0
+            fields = ["chain_id", "tenant_id", "user_id", "agent_id", "embedding"]
+            pages = await self._run(lambda c: c.query_iterator(self.collection, batch_size=page_rows, output_fields=fields), op="query_iterator")
+            try:
+                read = 0
+                while not watch.cleared and (page := await self._run(lambda c: pages.next(), op="query_iterator")):
+                    for r in page:
+                        rows.setdefault((r["tenant_id"], r["user_id"]), []).append(
+                            (r["chain_id"], r["agent_id"], np.asarray(r["embedding"], dtype=np.float32)))
+                    read += len(page)
+                    if on_page is not None:
+                        await on_page(read)
+            finally:
+                try:
+                    await asyncio.to_thread(pages.close)
+                except Exception as exc:  # the client may be gone with the error that ended the read
+                    log.debug("closing the warm-up's iterator: %s", exc)
+        finally:
+            self._warm_watch = None
+        if watch.cleared:
+            return 0
+        # No await from here on: a write after this sees its user installed (or not) and acts on the cache.
+        installed = 0
+        for user, user_rows in rows.items():
+            if user in watch.touched or self._users.has(user):
+                continue
+            kept = [r for r in user_rows if r[0] not in watch.deleted]
+            if kept:
+                self._users.load(user, kept)
+                installed += len(kept)
+        log.info("search cache warmed: %d chains of %d users in %.1f s", installed, len(rows), time.perf_counter() - t0)
+        return installed
 
     async def existing(self, chain_ids: Sequence[str]) -> set[str]:
         if not chain_ids:
