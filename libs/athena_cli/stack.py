@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -244,6 +245,21 @@ class LocalStack:
                     last = exc.code().name  # type: ignore[attr-defined]
                 time.sleep(0.2)
         raise TimeoutError(f"{name} not SERVING after {timeout}s ({last}); log:\n{self.log_tail(name)}")
+
+    def metric_total(self, service: str, sample: str, **labels: str) -> float:
+        """Sum of one Prometheus sample (e.g. `memos_grpc_server_handled_total`) on a running service's
+        /metrics, over the series whose labels include `labels` (0 when it has none)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        port = getattr(self.ports, f"{service}_metrics")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+            text = reply.read().decode()
+        return sum(
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items())
+        )
 
     def log_tail(self, name: str, chars: int = 3000) -> str:
         path = self.data_dir / f"{name}.log"

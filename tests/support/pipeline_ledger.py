@@ -21,12 +21,10 @@ import asyncio
 import json
 import re
 import time
-import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Iterable, Sequence
 
-from prometheus_client.parser import text_string_to_metric_families
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
@@ -243,13 +241,5 @@ def log_matches(stack: LocalStack, service: str, pattern: str) -> int:
 
 
 def metric_total(stack: LocalStack, service: str, sample: str, **labels: str) -> float:
-    """Sum of one Prometheus sample (e.g. `memos_grpc_server_handled_total`) of a running service, over
-    the series whose labels include `labels`."""
-    port = getattr(stack.ports, f"{service}_metrics")
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    return sum(
-        s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items())
-    )
+    """Sum of one Prometheus sample of a running service (LocalStack.metric_total)."""
+    return stack.metric_total(service, sample, **labels)

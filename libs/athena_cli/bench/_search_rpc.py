@@ -20,9 +20,7 @@ recall warm-ups) are timed from this process against the same server.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-import urllib.request
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -150,22 +148,14 @@ async def _concurrent_calls(client: AthenaClient, scope: memory_pb2.Scope, texts
     return len(texts) / (time.perf_counter() - t0), ms
 
 
-_WARMING = re.compile(r"^memos_search_cache_warming (\S+)$", re.MULTILINE)
-
-
 def _wait_for_warm_up(stack: LocalStack, *, timeout: float = 900.0) -> float:
-    """Block until formation's search-cache warm-up has ended; returns how long this waited."""
+    """Block until formation's search-cache warm-up has ended (its gauge is 0); returns how long this waited."""
     t0 = time.perf_counter()
-    url = f"http://127.0.0.1:{stack.ports.formation_metrics}/metrics"
-    while time.perf_counter() - t0 < timeout:
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            found = _WARMING.search(reply.read().decode())
-        if found is None:
-            raise RuntimeError("formation's /metrics has no memos_search_cache_warming gauge")
-        if float(found.group(1)) == 0:
-            return time.perf_counter() - t0
+    while stack.metric_total("formation", "memos_search_cache_warming") != 0:
+        if time.perf_counter() - t0 > timeout:
+            raise TimeoutError(f"formation's search cache still warming after {timeout:.0f} s")
         time.sleep(0.2)
-    raise TimeoutError(f"formation's search cache still warming after {timeout:.0f} s")
+    return time.perf_counter() - t0
 
 
 async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], *, limit: int, repeats: int, tick: Callable[[], None]) -> dict[str, Any]:

@@ -78,14 +78,16 @@ class VectorIndex:
         self.uri = uri
         self.collection = collection
         self.dim = dim
-        self.index_type = index_type or ("HNSW" if "://" in uri else "FLAT")
+        self._lite = "://" not in uri
+        """A Milvus Lite file (formation its one writer and reader), not a Milvus server."""
+        self.index_type = index_type or ("FLAT" if self._lite else "HNSW")
         """Index of a collection this class creates (an existing collection keeps its own)."""
         self.flush_every = flush_every
         self._client: MilvusClient | None = None
         self._lock = asyncio.Lock()
         self._unflushed = 0
         # Milvus Lite only (a local file, so formation is its one writer): see user_vectors.py.
-        self._users: UserVectorCache | None = UserVectorCache(dim, max_chains=cache_max_chains) if "://" not in uri else None
+        self._users: UserVectorCache | None = UserVectorCache(dim, max_chains=cache_max_chains) if self._lite else None
         self._loading: dict[tuple[str, str], asyncio.Task[UserVectors]] = {}
         self._warm_watch: _WarmWatch | None = None
 
@@ -96,9 +98,9 @@ class VectorIndex:
 
     def _connect(self) -> MilvusClient:
         if self._client is None:
-            if "://" not in self.uri:
+            if self._lite:
                 Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
-            client = MilvusClient(self.uri) if "://" in self.uri else MilvusClient(self.uri, grpc_options=LITE_GRPC_OPTIONS)
+            client = MilvusClient(self.uri, grpc_options=LITE_GRPC_OPTIONS) if self._lite else MilvusClient(self.uri)
             if not client.has_collection(self.collection):
                 schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
                 schema.add_field("chain_id", DataType.VARCHAR, is_primary=True, max_length=64)
