@@ -95,6 +95,32 @@ def test_search_queries_use_the_int8_copy_of_the_local_model_unless_turned_off()
     assert make_query_embedder(load_settings(), embedder=remote) is remote
 
 
+async def test_a_search_query_is_encoded_on_one_torch_thread_and_chains_keep_torchs_own_count() -> None:
+    import torch
+
+    chains = make_embedder(load_settings(), small_batch_threads=None)  # as formation builds them
+    query = make_query_embedder(load_settings(), embedder=chains)
+    assert isinstance(chains, LocalEmbedder) and isinstance(query, LocalEmbedder)
+    seen: dict[str, int] = {}
+
+    def spy(name: str, embedder: LocalEmbedder) -> None:
+        encode = embedder._encode_compiled
+
+        def recorded(model: Any, compiled: Any, texts: list[str]) -> np.ndarray:
+            seen[name] = torch.get_num_threads()
+            return encode(model, compiled, texts)
+
+        embedder._encode_compiled = recorded  # type: ignore[method-assign]
+
+    spy("query", query)
+    spy("chain", chains)
+    loop_threads = torch.get_num_threads()
+    await query.embed([f"where did we go in Kyoto {uuid.uuid4()}?"])
+    await chains.embed([f"The user planned a trip to Kyoto {uuid.uuid4()}."])  # same encoder thread, after the query
+    assert seen["query"] == 1
+    assert seen["chain"] == loop_threads  # the query's one thread was not left behind on the encoder thread
+    assert torch.get_num_threads() == loop_threads  # the caller's (the vector scan's) count is its own
+
 def test_lru_cache_evicts_oldest() -> None:
     cache = EmbeddingCache(max_entries=2)
     for key in (b"a", b"b", b"c"):

@@ -188,8 +188,8 @@ class LocalEmbedder:
         self._quantized = quantized and device == "cpu"
         self._small_batch_threads = small_batch_threads
         """torch threads for batches of at most SMALL_BATCH texts (None: torch's own count). One by
-        default; formation asks for None, since its query embeddings alternate with its vector scan
-        and changing the thread count between the two slowed both (docs/benchmarks.md)."""
+        default, search queries included (make_query_embedder); formation's chain embedder asks for
+        None, its texts being long enough for a second thread to help (docs/benchmarks.md)."""
         self._device = device
         self._batch_size = batch_size
         # The int8 model's vectors differ a little from the float model's: a cache of their own.

@@ -83,7 +83,7 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
     await _fill(index, vectors)
     fill_s = time.perf_counter() - t_fill
     # As formation embeds queries (SEARCH_QUERY_INT8's default: the model's int8 copy).
-    embedder = LocalEmbedder(cache=EmbeddingCache(), small_batch_threads=None, quantized=True)
+    embedder = LocalEmbedder(cache=EmbeddingCache(), small_batch_threads=1, quantized=True)
     await embedder.embed(["warm-up"])
     t_load = time.perf_counter()
     await index.search(vectors[0], tenant_id=SCOPE[0], user_id=SCOPE[1], limit=LIMIT)  # reads the user's vectors
