@@ -85,7 +85,7 @@ CHAIN_HEAT = Histogram("memos_chain_heat", "Heat of chains when formed, merged, 
 CHAINS_ARCHIVED = Counter("memos_chains_archived_total", "Chains archived for being cold.")
 SEARCH_HITS = Histogram("memos_search_hits", "Hits returned per SearchMemory.", buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100))
 SEARCH_CACHE_WARMING = Gauge(
-    "memos_search_cache_warming", "1 while formation reads every user's vectors into its search cache at start (Milvus Lite)."
+    "memos_search_cache_warming", "1 while formation reads every user's vectors and lexicons into its search caches at start (Milvus Lite)."
 )
 
 

@@ -301,3 +301,102 @@ async def test_past_its_bound_the_index_drops_the_least_recently_searched_user_a
 
     assert set(index._users) == {("acme", "bob")} and index.cached_chains == 2
     assert [c for c, _ in (await index.user("acme", "alice")).query(query_terms("alice")).top(5)] in (["alice0", "alice1"], ["alice1", "alice0"])
+
+
+# --- the warm-up at start ----------------------------------------------------------------------------
+
+class _RefusingReads(ChainStore):
+    """The real ChainStore, counting a user's own lexicon reads; its whole-collection read can wait at a gate."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.user_reads: list[str] = []
+        self.gate: asyncio.Event | None = None
+
+    async def lexicon_rows(self, **kwargs: Any) -> list[LexiconRow]:
+        self.user_reads.append(kwargs["user_id"])
+        return await super().lexicon_rows(**kwargs)
+
+    async def all_lexicon_rows(self, **kwargs: Any):  # type: ignore[no-untyped-def, override]
+        rows = [pair async for pair in super().all_lexicon_rows(**kwargs)]
+        if self.gate is not None:
+            await self.gate.wait()  # every row read: a write can land before any is installed
+        for pair in rows:
+            yield pair
+
+
+async def _chains_of(store: ChainStore, **users: list[str]) -> None:
+    import time
+
+    for user, texts in users.items():
+        for i, text in enumerate(texts):
+            await store.insert_new({**_chain_doc(f"{user}{i}", text, updated_at=time.time()), "user_id": user})
+
+
+async def test_after_the_lexicon_warm_up_no_users_first_search_reads_mongodb(mongo: Any, mongo_db_name: str) -> None:
+    store = _RefusingReads(mongo, mongo_db_name)
+    await _chains_of(store, alice=["Kyoto temples", "chickpea curry"], bob=["Lisbon trams"], carol=["webhook KeyError"])
+    await store.set_fields("alice1", {"status": "archived"})
+    index = LexicalIndex(store, shared=False)
+
+    assert await index.warm(yield_every=1) == 3  # the archived chain is not a search's
+
+    alice = await index.user("acme", "alice")
+    assert [c for c, _ in alice.query(query_terms("Kyoto")).top(5)] == ["alice0"] and alice.query(query_terms("curry")).top(5) == []
+    assert [c for c, _ in (await index.user("acme", "bob")).query(query_terms("Lisbon trams")).top(5)] == ["bob0"]
+    assert [c for c, _ in (await index.user("acme", "carol")).query(query_terms("webhook")).top(5)] == ["carol0"]
+    assert store.user_reads == []
+
+
+async def test_writes_made_while_the_lexicons_warm_up_are_neither_lost_nor_undone(mongo: Any, mongo_db_name: str) -> None:
+    import time
+
+    store = _RefusingReads(mongo, mongo_db_name)
+    await _chains_of(store, alice=["Kyoto temples"], bob=["Lisbon trams"], carol=["webhook KeyError"], dave=["pydantic validation"])
+    store.gate = asyncio.Event()
+    index = LexicalIndex(store, shared=False)
+    warming = asyncio.create_task(index.warm())
+    await asyncio.sleep(0.3)  # every row read, none installed yet
+
+    # alice gets a new chain, bob is erased, carol searches (and reads her own chains) meanwhile.
+    await store.insert_new({**_chain_doc("alice-new", "Nara deer park", updated_at=time.time()), "user_id": "alice"})
+    index.put("acme", "alice", LexiconRow("alice-new", SCOPE.agent_id, chain_lexicon(["Nara deer park"]), 2))
+    await store.chains.delete_many({"user_id": "bob"})
+    index.forget_user("acme", "bob")
+    carol = await index.user("acme", "carol")
+    store.gate.set()
+    assert await warming == 1  # dave only
+
+    assert [c for c, _ in (await index.user("acme", "alice")).query(query_terms("Nara deer")).top(5)] == ["alice-new"]
+    assert len(await index.user("acme", "bob")) == 0
+    assert await index.user("acme", "carol") is carol  # her own read stands
+    assert [c for c, _ in (await index.user("acme", "dave")).query(query_terms("pydantic")).top(5)] == ["dave0"]
+    assert sorted(store.user_reads) == ["alice", "bob", "carol"]  # dave came from the warm-up
+
+
+async def test_the_lexicon_warm_up_is_skipped_past_its_bound_and_with_a_shared_store(mongo: Any, mongo_db_name: str) -> None:
+    store = _RefusingReads(mongo, mongo_db_name)
+    await _chains_of(store, alice=["Kyoto temples", "chickpea curry"], bob=["Lisbon trams"])
+
+    assert await LexicalIndex(store, shared=False, max_chains=2).warm() == 0
+    assert await LexicalIndex(store, shared=True).warm() == 0  # other replicas write: searches read and refresh
+
+    bounded = LexicalIndex(store, shared=False, max_chains=2)
+    assert await bounded.warm() == 0 and bounded.cached_chains == 0
+    assert len(await bounded.user("acme", "alice")) == 2 and store.user_reads == ["alice"]
+
+
+async def test_formation_warms_both_search_caches_at_start_and_its_gauge_says_when_done(formation: Formation, stub: Any) -> None:
+    from athena.metrics import SEARCH_CACHE_WARMING
+    from athena_formation.server import _warm_search_cache
+
+    kyoto = await _form(stub, KYOTO)  # written before this formation "starts": in neither cache
+    user = (SCOPE.tenant_id, SCOPE.user_id)
+    assert user not in formation.lexical._users and not formation.vectors._users.has(user)  # type: ignore[union-attr]
+    SEARCH_CACHE_WARMING.set(1)  # as serve() sets it before serving
+
+    await _warm_search_cache(formation.vectors, formation.lexical)
+
+    assert SEARCH_CACHE_WARMING._value.get() == 0
+    assert formation.lexical._users[user].row_of(kyoto) is not None
+    assert formation.vectors._users.has(user)  # type: ignore[union-attr]

@@ -9,7 +9,7 @@ scores and reason, so an operator can see why a segment was not remembered.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping, Sequence
@@ -203,6 +203,30 @@ class ChainStore:
         # round trip (the MongoDB-wire server prepares a whole result before its first batch).
         with mongo_unavailable(), pymongo.timeout(_FULL_READ_SECONDS):
             return [row_from_doc(d) async for d in self.chains.find(query, projection)]
+
+    async def all_lexicon_rows(self, *, batch_rows: int = 2000) -> AsyncIterator[tuple[tuple[str, str], LexiconRow]]:
+        """Every active chain as (its (tenant_id, user_id), its lexical index row), in no set order, for
+        the lexical index's warm-up: one read of the collection, however many users it holds."""
+        projection = {"tenant_id": 1, "user_id": 1, "agent_id": 1, "lexicon": 1, "event_count": 1, "status": 1}
+        cursor = self.chains.find({"status": "active"}, projection, batch_size=batch_rows)
+        try:
+            while True:
+                # The bound is entered per batch, never across a yield (it would hold for the caller's
+                # own reads too); the MongoDB-wire server prepares the whole result before the first.
+                with mongo_unavailable(), pymongo.timeout(_FULL_READ_SECONDS):
+                    batch = await cursor.to_list(batch_rows)
+                if not batch:
+                    return
+                for d in batch:
+                    yield (d.get("tenant_id", ""), d.get("user_id", "")), row_from_doc(d)
+        finally:
+            with mongo_unavailable():
+                await cursor.close()
+
+    async def chain_count_estimate(self) -> int:
+        """The collection's document count from its metadata (archived chains included): no scan."""
+        with mongo_unavailable():
+            return await self.chains.estimated_document_count()
 
     async def pending_embeddings(self, *, older_than: datetime) -> list[dict[str, Any]]:
         with mongo_unavailable():

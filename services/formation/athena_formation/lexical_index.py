@@ -3,7 +3,8 @@
 SearchMemory ranks by the cosine of the chain's one embedding *and* by the query's words found in
 the chain (ranking.py). The words come from the chain documents' `lexicon` field (lexicon.py); this
 module keeps, per searched user, an inverted index of them: term -> (rows, counts), rows being the
-user's chains. A user's index is read from MongoDB by its first search and then kept current:
+user's chains. A user's index is read from MongoDB by its first search, or with every other user's
+by the warm-up as formation starts (`warm`, one writer only), and then kept current:
 
 - by formation's own writes, applied here after MongoDB accepted them (`put`, `drop`);
 - with a shared vector store (a Milvus server, several formation replicas, each writing chains), also
@@ -24,11 +25,12 @@ which the least recently searched users are dropped and read again on their next
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -38,6 +40,8 @@ from athena_formation.agent_column import AgentColumn
 from athena_formation.user_lru import evict_least_recent
 
 __all__ = ["LexicalIndex", "LexicalScores", "LexiconRow", "LexiconSource", "UserLexicon", "row_from_doc"]
+
+log = logging.getLogger("athena.formation.lexical")
 
 K1 = 1.2
 B = 0.75
@@ -61,6 +65,10 @@ class LexiconSource(Protocol):
     """Where users' chains are read from (ChainStore)."""
 
     async def lexicon_rows(self, *, tenant_id: str, user_id: str, updated_since: float | None = None) -> list[LexiconRow]: ...
+
+    def all_lexicon_rows(self) -> AsyncIterator[tuple[UserKey, LexiconRow]]: ...
+
+    async def chain_count_estimate(self) -> int: ...
 
 
 class LexicalScores:
@@ -237,6 +245,7 @@ class LexicalIndex:
         # Writes that landed while the user's read was in flight: the read may not have seen them,
         # so they are applied after its rows (again if it did: every change is idempotent).
         self._pending: dict[UserKey, list[Callable[[UserLexicon], None]]] = {}
+        self._warm_touched: set[UserKey] | None = None  # while warm() reads: the users written to meanwhile
 
     @property
     def cached_chains(self) -> int:
@@ -289,7 +298,56 @@ class LexicalIndex:
         for key, _ in evict_least_recent(self._users, size=len, limit=self.max_chains, keep=keep):
             self._read_at.pop(key, None)
 
+    async def warm(self, *, yield_every: int = 500) -> int:
+        """One writer of chains (not shared): read every active chain's lexicon once and install each
+        user whole, so that no user's first search after formation starts reads its own (on the
+        MongoDB-wire server such a read scans the whole collection: ~0.4 s a user at 100,000 chains,
+        docs/benchmarks.md "Ninth round"). Skipped when the collection holds more documents than the
+        bound (`max_chains`). Users written to while it reads, and users loaded meanwhile by their own
+        first search, are left as they are. Yields to the event loop every `yield_every` rows, so
+        that searches go on. Returns the chains installed."""
+        if self.shared or self._warm_touched is not None:
+            return 0
+        t0 = time.perf_counter()
+        started = time.time()
+        touched = self._warm_touched = set()  # from before the first read: every write after it is seen
+        gathered: dict[UserKey, UserLexicon] = {}
+        try:
+            documents = await self.source.chain_count_estimate()
+            if documents > self.max_chains:
+                log.info("lexicons not warmed: %d chain documents exceed the bound of %d", documents, self.max_chains)
+                return 0
+            read = 0
+            async for key, row in self.source.all_lexicon_rows():
+                lexicon = gathered.get(key)
+                if lexicon is None:
+                    lexicon = gathered[key] = UserLexicon()
+                lexicon.put(row)
+                read += 1
+                if read % yield_every == 0:
+                    await asyncio.sleep(0)
+        finally:
+            self._warm_touched = None
+        # No await from here on: a write after this finds its user installed (or not) and acts on it.
+        installed = 0
+        for key, lexicon in gathered.items():
+            if key in touched or key in self._users or key in self._loading:
+                continue
+            self._users[key] = lexicon
+            self._users.move_to_end(key, last=False)  # behind the users searched so far: first to go past the bound
+            self._read_at[key] = started
+            installed += len(lexicon)
+        if self._users:
+            self._evict(keep=next(reversed(self._users)))
+        log.info("lexicons warmed: %d chains of %d users in %.1f s", installed, len(gathered), time.perf_counter() - t0)
+        return installed
+
+    def _touch(self, key: UserKey) -> None:
+        if self._warm_touched is not None:
+            self._warm_touched.add(key)
+
     def _apply(self, key: UserKey, change: Callable[[UserLexicon], None]) -> None:
+        self._touch(key)
         lexicon = self._users.get(key)
         if lexicon is not None:
             change(lexicon)
@@ -307,6 +365,7 @@ class LexicalIndex:
     def forget_user(self, tenant_id: str, user_id: str) -> None:
         """The user was erased: nothing of theirs stays (a read in flight is emptied when it lands)."""
         key = (tenant_id, user_id)
+        self._touch(key)
         self._users.pop(key, None)
         self._read_at.pop(key, None)
         if key in self._pending:

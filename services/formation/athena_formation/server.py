@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from athena.auth import internal_auth_interceptor, server_credentials
@@ -117,7 +118,7 @@ async def serve(settings: Settings) -> None:
     formation = await build_formation(settings)
     archiving = asyncio.create_task(formation.archiver.run_forever(interval=settings.archiver_interval_seconds))
     SEARCH_CACHE_WARMING.set(1)  # before serving, so that no reader of the gauge sees 0 before it began
-    warming = asyncio.create_task(_warm_search_cache(formation.vectors))
+    warming = asyncio.create_task(_warm_search_cache(formation.vectors, formation.lexical))
     try:
         await formation.host.run()
     finally:
@@ -125,13 +126,19 @@ async def serve(settings: Settings) -> None:
         warming.cancel()
 
 
-async def _warm_search_cache(vectors: VectorIndex) -> None:
-    """Milvus Lite: every user's vectors into the search cache while formation serves (VectorIndex.warm);
+async def _warm_search_cache(vectors: VectorIndex, lexical: LexicalIndex) -> None:
+    """Milvus Lite (formation the one writer): every user's vectors (VectorIndex.warm) and lexicons
+    (LexicalIndex.warm) into the search caches while formation serves, the two reads side by side;
     until then a user's first search reads its own, as it always could."""
+
+    async def warm(name: str, read: Callable[[], Awaitable[int]]) -> None:
+        try:
+            await read()
+        except DependencyUnavailable as exc:
+            log.warning("%s not warmed, users load on their first search: %s", name, exc)
+
     try:
-        await vectors.warm()
-    except DependencyUnavailable as exc:
-        log.warning("search cache not warmed, users load on their first search: %s", exc)
+        await asyncio.gather(warm("search vectors", vectors.warm), warm("lexicons", lexical.warm))
     finally:
         SEARCH_CACHE_WARMING.set(0)
 
