@@ -65,7 +65,7 @@ class Settings(BaseSettings):
     milvus_collection: str = "cognitive_chains"
     """Milvus collection holding one embedding per chain."""
     vector_index_cache_max_chains: int = Field(default=200_000, ge=1)
-    """Milvus Lite only: most chain vectors formation keeps in memory for search (about 1.5 KiB each at 384 dimensions); the least recently searched users are dropped past it and reload from Milvus. When the collection fits, formation reads every user into it after it starts (the warm-up)."""
+    """Milvus Lite only: most chain vectors formation keeps in memory for search (about 1.5 KiB each at 384 dimensions); the least recently searched users are dropped past it and reload from Milvus. When the collection fits, formation reads every user into it after it starts (the warm-up), with every user's lexicons."""
 
     # --- service addresses ----------------------------------------------------------------------
     ingest_grpc_port: Port = 50051

@@ -17,7 +17,9 @@ Cold users: the same number of chains spread over users of COLD_USER_CHAINS each
 count), in a Milvus Lite file of their own; the first search of a user (its vectors read from Milvus,
 as during formation's warm-up or after the cache dropped the user) beside that user's next search;
 then VectorIndex.warm on a new index over the file, as formation runs it at start, and the first
-searches of other users after it.
+searches of other users after it. Last, the same file under a stack of its own, with one chain
+document per vector (_search_rpc.run_cold_users_rpc): formation starts, warms its vectors and
+lexicons, and users it never searched are searched through the public API.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy as np
 
 from athena.embeddings import EmbeddingCache, LocalEmbedder
 from athena_cli.bench._report import Figure, StageResult, percentile, summary
-from athena_cli.bench._search_rpc import COLLECTION, CONCURRENT_CALLERS, DATABASE, SCOPE, run_search_rpc
+from athena_cli.bench._search_rpc import COLLECTION, CONCURRENT_CALLERS, DATABASE, SCOPE, run_cold_users_rpc, run_search_rpc
 from athena_cli.bench._stores import BenchStores
 
 __all__ = ["measure_search_at", "run_search_stage"]
@@ -192,14 +194,23 @@ def measure_search_at(n_chains: int, n_queries: int, repeats: int, tick: Callabl
                       stores: BenchStores = BenchStores(), *, cold_users: bool = False) -> tuple[dict, dict]:
     """In-process figures (with `cold_users`, the cold-user phase too, in a Milvus file of its own), then
     the public RPC over the first phase's Milvus file, in one stack's data dir."""
-    with tempfile.TemporaryDirectory(prefix="athena-bench-search-") as tmp, stores.stack(
-            tmp, services=("formation", "ingest"),
-            env={"LLM_BASE_URL": "", "MILVUS_COLLECTION": COLLECTION, "MONGODB_DATABASE": DATABASE}) as stack:
-        m = asyncio.run(_measure(stack.data_dir / "milvus" / "milvus.db", n_chains, n_queries, repeats, tick))
-        if cold_users:
-            m["cold"] = asyncio.run(_measure_cold_users(Path(tmp) / "cold-users.db", n_chains, n_queries, repeats))
-        rpc = run_search_rpc(stack, [f"c{j}" for j in range(n_chains)], lambda salt: _queries(n_queries, salt),
-                             limit=LIMIT, repeats=repeats, tick=lambda: None, topics=_TOPICS)
+    env = {"LLM_BASE_URL": "", "MILVUS_COLLECTION": COLLECTION, "MONGODB_DATABASE": DATABASE}
+    ids = [f"c{j}" for j in range(n_chains)]
+    with tempfile.TemporaryDirectory(prefix="athena-bench-search-") as tmp:
+        cold_file = Path(tmp) / "cold-users.db"
+        with stores.stack(tmp, services=("formation", "ingest"), env=env) as stack:
+            m = asyncio.run(_measure(stack.data_dir / "milvus" / "milvus.db", n_chains, n_queries, repeats, tick))
+            if cold_users:
+                m["cold"] = asyncio.run(_measure_cold_users(cold_file, n_chains, n_queries, repeats))
+            rpc = run_search_rpc(stack, ids, lambda salt: _queries(n_queries, salt),
+                                 limit=LIMIT, repeats=repeats, tick=lambda: None, topics=_TOPICS)
+        if cold_users:  # the cold-user file through the public API, in a stack of its own
+            n_users = m["cold"]["users"]
+            searched = [_cold_user(int(u), n_users) for u in np.random.default_rng(13).permutation(n_users)[:n_queries]]
+            (Path(tmp) / "cold-stack").mkdir()
+            with stores.stack(Path(tmp) / "cold-stack", services=("formation", "ingest"), env={**env, "VECTOR_INDEX_URI": str(cold_file)}) as cold_stack:
+                rpc["cold"] = run_cold_users_rpc(cold_stack, ids, lambda j: _cold_user(j, n_users), searched,
+                                                 lambda salt: _queries(n_queries, salt), limit=LIMIT, repeats=repeats, topics=_TOPICS)
     return m, rpc
 
 
@@ -212,6 +223,7 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
     m, rpc = measure_search_at(n_chains, n_queries, repeats, tick, stores, cold_users=True)
     s = m["series"]
     cold = m["cold"]
+    cold_rpc = rpc.pop("cold")
     rs = rpc["series"]
     res = StageResult(stage="search")
     res.figures = [
@@ -235,6 +247,10 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
                summary(cold["series"]["cold_p95"]), "the same user's next search", summary(cold["series"]["warm_p95"])),
         Figure(f"vector step p95, a user's first search after the cache's warm-up ({cold['users']:,} users)", "ms",
                summary(cold["series"]["after_warm_up_p95"]), "without the warm-up", summary(cold["series"]["cold_p95"])),
+        Figure(f"SearchMemory RPC p50, a user's first search after formation's warm-up ({cold['users']:,} users)", "ms",
+               summary(cold_rpc["series"]["first_p50"]), "the same user's next search", summary(cold_rpc["series"]["next_p50"])),
+        Figure(f"SearchMemory RPC p95, a user's first search after formation's warm-up ({cold['users']:,} users)", "ms",
+               summary(cold_rpc["series"]["first_p95"]), "the same user's next search", summary(cold_rpc["series"]["next_p95"])),
     ]
     res.figures[0].baseline_name = ""
     # search_p95_ms is SearchMemory itself (the public RPC, hybrid ranking, MongoDB fetch included);
@@ -259,6 +275,10 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
         "search_cold_users": cold["users"],
         "search_cold_user_after_warm_up_p95_ms": res.figures[13].value["median"],
         "search_cache_warm_up_s": cold["warm_up_s"],
+        "search_cold_user_rpc_p50_ms": res.figures[14].value["median"],
+        "search_cold_user_rpc_p95_ms": res.figures[15].value["median"],
+        "search_cold_user_rpc_next_p95_ms": res.figures[15].baseline["median"],  # type: ignore[index]
+        "formation_warm_up_s": cold_rpc["warm_up_after_serving_s"],
     }
     res.detail = {
         "chains": n_chains,
@@ -269,7 +289,10 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
         "first_search_user_load_seconds": m["user_load_s"],
         "milvus_vs_numpy_top10_agreement": m["top10_agreement"],
         "cold_users": {"users": cold["users"], "chains_per_user": COLD_USER_CHAINS, "users_searched": cold["searched"],
-                       "fill_seconds": cold["fill_s"]},
+                       "fill_seconds": cold["fill_s"],
+                       "rpc": {"chain_doc_fill_seconds": cold_rpc["doc_fill_s"], "services_start_seconds": cold_rpc["services_start_s"],
+                               "formation_warm_up_after_serving_seconds": cold_rpc["warm_up_after_serving_s"],
+                               "users_searched": n_queries}},
         "rpc": _rpc_detail(rpc),
         "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures},
     }
@@ -289,6 +312,9 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
     res.notes.append(f"cold users: {n_chains:,} vectors over {cold['users']:,} users of {COLD_USER_CHAINS} in a Milvus file of their own "
                      f"(fill {cold['fill_s']:.1f}s); {cold['searched']} of them searched twice, first with their vectors read from Milvus; "
                      f"the cache's warm-up (as formation starts) {cold['warm_up_s']:.1f}s, then the first searches of {cold['searched']} others")
+    res.notes.append(f"cold users through SearchMemory: the same {cold['users']:,} users' chain documents in a stack of their own "
+                     f"(written in {cold_rpc['doc_fill_s']:.1f}s); formation's warm-up (vectors and lexicons) ended "
+                     f"{cold_rpc['warm_up_after_serving_s']:.1f}s after it served; then {n_queries} users searched twice")
     res.notes.append(f"SearchMemory through ingest -> formation, limit {LIMIT}: {n_chains:,} chain documents written in {rpc['doc_fill_s']:.1f}s; "
                      f"first call of the user (straight to formation) {rpc['first_call_s']:.1f}s; MongoDB fetch p50 {rpc['steps']['mongo_fetch_p50_ms']:.1f} ms, "
                      f"warm-ups p50 {rpc['steps']['mongo_warm_ups_p50_ms']:.1f} ms; cached questions straight to formation p50 "

@@ -33,7 +33,7 @@ from athena.memory.v1 import memory_pb2
 from athena_cli.bench._report import percentile
 from athena_cli.stack import LocalStack
 
-__all__ = ["CONCURRENT_CALLERS", "DATABASE", "COLLECTION", "SCOPE", "run_search_rpc"]
+__all__ = ["CONCURRENT_CALLERS", "DATABASE", "COLLECTION", "SCOPE", "run_cold_users_rpc", "run_search_rpc"]
 
 DATABASE = "athena"
 COLLECTION = "cognitive_chains"
@@ -59,12 +59,13 @@ def _lexicon(index: int, topic_words: list[str], rng: np.random.Generator) -> di
     return lexicon
 
 
-def _chain_doc(chain_id: str, now: float, lexicon: dict[str, int] | None = None, event_count: int = 2) -> dict[str, Any]:
-    """A chain document with the fields formation's ChainFormer writes for a new, indexed chain."""
-    tenant, user, agent = SCOPE
+def _chain_doc(chain_id: str, now: float, lexicon: dict[str, int] | None = None, event_count: int = 2, user: str | None = None) -> dict[str, Any]:
+    """A chain document with the fields formation's ChainFormer writes for a new, indexed chain (of
+    SCOPE, or of `user` in SCOPE's tenant)."""
+    tenant, scope_user, agent = SCOPE
     lexicon = lexicon or {}
     return {
-        "_id": chain_id, "tenant_id": tenant, "user_id": user, "agent_id": agent,
+        "_id": chain_id, "tenant_id": tenant, "user_id": user or scope_user, "agent_id": agent,
         "topic": f"topic {chain_id}", "subtopics": [{"name": "travel", "confidence": 0.8}],
         "summary": f"The user talked about plans numbered {chain_id} and what to book next.",
         "entities": [{"text": "Kyoto", "kind": "place"}], "analysis_path": "heuristic",
@@ -78,7 +79,9 @@ def _chain_doc(chain_id: str, now: float, lexicon: dict[str, int] | None = None,
     }
 
 
-async def _fill_docs(mongo_uri: str, database: str, chain_ids: list[str], topics: list[str]) -> float:
+async def _fill_docs(mongo_uri: str, database: str, chain_ids: list[str], topics: list[str],
+                     user_of: Callable[[int], str] | None = None) -> float:
+    """One chain document per id (chain j of user `user_of(j)` when given, else of SCOPE); returns the seconds taken."""
     from athena_formation.chain_store import ChainStore
     from athena_formation.lexicon import terms
 
@@ -92,7 +95,8 @@ async def _fill_docs(mongo_uri: str, database: str, chain_ids: list[str], topics
         t0 = time.perf_counter()
         for i in range(0, len(chain_ids), DOC_BATCH):
             docs = [
-                _chain_doc(c, now, _lexicon(j, topic_terms[j % len(topic_terms)], rng), event_count=2 + j % 19)
+                _chain_doc(c, now, _lexicon(j, topic_terms[j % len(topic_terms)], rng), event_count=2 + j % 19,
+                           user=user_of(j) if user_of is not None else None)
                 for j, c in enumerate(chain_ids[i:i + DOC_BATCH], start=i)
             ]
             await store.chains.insert_many(docs, ordered=False)
@@ -214,15 +218,58 @@ def run_search_rpc(stack: LocalStack, chain_ids: list[str], queries: Callable[[s
     stack.start_dependencies()
     try:
         fill_s = asyncio.run(_fill_docs(stack.mongodb_uri, stack.mongodb_database, chain_ids, topics))
-        t0 = time.perf_counter()
-        for name in _SERVICES:
-            stack.start_service(name)
-        for name in _SERVICES:
-            stack.wait_serving(name, timeout=300)
-        start_s = time.perf_counter() - t0
+        start_s = _start_services(stack)
         out = asyncio.run(_time_calls(stack, queries, limit=limit, repeats=repeats, tick=tick))
         out["steps"] = asyncio.run(_mongo_steps(stack.mongodb_uri, stack.mongodb_database, chain_ids, fetch=limit, warm=limit, rounds=60))
     finally:
         stack.stop()
     out["steps"]["formation_direct_cached_p50_ms"] = out.pop("formation_direct_cached_p50_ms")
     return {**out, "doc_fill_s": fill_s, "services_start_s": start_s}
+
+
+def _start_services(stack: LocalStack) -> float:
+    t0 = time.perf_counter()
+    for name in _SERVICES:
+        stack.start_service(name)
+    for name in _SERVICES:
+        stack.wait_serving(name, timeout=300)
+    return time.perf_counter() - t0
+
+
+async def _first_searches(stack: LocalStack, users: list[str], queries: Callable[[str], list[str]], *, limit: int,
+                          repeats: int) -> dict[str, list[float]]:
+    """Each user's first SearchMemory (a new question) and then its next (another), in `repeats` groups."""
+    tenant, _, agent = SCOPE
+    series: dict[str, list[float]] = {"first_p50": [], "first_p95": [], "next_p50": [], "next_p95": []}
+    async with stack.client(tenant_id=tenant) as client:
+        for g, group in enumerate(np.array_split(np.array(users), repeats)):
+            first, after = [], []
+            texts = queries(f"cold{g}")
+            for k, user in enumerate(group):
+                scope = client.scope(tenant, str(user), agent)
+                for bucket, text in ((first, texts[(2 * k) % len(texts)]), (after, texts[(2 * k + 1) % len(texts)])):
+                    t0 = time.perf_counter()
+                    hits = await client.search_memory(scope, text, limit=limit)
+                    bucket.append((time.perf_counter() - t0) * 1000)
+                    if len(hits) != limit:
+                        raise RuntimeError(f"SearchMemory of cold user {user} returned {len(hits)} hits, expected {limit}")
+            series["first_p50"].append(percentile(first, 50)), series["first_p95"].append(percentile(first, 95))
+            series["next_p50"].append(percentile(after, 50)), series["next_p95"].append(percentile(after, 95))
+    return series
+
+
+def run_cold_users_rpc(stack: LocalStack, chain_ids: list[str], user_of: Callable[[int], str], searched: list[str],
+                       queries: Callable[[str], list[str]], *, limit: int, repeats: int, topics: list[str]) -> dict[str, Any]:
+    """Many users through the public API: the chains (their vectors already in the stack's Milvus
+    file, chain j of user `user_of(j)`) get their documents, formation and ingest start and warm
+    their search caches (timed to the gauge's 0), then each of the `searched` users, never searched
+    before, is searched twice; the stack is stopped on return."""
+    stack.start_dependencies()
+    try:
+        fill_s = asyncio.run(_fill_docs(stack.mongodb_uri, stack.mongodb_database, chain_ids, topics, user_of=user_of))
+        start_s = _start_services(stack)
+        warm_up_s = _wait_for_warm_up(stack)
+        series = asyncio.run(_first_searches(stack, searched, queries, limit=limit, repeats=repeats))
+    finally:
+        stack.stop()
+    return {"series": series, "doc_fill_s": fill_s, "services_start_s": start_s, "warm_up_after_serving_s": warm_up_s}
