@@ -59,6 +59,13 @@ def _cold_user(j: int, n_users: int) -> str:
     return f"cold-{j % n_users}"
 
 
+def _unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n random unit vectors (float32, DIM): the stand-ins for chain embeddings."""
+    vectors = rng.standard_normal((n, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors
+
+
 async def _fill(index, vectors: np.ndarray, users: int = 0) -> None:
     """Every vector in SCOPE, or with `users`, chain j in user _cold_user(j, users) of SCOPE's tenant."""
     await index.open()
@@ -78,8 +85,7 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
     from athena_formation.vector_index import VectorIndex
 
     rng = np.random.default_rng(7)
-    vectors = rng.standard_normal((n_chains, DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = _unit_vectors(rng, n_chains)
     index = VectorIndex(str(path), collection=COLLECTION, dim=DIM)
     t_fill = time.perf_counter()
     await _fill(index, vectors)
@@ -147,8 +153,7 @@ async def _measure_cold_users(path: Path, n_chains: int, n_searched: int, repeat
     from athena_formation.vector_index import VectorIndex
 
     rng = np.random.default_rng(11)
-    vectors = rng.standard_normal((n_chains, DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = _unit_vectors(rng, n_chains)
     n_users = max(1, n_chains // COLD_USER_CHAINS)
     index = VectorIndex(str(path), collection=COLLECTION, dim=DIM)
     t_fill = time.perf_counter()
@@ -207,7 +212,6 @@ def measure_search_at(n_chains: int, n_queries: int, repeats: int, tick: Callabl
         if cold_users:  # the cold-user file through the public API, in a stack of its own
             n_users = m["cold"]["users"]
             searched = [_cold_user(int(u), n_users) for u in np.random.default_rng(13).permutation(n_users)[:n_queries]]
-            (Path(tmp) / "cold-stack").mkdir()
             with stores.stack(Path(tmp) / "cold-stack", services=("formation", "ingest"), env={**env, "VECTOR_INDEX_URI": str(cold_file)}) as cold_stack:
                 rpc["cold"] = run_cold_users_rpc(cold_stack, ids, lambda j: _cold_user(j, n_users), searched,
                                                  lambda salt: _queries(n_queries, salt), limit=LIMIT, repeats=repeats, topics=_TOPICS)
