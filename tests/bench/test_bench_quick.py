@@ -56,3 +56,13 @@ def test_bench_quick_runs_every_stage_and_reports_every_figure_beside_its_baseli
     assert doc["search_chains"] == 10_000
     # Peak memory of every service of the stack, read from /proc after the e2e stage.
     assert all(_numeric(doc["peak_rss_mib"][name]) for name in ("ingest", "cognition", "formation"))
+    # Every target judged on this run's own figures; the search target is at 100,000 chains, not quick's 10,000.
+    verdicts = {v["key"]: v for v in doc["targets"]}
+    assert verdicts["search_p95_ms"]["verdict"] == "not measured"
+    for key, v in verdicts.items():
+        if key == "search_p95_ms":
+            continue
+        figure = doc["peak_rss_mib"]["cognition"] if key == "peak_rss_mib.cognition" else doc[key]
+        assert v["value"] == figure
+        met = figure >= v["bound"] if v["comparison"] == ">=" else figure <= v["bound"]
+        assert v["verdict"] == ("met" if met else "missed"), v

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["Figure", "StageResult", "percentile", "render_table", "summary"]
+__all__ = ["Figure", "StageResult", "percentile", "render_table", "render_targets", "summary"]
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -76,4 +76,20 @@ def render_table(results: Sequence[StageResult], console: Console) -> None:
             table.add_row(r.stage, f.name, f.unit, _fmt(f.value), f.baseline_name, _fmt(f.baseline), f"{ratio:.3f}" if ratio is not None else "")
         for note in r.notes:
             table.add_row(r.stage, "[dim]note[/dim]", "", f"[dim]{note}[/dim]", "", "", "")
+    console.print(table)
+
+
+_VERDICT_STYLE = {"met": "green", "missed": "red", "not measured": "yellow"}
+
+
+def render_targets(verdicts: Sequence[dict[str, Any]], console: Console) -> None:
+    """The targets' verdicts (_targets.judge) as a table, each with why when there is a reason to give."""
+    table = Table(title="targets")
+    for col in ("target", "figure", "bound", "verdict", "why"):
+        table.add_column(col, overflow="fold")
+    for v in verdicts:
+        value = "" if v["value"] is None else f"{v['value']:,.3g}" if abs(v["value"]) < 100 else f"{v['value']:,.0f}"
+        bound = f"{v['comparison']} {v['bound']:,.3g}" if v["bound"] < 100 else f"{v['comparison']} {v['bound']:,.0f}"
+        style = _VERDICT_STYLE[v["verdict"]]
+        table.add_row(v["target"], f"{value} {v['unit']}".strip(), f"{bound} {v['unit']}".strip(), f"[{style}]{v['verdict']}[/{style}]", v.get("why", ""))
     console.print(table)

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from athena_cli.bench._report import StageResult, render_table
+from athena_cli.bench._report import StageResult, render_table, render_targets
 from athena_cli.bench._stores import BenchStores, BenchStoresError
+from athena_cli.bench._targets import judge
 
 if TYPE_CHECKING:
     from athena_cli.stack import LocalStack
@@ -153,6 +154,7 @@ def run_bench(*, quick: bool, stages: tuple[str, ...] = STAGES, console: Console
     doc["seconds"] = round(time.perf_counter() - t_start, 1)
     doc["stages"] = {r.stage: {"seconds": round(r.seconds, 1), **r.detail} for r in results}
     doc["not_run"] = skipped
+    doc["targets"] = judge(doc)
     doc["_results"] = results
     return doc
 
@@ -180,4 +182,5 @@ def bench_command(quick: bool, as_json: bool, stages: str, console: Console, err
         console.print(f"{k}: {v if v is not None else f'null (stage {stage} not run: ' + doc['not_run'].get(stage, '?') + ')'}")
     if doc["peak_rss_mib"]:
         console.print("peak RSS (VmHWM, MiB): " + ", ".join(f"{n}={v:.0f}" for n, v in doc["peak_rss_mib"].items() if v is not None))
+    render_targets(doc["targets"], console)
     console.print(f"machine: {doc['machine']}; MongoDB: {doc['mongodb']}; {doc['seconds']} s")
