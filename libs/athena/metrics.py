@@ -19,6 +19,8 @@ __all__ = [
     "EVENTS_STORED",
     "FORMATION_OUTCOMES",
     "FORMATION_SECONDS",
+    "GC_FROZEN_OBJECTS",
+    "GC_PAUSE_SECONDS",
     "CHAINS_ARCHIVED",
     "CHAIN_HEAT",
     "GRPC_HANDLED",
@@ -84,6 +86,16 @@ FORMATION_SECONDS = Histogram("memos_formation_seconds", "Time to form a chain f
 CHAIN_HEAT = Histogram("memos_chain_heat", "Heat of chains when formed, merged, recalled or swept.", buckets=(0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0))
 CHAINS_ARCHIVED = Counter("memos_chains_archived_total", "Chains archived for being cold.")
 SEARCH_HITS = Histogram("memos_search_hits", "Hits returned per SearchMemory.", buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100))
+GC_PAUSE_SECONDS = Histogram(
+    "memos_gc_pause_seconds",
+    "Pauses of the process's Python garbage collector (every call in flight waits), by generation (2: a full collection).",
+    ["generation"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+)
+GC_FROZEN_OBJECTS = Gauge(
+    "memos_gc_frozen_objects",
+    "Long-lived objects moved out of the garbage collector's walks (gc.freeze) after start-up and formation's warm-up.",
+)
 SEARCH_CACHE_WARMING = Gauge(
     "memos_search_cache_warming", "1 while formation reads every user's vectors and lexicons into its search caches at start (Milvus Lite)."
 )

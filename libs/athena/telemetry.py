@@ -55,6 +55,7 @@ def start_metrics(port: int) -> None:
 def run_service(name: str, serve: "Callable[[Settings], Awaitable[None]]") -> None:
     """A service process's entry point: settings (a bad value stops here), logs, tracing, metrics, then serve."""
     from athena.config import SettingsError, load_settings
+    from athena.gc_tuning import watch_gc_pauses
     from athena.tracing import setup_tracing
 
     try:
@@ -64,6 +65,7 @@ def run_service(name: str, serve: "Callable[[Settings], Awaitable[None]]") -> No
     setup_logging(name, settings.log_level)
     setup_tracing(name)
     start_metrics(getattr(settings, f"{name}_metrics_port"))
+    watch_gc_pauses()
     import uvloop
 
     # uvloop: a faster event loop (socket I/O, callbacks) for every service.

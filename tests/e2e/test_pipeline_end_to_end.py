@@ -112,3 +112,13 @@ async def test_every_service_exports_its_stage_metrics(processed: dict, stack: L
     assert _total(formation, "memos_grpc_server_handled_total", grpc_method="FormChain", grpc_code="OK") >= 3
     assert _total(formation, "memos_chain_heat_count") > 0
     assert not any("alice" in k or "demo-tenant" in k for k in [*ingest, *cognition, *formation])  # no user ids in labels
+
+
+async def test_every_service_freezes_its_start_up_heap_and_times_its_collector_pauses(processed: dict, stack: LocalStack) -> None:
+    # Each process has imported its libraries and built its clients before serving; what it holds
+    # then (tens of thousands of tracked objects in ingest, hundreds of thousands where torch and
+    # transformers are loaded) must be out of the collector's full walks, and every collection since
+    # is timed by generation.
+    for service in ("ingest", "cognition", "formation"):
+        assert stack.metric_total(service, "memos_gc_frozen_objects") > 50_000, service
+        assert stack.metric_total(service, "memos_gc_pause_seconds_count", generation="0") > 0, service

@@ -12,6 +12,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from athena.gc_tuning import freeze_long_lived
 from athena.grpc_util._errors import ErrorMappingInterceptor
 from athena.grpc_util._metrics import MetricsInterceptor
 
@@ -122,6 +123,9 @@ class ServiceHost:
                 loop.add_signal_handler(sig, self.request_stop)
             except (NotImplementedError, RuntimeError):
                 pass
+        # The service is built (models, clients, caches): take what lives as long as the process out of
+        # the collector's full walks before the first call, so no call waits on them (athena.gc_tuning).
+        freeze_long_lived(full_collection_first=True, reason=f"{self.name} start-up")
         await self.start()
         await self._stop.wait()
         await self.shutdown()
