@@ -1,10 +1,11 @@
 """Short garbage-collector pauses in the long-running services, and a measure of them.
 
 CPython's full (generation 2) collection walks every container object it tracks, and the process
-stops meanwhile: every call in flight waits. A service that imports torch, transformers and pymilvus
-tracks about 270,000 of them before it does any work, and formation's search caches and chain
-documents add more, so a full collection stopped formation for 0.2-0.5 s (docs/benchmarks.md, tenth
-round). Those objects live as long as the process: walking them again and again frees nothing.
+stops meanwhile: every call in flight waits. The imports of torch, transformers and pymilvus alone
+are about 270,000 of them (a full collection of those took 232 ms), formation tracks about 600,000
+before its first call, and its search caches and chain documents add more: a full collection
+stopped formation for 0.4-0.6 s at 100,000 chains (docs/benchmarks.md, tenth round). Those objects
+live as long as the process: walking them again and again frees nothing.
 
 `freeze_long_lived` moves everything tracked at that moment into the permanent generation
 (`gc.freeze`), which collections skip. Frozen objects are still freed by reference counting when
