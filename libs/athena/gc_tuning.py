@@ -53,7 +53,7 @@ def freeze_long_lived(*, full_collection_first: bool, reason: str) -> int:
     only where nothing is being served); without it, only the young generations are (milliseconds),
     and cyclic garbage already in the oldest one stays frozen with the rest."""
     t0 = time.perf_counter()
-    gc.collect() if full_collection_first else gc.collect(1)
+    gc.collect(2 if full_collection_first else 1)
     gc.freeze()
     frozen = gc.get_freeze_count()
     GC_FROZEN_OBJECTS.set(frozen)

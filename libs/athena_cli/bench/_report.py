@@ -58,12 +58,14 @@ class StageResult:
     seconds: float = 0.0
 
 
+def _number(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def _fmt(s: dict[str, float] | None) -> str:
     if not s:
         return ""
-    def n(x: float) -> str:
-        return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
-    return f"{n(s['median'])} [{n(s['min'])}..{n(s['max'])}]"
+    return f"{_number(s['median'])} [{_number(s['min'])}..{_number(s['max'])}]"
 
 
 def render_table(results: Sequence[StageResult], console: Console) -> None:
@@ -88,8 +90,8 @@ def render_targets(verdicts: Sequence[dict[str, Any]], console: Console) -> None
     for col in ("target", "figure", "bound", "verdict", "why"):
         table.add_column(col, overflow="fold")
     for v in verdicts:
-        value = "" if v["value"] is None else f"{v['value']:,.3g}" if abs(v["value"]) < 100 else f"{v['value']:,.0f}"
-        bound = f"{v['comparison']} {v['bound']:,.3g}" if v["bound"] < 100 else f"{v['comparison']} {v['bound']:,.0f}"
+        value = "" if v["value"] is None else _number(v["value"])
         style = _VERDICT_STYLE[v["verdict"]]
-        table.add_row(v["target"], f"{value} {v['unit']}".strip(), f"{bound} {v['unit']}".strip(), f"[{style}]{v['verdict']}[/{style}]", v.get("why", ""))
+        table.add_row(v["target"], f"{value} {v['unit']}".strip(), f"{v['comparison']} {_number(v['bound'])} {v['unit']}".strip(),
+                      f"[{style}]{v['verdict']}[/{style}]", v.get("why", ""))
     console.print(table)
