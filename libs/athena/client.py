@@ -10,7 +10,7 @@ import asyncio
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import grpc
 
@@ -19,7 +19,7 @@ from athena.events import to_timestamp
 from athena.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena.queue import Backoff, ExponentialFullJitter
 
-__all__ = ["AthenaClient", "ClientOptions", "EventInput"]
+__all__ = ["AthenaClient", "ClientOptions", "ContextPage", "EventInput"]
 
 T = TypeVar("T")
 
@@ -64,6 +64,15 @@ class EventInput:
         if self.timestamp is not None:
             event.timestamp.CopyFrom(to_timestamp(self.timestamp))
         return event
+
+
+class ContextPage(list[memory_pb2.Event]):
+    """One GetContext page: its events oldest first (a list, as get_context has always returned), and
+    the token of the next older page of the same selection ("" on the last page)."""
+
+    def __init__(self, events: Iterable[memory_pb2.Event] = (), next_page_token: str = "") -> None:
+        super().__init__(events)
+        self.next_page_token = next_page_token
 
 
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE}
@@ -133,9 +142,28 @@ class AthenaClient:
         protos = [e.to_proto() if isinstance(e, EventInput) else e for e in events]
         return await self._call(self._stub.StoreEvents, memory_pb2.StoreEventsRequest(scope=scope, events=protos))
 
-    async def get_context(self, scope: memory_pb2.Scope, *, limit: int = 0) -> list[memory_pb2.Event]:
-        response = await self._call(self._stub.GetContext, memory_pb2.GetContextRequest(scope=scope, limit=limit))
-        return list(response.events)
+    async def get_context(self, scope: memory_pb2.Scope, *, limit: int = 0, page_token: str = "") -> ContextPage:
+        """One page of the scope's window, oldest first: the newest of the last `limit` events (0: the
+        whole window) that fit one answer, or with `page_token` (a page's next_page_token) the next
+        older page. A window that fits one answer is one page, with no next_page_token."""
+        request = memory_pb2.GetContextRequest(scope=scope, limit=limit, page_token=page_token)
+        response = await self._call(self._stub.GetContext, request)
+        return ContextPage(response.events, response.next_page_token)
+
+    async def context_pages(self, scope: memory_pb2.Scope, *, limit: int = 0) -> AsyncIterator[ContextPage]:
+        """Every page of the last `limit` events (0: the whole window), newest page first."""
+        token = ""
+        while True:
+            page = await self.get_context(scope, limit=limit, page_token=token)
+            yield page
+            token = page.next_page_token
+            if not token:
+                return
+
+    async def get_full_context(self, scope: memory_pb2.Scope, *, limit: int = 0) -> list[memory_pb2.Event]:
+        """The last `limit` events (0: the whole window), oldest first, however many pages they take."""
+        pages = [page async for page in self.context_pages(scope, limit=limit)]
+        return [event for page in reversed(pages) for event in page]
 
     async def search_memory(
         self,

@@ -220,6 +220,12 @@ class Settings(BaseSettings):
     archiver_interval_seconds: float = Field(default=3600.0, gt=0)
     """How often formation's archiver looks for cold chains."""
 
+    # --- erasure (see docs/security.md, "Erasure and Redis persistence") ---------------------------------
+    erasure_aof_rewrite: bool = True
+    """After a ForgetUser, have Redis rewrite its append-only file (BGREWRITEAOF) and, when `save` rules are configured, write a new RDB snapshot (BGSAVE), so the erased text leaves Redis's files on disk; one ingest replica at a time asks. false: never ask (the operator rewrites, e.g. a managed Redis that refuses these commands)."""
+    erasure_aof_rewrite_min_interval_seconds: float = Field(default=300.0, ge=0)
+    """Least time between two such rewrites across all ingest replicas: erasures within it share the next rewrite (each rewrite copies the whole dataset). 0: right after each erasure (once the previous rewrite finished)."""
+
     # --- authentication and TLS (see docs/security.md) --------------------------------------------------
     auth_disabled: bool = False
     """true runs the public API without authentication (local development only; every service logs a loud warning). Nothing else turns authentication off."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime, timezone
 from typing import Any, Mapping
@@ -12,12 +13,15 @@ from athena import keys
 from athena.memory.v1 import memory_pb2
 
 __all__ = [
+    "METADATA_PAIRS",
     "ROLE_NAMES",
     "TYPE_NAMES",
     "doc_to_event",
     "epoch_to_timestamp",
     "event_to_doc",
     "is_user_message",
+    "metadata_pair",
+    "metadata_pairs",
     "role_name",
     "scope_key",
     "scope_of_doc",
@@ -82,7 +86,30 @@ def timestamp_of(ts: Timestamp) -> datetime:
     return ts.ToDatetime(tzinfo=timezone.utc)
 
 
+METADATA_PAIRS = "metadata_pairs"
+"""The event document's field holding its metadata as a list of `metadata_pair` strings."""
+
+
+def metadata_pair(key: str, value: str) -> str:
+    """One metadata entry as one string, the form a metadata filter compares by value.
+
+    A filter on `metadata.<key>` would make the user's key a field path, which a MongoDB-wire server
+    may paste into its own query language (nx-27017 pastes it into SQL); an equality on this string
+    keeps the key and the value plain values. JSON of the two-element list is unambiguous (one pair,
+    one string, whatever quotes, brackets, backslashes or control characters either holds) and is the
+    same string for the writer and for every filter, since both call this function.
+    """
+    return json.dumps([key, value], ensure_ascii=False, separators=(",", ":"))
+
+
+def metadata_pairs(metadata: Mapping[str, str]) -> list[str]:
+    """Every entry of `metadata` as its `metadata_pair` string, in key order (a stable document)."""
+    return [metadata_pair(k, metadata[k]) for k in sorted(metadata)]
+
+
 def event_to_doc(event: memory_pb2.Event) -> dict[str, Any]:
+    """The event's `cognitive_events` document. `metadata` is what events are read back from;
+    `metadata_pairs` is what metadata filters match (`metadata_pair`)."""
     return {
         "_id": event.id,
         "tenant_id": event.scope.tenant_id,
@@ -92,6 +119,7 @@ def event_to_doc(event: memory_pb2.Event) -> dict[str, Any]:
         "type": TYPE_NAMES[event.type],
         "content": event.content,
         "metadata": dict(event.metadata),
+        METADATA_PAIRS: metadata_pairs(event.metadata),
         # Millisecond precision: what BSON dates keep.
         "timestamp": timestamp_of(event.timestamp).replace(microsecond=event.timestamp.nanos // 1_000_000 * 1000),
         "stored_at": timestamp_of(event.stored_at),

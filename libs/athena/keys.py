@@ -16,6 +16,9 @@ __all__ = [
     "QUEUE_REAPER_LOCK",
     "QUEUE_WORKERS",
     "ERASURE_TTL_SECONDS",
+    "PERSISTENCE_REWRITE_ATTEMPT",
+    "PERSISTENCE_REWRITE_LOCK",
+    "PERSISTENCE_REWRITE_WANTED",
     "claiming_key",
     "erasure_key",
     "user_key_patterns",
@@ -76,6 +79,16 @@ ERASURE_PREFIX = "erasure:v1:"
 enqueued at or before it are dropped by cognition. Expires after ERASURE_TTL_SECONDS (far longer than
 any task can stay queued: dead letters of the user are erased with it)."""
 ERASURE_TTL_SECONDS = 7 * 24 * 3600
+PERSISTENCE_REWRITE_WANTED = "persistence:v1:rewrite:wanted"
+"""STRING: a fresh random token written after every ForgetUser: Redis should rewrite its append-only
+file (and RDB snapshot) so the erased text leaves the disk. Deleted only once a rewrite started after
+the request carrying this very token has finished (athena_ingest.persistence_rewrite)."""
+PERSISTENCE_REWRITE_ATTEMPT = "persistence:v1:rewrite:attempt"
+"""STRING: JSON of the last rewrite attempt by any ingest replica (the token it served, when, its state
+running/done/failed/refused, Redis's run id and rewrite counters before it), for the rate limit
+ERASURE_AOF_REWRITE_MIN_INTERVAL_SECONDS and to tell when the rewrite finished. No TTL: one small key."""
+PERSISTENCE_REWRITE_LOCK = "persistence:v1:rewrite:lock"
+"""STRING mutex (SET NX PX, random token) so one ingest replica at a time checks and starts a rewrite."""
 
 
 def scope_id(tenant_id: str, user_id: str, agent_id: str) -> str:

@@ -30,6 +30,10 @@ __all__ = [
     "LLM_CALLS",
     "LLM_SECONDS",
     "LLM_RATE_LIMIT_WAITS",
+    "PERSISTENCE_REWRITES_STARTED",
+    "PERSISTENCE_REWRITE_FAILURES",
+    "PERSISTENCE_REWRITE_LAST_STARTED",
+    "PERSISTENCE_REWRITE_WANTED",
     "QUEUE_DEPTH",
     "QUEUE_WAIT_SECONDS",
     "SEARCH_HITS",
@@ -54,6 +58,24 @@ GRPC_HANDLING_SECONDS = Histogram(
 
 # --- ingest ------------------------------------------------------------------------------------------
 EVENTS_STORED = Counter("memos_events_stored_total", "Events stored, by role, type and whether they were repeats.", ["role", "type", "duplicate"])
+
+# --- erasure: Redis's files on disk (athena_ingest.persistence_rewrite) --------------------------------
+PERSISTENCE_REWRITE_WANTED = Gauge(
+    "memos_persistence_rewrite_wanted",
+    "1 while an erasure waits for Redis to rewrite its append-only file (and RDB snapshot): erased text may still be on Redis's disk.",
+)
+PERSISTENCE_REWRITES_STARTED = Counter(
+    "memos_persistence_rewrites_started_total", "Rewrites this process had Redis start after erasures, by kind (aof: BGREWRITEAOF, rdb: BGSAVE).", ["kind"]
+)
+PERSISTENCE_REWRITE_FAILURES = Counter(
+    "memos_persistence_rewrite_failures_total",
+    "Rewrites after erasures that did not happen, by reason (refused: Redis refused INFO, BGREWRITEAOF or BGSAVE; failed: Redis reported the rewrite failed; lost: Redis restarted or reset its counters meanwhile). Each is retried.",
+    ["reason"],
+)
+PERSISTENCE_REWRITE_LAST_STARTED = Gauge(
+    "memos_persistence_rewrite_last_started_timestamp_seconds",
+    "Epoch seconds of the last rewrite started after an erasure by any ingest replica (read from Redis; 0 until one is seen).",
+)
 
 # --- queue -------------------------------------------------------------------------------------------
 QUEUE_DEPTH = Gauge("memos_queue_depth", "Work queue depth by state (ready scopes, leased, delayed, dead-lettered).", ["state"])

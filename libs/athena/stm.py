@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from redis.asyncio import Redis
 
 from athena import keys
+from athena.errors import DependencyUnavailable
 from athena.events import scope_key
+from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
 
-__all__ = ["APPEND_TO_WINDOW_FN", "APPLIED_MARKER_TTL_SECONDS", "CUT_SEGMENT", "ShortTermWindow", "parse_event"]
+__all__ = [
+    "APPEND_TO_WINDOW_FN",
+    "APPLIED_MARKER_TTL_SECONDS",
+    "CUT_SEGMENT",
+    "REMOVE_EVENTS",
+    "REWRITE_HANDOFF",
+    "ShortTermWindow",
+    "WindowSlice",
+    "parse_event",
+]
 
 APPEND_TO_WINDOW_FN = """
 -- append_to_window(window list, the event's applied marker, event bytes, window cap (events),
@@ -31,11 +43,22 @@ APPLIED_MARKER_TTL_SECONDS = 7 * 24 * 3600
 """How long an event's applied marker keeps a retried StoreEvent from appending it again."""
 
 
+@dataclass(frozen=True)
+class WindowSlice:
+    """Consecutive events of a window, oldest first, as one read saw them."""
+
+    start: int
+    """The window index of the first of them (0: the window's oldest event) at that read."""
+    events: list[memory_pb2.Event]
+
+
 class ShortTermWindow:
     def __init__(self, redis: Redis, *, max_events: int = 200) -> None:
         self.redis = redis
         self.max_events = max_events
         self._cut = redis.register_script(CUT_SEGMENT)
+        self._remove = redis.register_script(REMOVE_EVENTS)
+        self._rewrite_handoff = redis.register_script(REWRITE_HANDOFF)
 
     def append_args(self, event: memory_pb2.Event) -> tuple[str, str, bytes]:
         """What `append_to_window` (APPEND_TO_WINDOW_FN) takes for this event: its window list, its
@@ -48,9 +71,70 @@ class ShortTermWindow:
         raws: Sequence[bytes] = await self.redis.lrange(keys.stm_window_key(scope_key(scope)), start, -1)
         return [parse_event(raw) for raw in raws]
 
+    async def read_newest(self, scope: memory_pb2.Scope, *, count: int) -> WindowSlice:
+        """The window's newest `count` (>= 1) events (all, if it holds fewer), with their index: the
+        length is read in the same transaction, so appends and cuts cannot slip between."""
+        if count < 1:
+            raise ValueError("count must be at least 1")  # LRANGE -0 -1 would be the whole window
+        window = keys.stm_window_key(scope_key(scope))
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.llen(window)
+            pipe.lrange(window, -count, -1)
+            length, raws = await pipe.execute()
+        return WindowSlice(start=length - len(raws), events=[parse_event(raw) for raw in raws])
+
+    async def read_before(self, scope: memory_pb2.Scope, *, anchor_id: str, hint: int, count: int) -> WindowSlice | None:
+        """The `count` events just before the event `anchor_id` (fewer when the window starts sooner),
+        oldest first; None when the anchor is no longer in the window. `hint` is the anchor's index
+        when it was read: events enter a window only at its end and leave it anywhere, so the
+        anchor is at `hint` still, or nearer the head. Paging (GetContext) reads backwards this way."""
+        window = keys.stm_window_key(scope_key(scope))
+        low = max(0, hint - count)
+        raws: list[bytes] = await self.redis.lrange(window, low, hint)
+        if len(raws) == hint - low + 1 and parse_event(raws[-1]).id == anchor_id:
+            return WindowSlice(start=low, events=[parse_event(raw) for raw in raws[:-1]])
+        return await self._find_before(window, anchor_id=anchor_id, hint=hint, count=count)
+
+    async def _find_before(self, window: str, *, anchor_id: str, hint: int, count: int) -> WindowSlice | None:
+        """read_before when events before the anchor left the window since `hint`: one read of
+        everything up to `hint`, which holds the anchor if the window still does."""
+        raws: list[bytes] = await self.redis.lrange(window, 0, hint)
+        for at in range(len(raws) - 1, -1, -1):
+            if parse_event(raws[at]).id == anchor_id:
+                low = max(0, at - count)
+                return WindowSlice(start=low, events=[parse_event(raw) for raw in raws[low:at]])
+        return None
 
     async def read_raw(self, scope: memory_pb2.Scope) -> list[bytes]:
         return list(await self.redis.lrange(keys.stm_window_key(scope_key(scope)), 0, -1))
+
+    async def erase(self, scope: str, erased: Callable[[memory_pb2.Event], bool]) -> int:
+        """Remove the window's events for which `erased` is true, keeping the others in order
+        (REMOVE_EVENTS: appends and cuts around it stay atomic). Returns how many were removed."""
+        window = keys.stm_window_key(scope)
+        doomed = [raw for raw in await self.redis.lrange(window, 0, -1) if erased(parse_event(raw))]
+        if not doomed:
+            return 0
+        return int(await self._remove(keys=[window], args=doomed))
+
+    async def erase_from_handoff(self, handoff_key: str, erased: Callable[[memory_pb2.Event], bool]) -> bool:
+        """Remove the events for which `erased` is true from a parked segment: the hand-off is deleted
+        when none is left, else rewritten with the rest (same segment id). Returns whether it changed."""
+        for _ in range(_REWRITE_ROUNDS):
+            parked = await self.redis.hget(handoff_key, "segment")
+            if parked is None:
+                return False
+            segment = formation_pb2.Segment()
+            segment.ParseFromString(parked)
+            kept = [e for e in segment.events if not erased(e)]
+            if len(kept) == len(segment.events):
+                return False
+            del segment.events[:]
+            segment.events.extend(kept)
+            rest = segment.SerializeToString() if kept else b""
+            if await self._rewrite_handoff(keys=[handoff_key], args=[parked, rest]):
+                return True
+        raise DependencyUnavailable("redis", f"hand-off {handoff_key} kept changing while it was erased")
 
     async def cut(
         self, scope: memory_pb2.Scope, *, head: Sequence[bytes], handoff_key: str, segment: bytes, decision: str
@@ -86,3 +170,33 @@ redis.call('LTRIM', KEYS[1], n, -1)
 redis.call('HSET', KEYS[2], 'segment', ARGV[4], 'decision', ARGV[5])
 return 1
 """
+
+REMOVE_EVENTS = """
+-- KEYS[1] window list
+-- ARGV[1..] events to remove, as stored
+-- Erasure (ForgetUser): removes these events wherever they are in the window; the rest keep their
+-- order. Returns how many were removed.
+local removed = 0
+for i = 1, #ARGV do
+  removed = removed + redis.call('LREM', KEYS[1], 0, ARGV[i])
+end
+return removed
+"""
+
+REWRITE_HANDOFF = """
+-- KEYS[1] hand-off hash
+-- ARGV[1] the parked segment, as read   ARGV[2] what replaces it (empty: delete the hand-off)
+-- Erasure (ForgetUser) of some of a parked segment's events, only if the segment is still the one
+-- read. Returns 1 when done, 0 when the hand-off changed (read it again).
+if redis.call('HGET', KEYS[1], 'segment') ~= ARGV[1] then
+  return 0
+end
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('HSET', KEYS[1], 'segment', ARGV[2])
+end
+return 1
+"""
+
+_REWRITE_ROUNDS = 5

@@ -80,7 +80,7 @@ async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> No
                 seg,
             )
         console.print(table)
-        window = await client.get_context(scope)
+        window = await client.get_full_context(scope)
         console.print(f"short-term window now holds {len(window)} events (the open segment)")
 
         outcomes = [r.get("formation_outcome", "") for r in results.values()]

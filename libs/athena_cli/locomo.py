@@ -223,7 +223,7 @@ async def run_locomo(
             outcomes = [r.get("formation_outcome", "") for r in results.values()]
             report.merges += outcomes.count("FORM_OUTCOME_MERGED")
             report.rejections += outcomes.count("FORM_OUTCOME_REJECTED")
-            report.unformed_turns += len(await client.get_context(scope))
+            report.unformed_turns += len(await client.get_full_context(scope))
 
             chains = await client.list_chains(scope)
             if dump is not None:

@@ -17,19 +17,20 @@ from typer.testing import CliRunner
 from athena import keys
 from athena.auth import BearerCredentialInterceptor, bearer_metadata
 from athena.client import AthenaClient, ClientOptions, EventInput
-from athena.config import load_settings
 from athena.formation_client import FormationClient
 from athena.grpc_util import bad_request_violations
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
-from athena.local import MongoWireServer, RedisServer, free_port
+from athena.local import MongoWireServer, RedisServer
 from athena.memory.v1 import memory_pb2
 from athena.queue import FairQueue, chain_check_task
 from athena.stm import ShortTermWindow
+from athena.tombstones import MongoTombstones, erased_at_now, write_redis_tombstone
 from athena_cli.main import app
 from athena_cli.stack import StackCredentials
 from athena_cognition.chain_check import ChainCheckHandler
 from athena_formation.server import Formation, build_formation
 from athena_ingest.server import build_ingest
+from support.in_process import in_process_settings
 
 KYOTO = [
     ("user", "I'm planning a trip to Kyoto in April. Which neighbourhoods are best for seeing temples?"),
@@ -69,19 +70,9 @@ class Stack:
 
 @pytest.fixture
 async def stack(redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, tmp_path: Path, redis, mongo) -> AsyncIterator[Stack]:
-    formation_port = free_port()
     credentials = StackCredentials()
-    settings = load_settings(
-        redis_url=redis_server.url,
-        mongodb_uri=mongo_server.url,
-        mongodb_database=mongo_db_name,
-        vector_index_uri=str(tmp_path / "milvus.db"),
-        formation_grpc_port=formation_port,
-        formation_address=f"127.0.0.1:{formation_port}",
-        ingest_grpc_port=free_port(),
-        grpc_bind_host="127.0.0.1",
-        llm_base_url="",
-        **credentials.settings_overrides(),
+    settings = in_process_settings(
+        redis_url=redis_server.url, mongodb_uri=mongo_server.url, database=mongo_db_name, data_dir=tmp_path, credentials=credentials
     )
     formation = await build_formation(settings)
     await formation.host.start()
@@ -117,7 +108,7 @@ async def _snapshot_others(s: Stack, exclude: set[str]) -> dict[str, Any]:
     snap: dict[str, Any] = {}
     for k in await _scan(s.redis, "*"):
         name = k.decode()
-        if "acme:alice:" in name or name.startswith(keys.ERASURE_PREFIX) or name in exclude:
+        if "acme:alice:" in name or name.startswith(keys.ERASURE_PREFIX) or name == keys.PERSISTENCE_REWRITE_WANTED or name in exclude:
             continue
         kind = (await s.redis.type(k)).decode()
         if kind == "list":
@@ -195,8 +186,9 @@ async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> 
         alice_event_ids = [d["_id"] async for d in s.db.cognitive_events.find({"tenant_id": "acme", "user_id": "alice"})]
         dedup = [keys.task_dedup_key(f"chk-{e}") for e in alice_event_ids] + [keys.task_dedup_key("chk-ev_dead_alice")]
         expected_redis_keys = sum([await s.redis.exists(k) for k in dedup])
-        for kind in ("window", "applied", "handoff", "lease"):
+        for kind in ("applied", "handoff", "lease"):
             expected_redis_keys += len(await _scan(s.redis, keys.user_key_patterns("acme", "alice")[kind]))
+        in_windows = sum([await s.redis.llen(k) for k in await _scan(s.redis, keys.user_key_patterns("acme", "alice")["window"])])
         queued = sum([await s.redis.llen(k) for k in await _scan(s.redis, keys.user_key_patterns("acme", "alice")["queue"])])
         before = await _alice_everywhere(s)
         assert before["cognitive_events"] == 10 and before["cognitive_chains"] == 2 and before["formation_outcomes"] == 3
@@ -208,6 +200,7 @@ async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> 
             receipt.redis_keys, receipt.queued_tasks, receipt.dead_letters, receipt.task_results,
             receipt.events, receipt.chains, receipt.formation_records, receipt.embeddings,
         ) == (expected_redis_keys, queued, 1, 1, 10, 2, 3, 2)
+        assert (receipt.window_events, receipt.chains_rebuilt) == (in_windows, 0) and in_windows == 10
         assert receipt.erased_at.seconds > 0
 
         after = await _alice_everywhere(s)
@@ -268,3 +261,107 @@ async def test_athena_forget_command(stack: Stack) -> None:
     assert await stack.db.cognitive_events.count_documents({"user_id": "bob"}) == 0
     bad = await asyncio.to_thread(runner.invoke, app, ["forget", "--tenant", "acme", "--user", "b:ob", "--target", stack.target])
     assert bad.exit_code == 1 and "user_id" in bad.output
+
+
+KYOTO_LATER = [
+    ("user", "Back to my Kyoto trip in April: should I take the train or the bus for the Nara day trip from Kyoto?"),
+    ("agent", "Take the JR Nara line from Kyoto station: about 45 minutes, and the Kyoto to Nara train is covered by the JR pass."),
+    ("user", "And for the Kyoto temples in April, which ones open earliest for the cherry blossoms?"),
+    ("agent", "Fushimi Inari never closes and Kyoto's Kiyomizu opens at 6: go early in April for the blossoms."),
+]
+ERASED_ONLY_WORDS = {"higashiyama", "philosopher", "yasaka"}
+"""Words of KYOTO that KYOTO_LATER never uses: once KYOTO is erased, no chain may hold them."""
+
+
+async def _begin_forget(s: Stack, tenant_id: str, user_id: str) -> float:
+    """Step 1 of ForgetUser (the tombstone in both stores), then a clock tick: what is stored next is after it."""
+    erased_at = erased_at_now()
+    await MongoTombstones(s.mongo, s.db.name).begin(tenant_id, user_id, erased_at)
+    await write_redis_tombstone(s.redis, tenant_id, user_id, erased_at)
+    await asyncio.sleep(0.01)
+    return erased_at
+
+
+async def _chain_words(chain: dict[str, Any]) -> set[str]:
+    text = " ".join([chain.get("summary", ""), chain.get("topic", ""), *(e["text"] for e in chain.get("entities", []))])
+    return set(chain.get("lexicon", {})) | {w.strip(".,:;!?'").lower() for w in text.split()}
+
+
+async def test_a_chain_that_took_later_events_is_re_formed_from_them_alone(stack: Stack) -> None:
+    s = stack
+    channel = grpc.aio.insecure_channel(s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)])
+    stub = formation_pb2_grpc.FormationServiceStub(channel)
+    window = ShortTermWindow(s.redis)
+    try:
+        async with s.client("acme", timeout=30) as client:
+            await _converse(client, ALICE_A, KYOTO)
+            before = await window.read(ALICE_A)
+            first = await _form(stub, ALICE_A, "seg_before", before)
+            assert first.outcome == formation_pb2.FORM_OUTCOME_CREATED
+            # The forget has begun (its tombstone is written) and the user goes on talking: a later
+            # segment merges into the chain before formation's part of the forget runs.
+            await _begin_forget(s, "acme", "alice")
+            await _converse(client, ALICE_A, KYOTO_LATER)
+        later = (await window.read(ALICE_A))[len(before):]
+        merged = await _form(stub, ALICE_A, "seg_later", later)
+        assert (merged.outcome, merged.chain_id) == (formation_pb2.FORM_OUTCOME_MERGED, first.chain_id)
+
+        part = await stub.ForgetUser(memory_pb2.ForgetUserRequest(tenant_id="acme", user_id="alice"), timeout=60)
+
+        assert (part.chains, part.chains_rebuilt, part.formation_records, part.embeddings) == (0, 1, 1, 0)
+        chain = await s.db.cognitive_chains.find_one({"_id": first.chain_id})
+        assert chain is not None
+        assert (chain["event_ids"], chain["segment_ids"], chain["event_count"]) == ([e.id for e in later], ["seg_later"], len(later))
+        assert chain["embedding_state"] == "indexed" and first.chain_id in {r["chain_id"] for r in await _milvus(s.formation)}
+        assert not ERASED_ONLY_WORDS & await _chain_words(chain)
+        assert sorted([d["_id"] async for d in s.db.formation_outcomes.find({"user_id": "alice"})]) == ["seg_later"]
+        async with s.client("acme", timeout=30) as client:
+            hits = await client.search_memory(ALICE_A, "Nara train JR pass")
+        assert [h.chain.id for h in hits] == [first.chain_id]
+        assert not ERASED_ONLY_WORDS & {t.lower() for h in hits for t in h.matched_terms}
+    finally:
+        await channel.close()
+
+
+async def test_a_merge_racing_the_forget_takes_back_only_the_erased_segment(stack: Stack) -> None:
+    s = stack
+    channel = grpc.aio.insecure_channel(s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)])
+    stub = formation_pb2_grpc.FormationServiceStub(channel)
+    window = ShortTermWindow(s.redis)
+    plans: dict[str, dict[str, Any]] = {}
+    later_chain: list[str] = []
+    try:
+        async with s.client("acme", timeout=30) as client:
+            await _converse(client, ALICE_A, KYOTO)
+            before = await window.read(ALICE_A)
+
+            async def forget_and_talk_while_it_plans(step: str) -> None:
+                """While the earlier segment is being formed: the forget begins, later events form a chain."""
+                if step == "plan_recorded":
+                    plans.update({d["_id"]: d async for d in s.db.formation_outcomes.find({"user_id": "alice"})})
+                if step != "planning" or later_chain:
+                    return
+                later_chain.append("")
+                await _begin_forget(s, "acme", "alice")
+                await _converse(client, ALICE_A, KYOTO_LATER)
+                later = (await window.read(ALICE_A))[len(before):]
+                segment = formation_pb2.Segment(id="seg_later", scope=ALICE_A, events=later, reason=formation_pb2.CUT_REASON_TOPIC_BREAK)
+                later_chain[0] = (await s.formation.former.form(segment)).chain_id
+
+            s.formation.former.step_hook = forget_and_talk_while_it_plans
+            try:
+                racing = await _form(stub, ALICE_A, "seg_racing", before)
+            finally:
+                s.formation.former.step_hook = None
+
+        assert (racing.outcome, racing.reason) == (formation_pb2.FORM_OUTCOME_REJECTED, "erased")
+        assert (plans["seg_racing"]["outcome"], plans["seg_racing"]["chain_id"]) == ("merged", later_chain[0])
+        chain = await s.db.cognitive_chains.find_one({"_id": later_chain[0]})
+        assert chain is not None, "the undo deleted the chain the racing segment had merged into"
+        later_ids = [e.id for e in (await window.read(ALICE_A))[len(before):]]
+        assert (chain["event_ids"], chain["segment_ids"]) == (later_ids, ["seg_later"])
+        assert chain["embedding_state"] == "indexed" and later_chain[0] in {r["chain_id"] for r in await _milvus(s.formation)}
+        assert not ERASED_ONLY_WORDS & await _chain_words(chain)
+        assert sorted([d["_id"] async for d in s.db.formation_outcomes.find({"user_id": "alice"})]) == ["seg_later"]
+    finally:
+        await channel.close()

@@ -9,6 +9,7 @@ import pytest
 
 from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
+from athena.tombstones import erased_at_now
 from athena_formation.chain_store import ChainStore
 from athena_formation.lexical_index import LexicalIndex, LexiconRow, UserLexicon
 from athena_formation.lexicon import MAX_LEXICON_TERMS, chain_lexicon, query_terms, terms
@@ -224,8 +225,11 @@ async def test_the_archiver_and_erasure_take_chains_out_of_the_lexical_index(for
     lexicon = await formation.lexical.user(SCOPE.tenant_id, SCOPE.user_id)
     assert lexicon.query(["kyoto"]).top(5) == [] and len(lexicon) == 1
 
+    # ForgetUser: ingest writes the tombstone, then asks formation for its part.
+    await formation.eraser.tombstones.begin(SCOPE.tenant_id, SCOPE.user_id, erased_at_now())
     await formation.eraser.forget(SCOPE.tenant_id, SCOPE.user_id)
-    assert (SCOPE.tenant_id, SCOPE.user_id) not in formation.lexical._users
+    lexicon = await formation.lexical.user(SCOPE.tenant_id, SCOPE.user_id)
+    assert len(lexicon) == 0 and lexicon.query(query_terms("chickpea curry Kyoto")).top(5) == []
 
 
 class _GatedChainStore(ChainStore):

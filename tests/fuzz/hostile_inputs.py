@@ -154,6 +154,7 @@ def get_context_requests(tenant: str) -> st.SearchStrategy[memory_pb2.GetContext
         limit=st.one_of(st.integers(-1, 3), st.integers(1999, 2001), _INT32),
         query=st.one_of(st.just(""), queries),
         chain_limit=st.one_of(st.integers(-1, 3), st.integers(99, 101), _INT32),
+        page_token=context_page_tokens,
     )
 
 
@@ -186,6 +187,22 @@ page_tokens = st.one_of(
     _long("A", 512),
     # Well-formed tokens with forged offsets: negative, past int64, not a number.
     st.one_of(st.integers(-3, 3), st.integers(2**31 - 2, 2**31 + 1), st.integers(min_value=2**63), st.text(max_size=5)).map(forged_token),
+)
+
+
+def forged_context_token(body: object) -> str:
+    """A GetContext page token of the form ingest issues (URL-safe base64 of JSON), holding `body`."""
+    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode()
+
+
+_counts = st.one_of(st.integers(-2, 3), st.integers(1999, 2001), st.integers(2**31 - 1, 2**31), st.integers(min_value=2**63), st.text(max_size=3), st.none())
+context_page_tokens = _mostly(
+    st.just(""),
+    st.one_of(
+        page_tokens,  # garbage, oversized, and ListChains' tokens
+        # GetContext's form with forged fields: anchors of any text, absurd indexes and counts.
+        st.fixed_dictionaries({"e": st.one_of(valid_ids, texts, _long("e", 128)), "i": _counts}, optional={"r": _counts}).map(forged_context_token),
+    ),
 )
 
 

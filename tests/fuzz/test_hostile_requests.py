@@ -21,6 +21,7 @@ from hostile_inputs import (
     RAW_SCOPE,
     Credential,
     credentials,
+    forged_context_token,
     forged_token,
     get_chain_requests,
     get_context_requests,
@@ -96,6 +97,10 @@ async def test_store_events_writes_the_whole_batch_or_nothing(
 
 @FUZZ
 @given(request=get_context_requests(TENANT), credential=credentials)
+@example(  # a well-formed token with the largest index and an anchor that is in no window
+    request=memory_pb2.GetContextRequest(scope=RAW_SCOPE, page_token=forged_context_token({"e": "ev_1", "i": 2**31 - 1})),
+    credential=lambda valid: valid,
+)
 async def test_get_context_answers_or_refuses_by_field(target: Target, request: memory_pb2.GetContextRequest, credential: Credential) -> None:
     try:
         response = await target.client._stub.GetContext(request, timeout=30, metadata=credential(target.metadata))
@@ -103,7 +108,8 @@ async def test_get_context_answers_or_refuses_by_field(target: Target, request: 
         _refused(err)
         return
     event("answered")
-    assert request.limit == 0 or len(response.events) <= request.limit
+    # A later page's selection is the token's, not the limit's.
+    assert request.page_token or request.limit == 0 or len(response.events) <= request.limit
     assert all(e.scope.tenant_id == TENANT for e in response.events)
 
 

@@ -11,13 +11,14 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from athena.config import Settings, load_settings
+from athena.config import Settings
 from athena.grpc_util import ServiceHost
-from athena.local import MongoWireServer, RedisServer, free_port
+from athena.local import MongoWireServer, RedisServer
 from athena_cli.stack import StackCredentials
 from athena_formation.server import build_formation
 from athena_ingest.server import build_ingest
 from security_support import BuildSettings, RsaKeys, ScratchCA, Services, StartIngest, StartServices
+from support.in_process import in_process_settings
 
 
 @pytest.fixture
@@ -39,22 +40,10 @@ def build_settings(redis_server: RedisServer, mongo_server: MongoWireServer, mon
     """build(credentials, **overrides) -> Settings of this test's services (fresh ports, auth configured)."""
 
     def build(credentials: StackCredentials, **overrides: Any) -> Settings:
-        formation_port = free_port()
-        values: dict[str, Any] = dict(
-            redis_url=redis_server.url,
-            mongodb_uri=mongo_server.url,
-            mongodb_database=mongo_db_name,
-            vector_index_uri=str(tmp_path / f"milvus-{formation_port}.db"),
-            formation_grpc_port=formation_port,
-            formation_address=f"127.0.0.1:{formation_port}",
-            ingest_grpc_port=free_port(),
-            grpc_bind_host="127.0.0.1",
-            llm_base_url="",
-            mongodb_timeout_ms=5000,
-            **credentials.settings_overrides(),
+        return in_process_settings(
+            redis_url=redis_server.url, mongodb_uri=mongo_server.url, database=mongo_db_name, data_dir=tmp_path,
+            credentials=credentials, **{"mongodb_timeout_ms": 5000, **overrides},
         )
-        values.update(overrides)
-        return load_settings(**values)
 
     return build
 

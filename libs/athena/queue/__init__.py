@@ -1,7 +1,7 @@
 """The crash-safe two-level fair work queue (seed: "The two-level queue") and its worker pool."""
 
 from athena.queue._backoff import Backoff, ExponentialFullJitter, NoBackoff, RetryPolicy
-from athena.queue._envelope import CHAIN_CHECK, chain_check_task, chain_check_task_id
+from athena.queue._envelope import CHAIN_CHECK, chain_check_task, chain_check_task_id, checked_event_id
 from athena.queue._queue import TASK_DEDUP_TTL_SECONDS, FailOutcome, FairQueue, Lease, QueueDepth
 from athena.queue._scripts import ENQUEUE_FN
 from athena.queue._worker import Handler, WorkerPool
@@ -22,4 +22,5 @@ __all__ = [
     "WorkerPool",
     "chain_check_task",
     "chain_check_task_id",
+    "checked_event_id",
 ]

@@ -19,7 +19,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from redis.asyncio import Redis
 
@@ -89,7 +89,7 @@ class FairQueue:
         self._promote = redis.register_script(_scripts.PROMOTE)
         self._reap = redis.register_script(_scripts.REAP)
         self._replay = redis.register_script(_scripts.REPLAY)
-        self._erase_scope = redis.register_script(_scripts.ERASE_SCOPE)
+        self._erase_tasks = redis.register_script(_scripts.ERASE_TASKS)
         self._interrupted_claims: set[str] = set()
         """Workers whose last claim failed midway, so their claiming list may hold a scope."""
 
@@ -352,38 +352,51 @@ class FairQueue:
             found.update(m for m in map(_text, members) if m.startswith(prefix))
         return found
 
-    async def erase_scope(self, scope: str) -> tuple[list[task_pb2.Task], int]:
-        """Remove a scope from the queue atomically (ERASE_SCOPE). Returns (removed tasks, lease keys deleted)."""
-        raws, leased = await self._erase_scope(
-            keys=[
-                keys.scope_queue_key(scope),
-                keys.DISPATCHER,
-                keys.QUEUE_DELAYED,
-                keys.QUEUE_LEASES,
-                keys.lease_key(scope),
-                keys.QUEUE_DELIVERIES,
-                keys.QUEUE_WORKERS,
-            ],
-            args=[scope, keys.CLAIMING_PREFIX],
-        )
-        tasks = []
-        for raw in raws:
-            t = task_pb2.Task()
-            t.ParseFromString(raw)
-            tasks.append(t)
-        return tasks, int(leased)
+    async def erase_tasks(self, scope: str, erased: Callable[[task_pb2.Task], bool]) -> tuple[list[task_pb2.Task], int]:
+        """Remove the scope's tasks for which `erased` is true, keeping the others in order (ERASE_TASKS).
+        Returns (removed tasks, lease keys deleted). A failed head is rewritten in place (its attempt
+        count), so the removal is checked against a fresh read until no such task is left."""
+        removed: dict[str, task_pb2.Task] = {}
+        leased = 0
+        for _ in range(_ERASE_ROUNDS):
+            doomed = [(raw, task) for raw, task in _parsed(await self.redis.lrange(keys.scope_queue_key(scope), 0, -1)) if erased(task)]
+            if not doomed:
+                break
+            gone, lease_keys = await self._erase_tasks(
+                keys=[
+                    keys.scope_queue_key(scope),
+                    keys.DISPATCHER,
+                    keys.QUEUE_DELAYED,
+                    keys.QUEUE_LEASES,
+                    keys.lease_key(scope),
+                    keys.QUEUE_DELIVERIES,
+                    keys.QUEUE_WORKERS,
+                ],
+                args=[scope, keys.CLAIMING_PREFIX, *(raw for raw, _ in doomed)],
+            )
+            leased += int(lease_keys)
+            removed.update((task.id, task) for _, task in _parsed(gone))
+        return list(removed.values()), leased
 
-    async def erase_dead_letters(self, tenant_id: str, user_id: str) -> list[task_pb2.Task]:
-        """Remove the user's dead-lettered tasks (LREM of each exact envelope). Returns those removed."""
+    async def erase_dead_letters(self, erased: Callable[[task_pb2.Task], bool]) -> list[task_pb2.Task]:
+        """Remove the dead-lettered tasks for which `erased` is true (LREM of each exact envelope). Returns those removed."""
         removed = []
-        for raw in await self.redis.lrange(keys.QUEUE_DEAD_LETTERS, 0, -1):
-            task = task_pb2.Task()
-            task.ParseFromString(raw)
-            if (task.scope.tenant_id, task.scope.user_id) != (tenant_id, user_id):
-                continue
-            if int(await self.redis.lrem(keys.QUEUE_DEAD_LETTERS, 0, raw)) > 0:
+        for raw, task in _parsed(await self.redis.lrange(keys.QUEUE_DEAD_LETTERS, 0, -1)):
+            if erased(task) and int(await self.redis.lrem(keys.QUEUE_DEAD_LETTERS, 0, raw)) > 0:
                 removed.append(task)
         return removed
+
+
+_ERASE_ROUNDS = 5
+
+
+def _parsed(raws: list[bytes]) -> list[tuple[bytes, task_pb2.Task]]:
+    out = []
+    for raw in raws:
+        task = task_pb2.Task()
+        task.ParseFromString(raw)
+        out.append((raw, task))
+    return out
 
 
 def _scope_of(task: task_pb2.Task) -> str:

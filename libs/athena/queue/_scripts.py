@@ -17,7 +17,7 @@ __all__ = [
     "CLAIM_READY",
     "ENQUEUE",
     "ENQUEUE_FN",
-    "ERASE_SCOPE",
+    "ERASE_TASKS",
     "EXTEND",
     "FAIL",
     "PROMOTE",
@@ -294,23 +294,48 @@ end
 return 1
 """
 
-ERASE_SCOPE = """
+ERASE_TASKS = """
 -- KEYS[1] scope queue   KEYS[2] dispatcher   KEYS[3] delayed zset   KEYS[4] leases zset
 -- KEYS[5] lease key     KEYS[6] deliveries hash   KEYS[7] workers zset
--- ARGV[1] scope id   ARGV[2] claiming key prefix
--- Erasure (ForgetUser): removes a scope from every place of the queue at once, so no worker can
--- claim, ack or retry its tasks afterwards. Deleting the lease fences a worker still running the
--- head task: its ACK/FAIL/EXTEND find the lease gone and write nothing (no task result reappears).
--- Returns {removed envelopes, lease keys deleted}.
-local tasks = redis.call('LRANGE', KEYS[1], 0, -1)
-redis.call('DEL', KEYS[1])
-redis.call('LREM', KEYS[2], 0, ARGV[1])
+-- ARGV[1] scope id   ARGV[2] claiming key prefix   ARGV[3..] envelopes to remove, as stored
+-- Erasure (ForgetUser) of some of a scope's tasks: those of events stored at or before the tombstone;
+-- the others stay queued, in order. When the head is removed, deleting its lease fences a worker still
+-- running it (its ACK/FAIL/EXTEND find the lease gone and write nothing, so no task result reappears),
+-- and its retry and delivery state go with it. A scope left without tasks leaves every place of the
+-- queue; one left with tasks is runnable exactly once (it stays where it is when it was ready or
+-- being claimed, else it goes back on the dispatcher).
+-- Returns {the envelopes removed, lease keys deleted}.
+local head = redis.call('LINDEX', KEYS[1], 0)
+local removed, head_removed = {}, false
+for i = 3, #ARGV do
+  if redis.call('LREM', KEYS[1], 0, ARGV[i]) > 0 then
+    removed[#removed + 1] = ARGV[i]
+    head_removed = head_removed or ARGV[i] == head
+  end
+end
+if not head_removed then
+  return {removed, 0}
+end
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 local leased = redis.call('DEL', KEYS[5])
 redis.call('HDEL', KEYS[6], ARGV[1])
-for _, worker in ipairs(redis.call('ZRANGE', KEYS[7], 0, -1)) do
-  redis.call('LREM', ARGV[2] .. worker, 0, ARGV[1])
+local workers = redis.call('ZRANGE', KEYS[7], 0, -1)
+if redis.call('LLEN', KEYS[1]) == 0 then
+  redis.call('LREM', KEYS[2], 0, ARGV[1])
+  for _, worker in ipairs(workers) do
+    redis.call('LREM', ARGV[2] .. worker, 0, ARGV[1])
+  end
+  return {removed, leased}
 end
-return {tasks, leased}
+if redis.call('LPOS', KEYS[2], ARGV[1]) then
+  return {removed, leased}
+end
+for _, worker in ipairs(workers) do
+  if redis.call('LPOS', ARGV[2] .. worker, ARGV[1]) then
+    return {removed, leased}
+  end
+end
+redis.call('RPUSH', KEYS[2], ARGV[1])
+return {removed, leased}
 """

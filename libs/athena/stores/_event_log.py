@@ -11,27 +11,41 @@ commit record is deleted. An open commit record older than a few seconds is ther
 Redis step may never have completed: the repair loop applies its events (idempotently) and closes
 it. One small insert and one delete per batch instead of rewriting every event to mark it applied:
 half the MongoDB work per stored event (docs/benchmarks.md).
+
+Each event also carries `metadata_pairs` (athena.events.metadata_pair), what metadata filters match by
+value. Events stored before that field existed get it from a one-time backfill
+(`backfill_metadata_pairs`), which ingest runs in the background at start-up until a pass finds
+nothing left to fill and records that in `athena_migrations`.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from datetime import datetime
+from typing import Any, Callable, Iterable, Sequence
 
-from pymongo import ASCENDING, AsyncMongoClient
+import pymongo
+from pymongo import ASCENDING, AsyncMongoClient, UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from athena.errors import DependencyUnavailable
-from athena.events import doc_to_event, event_to_doc
+from athena.events import METADATA_PAIRS, doc_to_event, event_to_doc, metadata_pairs
 from athena.memory.v1 import memory_pb2
 from athena.stores._mongo import insert_own, mongo_unavailable
 
-__all__ = ["COMMITS", "EventLog", "InsertOutcome", "OpenCommit"]
+__all__ = ["COMMITS", "EventLog", "InsertOutcome", "MIGRATIONS", "OpenCommit"]
 
 EVENTS = "cognitive_events"
 COMMITS = "ingest_commits"
+MIGRATIONS = "athena_migrations"
+"""One record per one-time data migration that completed (its `_id` names it)."""
+_METADATA_PAIRS_DONE = "metadata_pairs_backfill"
+_BACKFILL_BATCH = 500
+_BACKFILL_READ_SECONDS = 600.0
+"""Bound of one batch's read: the MongoDB-wire server prepares a whole result before its first batch."""
 _DUPLICATE_KEY = 11000
+_DELETE_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,7 @@ class EventLog:
     def __init__(self, client: AsyncMongoClient[dict[str, Any]], database: str) -> None:
         self.collection = client[database][EVENTS]
         self.commits = client[database][COMMITS]
+        self.migrations = client[database][MIGRATIONS]
         self._indexes_ready = False
 
     async def ensure_indexes(self) -> None:
@@ -73,6 +88,12 @@ class EventLog:
                 name="ix_scope_timestamp",
             )
             await self.commits.create_index([("created_at", ASCENDING)], name="ix_created_at")
+            # Metadata filters (formation's events_with_metadata): multikey on MongoDB, so a filter reads
+            # only the user's events holding the first pair instead of all the user's events.
+            await self.collection.create_index(
+                [("tenant_id", ASCENDING), ("user_id", ASCENDING), (METADATA_PAIRS, ASCENDING)],
+                name="ix_user_metadata_pairs",
+            )
         self._indexes_ready = True
 
     async def insert(self, events: Sequence[memory_pb2.Event], *, commit_id: str) -> list[InsertOutcome]:
@@ -107,7 +128,8 @@ class EventLog:
             doc = originals.get((event.scope.tenant_id, event.scope.user_id, event.scope.agent_id, event.client_event_id))
             if doc is None:
                 # The original was deleted (its user erased) between the insert and this read: nothing of
-                # this event is stored; a retry stores it afresh, and the erasure tombstone then drops it.
+                # this event is stored. A retry stores it afresh under a new stored_at, after the
+                # tombstone, so it is kept as the start of a new memory.
                 raise DependencyUnavailable("mongodb", "a repeated event's original disappeared while it was read")
             if doc["_id"] == event.id:
                 # This very insert, landed by an attempt whose reply was lost and re-sent by the driver's
@@ -144,10 +166,18 @@ class EventLog:
 
     async def delete(self, event_ids: Iterable[str]) -> int:
         ids = list(event_ids)
-        if not ids:
-            return 0
+        deleted = 0
         with mongo_unavailable():
-            return int((await self.collection.delete_many({"_id": {"$in": ids}})).deleted_count)
+            for i in range(0, len(ids), _DELETE_BATCH):
+                deleted += int((await self.collection.delete_many({"_id": {"$in": ids[i : i + _DELETE_BATCH]}})).deleted_count)
+        return deleted
+
+    async def user_event_ids(self, tenant_id: str, user_id: str, *, stored: Callable[[datetime], bool]) -> list[str]:
+        """Ids of the user's events (all agents) whose `stored_at` satisfies `stored`. The test runs
+        here, not in the query: the MongoDB-wire server compares dates to the whole second only."""
+        with mongo_unavailable():
+            cursor = self.collection.find({"tenant_id": tenant_id, "user_id": user_id}, {"stored_at": 1})
+            return [d["_id"] async for d in cursor if stored(d["stored_at"])]
 
     async def open_commits(self, *, older_than: float, limit: int = 50) -> list[OpenCommit]:
         """Commits recorded before `older_than` (epoch seconds) and still open, oldest first, with their events."""
@@ -159,6 +189,55 @@ class EventLog:
                 docs = {d["_id"]: d async for d in self.collection.find({"_id": {"$in": ids}})} if ids else {}
                 out.append(OpenCommit(record["_id"], [doc_to_event(docs[i]) for i in ids if i in docs]))
             return out
+
+    async def metadata_pairs_backfilled(self) -> bool:
+        """Whether a backfill pass found every event with metadata already carrying `metadata_pairs`."""
+        with mongo_unavailable():
+            return await self.migrations.find_one({"_id": _METADATA_PAIRS_DONE}) is not None
+
+    async def backfill_metadata_pairs(self, *, batch: int = _BACKFILL_BATCH) -> int | None:
+        """One pass giving every event without `metadata_pairs` (stored before the field existed) the
+        field, from its `metadata`, `batch` events per write. Idempotent: the field is a function of
+        the metadata, so concurrent passes (several ingest replicas) write the same value.
+
+        Returns how many events it filled, or None when an earlier pass recorded the backfill done.
+        A pass that finds nothing to fill records it done, so later starts skip the scan; a pass that
+        filled events does not, so a later pass also catches events written meanwhile by a replica
+        still running the previous version (a rolling upgrade). Events without metadata are left as
+        they are: no filter can match them.
+        """
+        if await self.metadata_pairs_backfilled():
+            return None
+        filled = 0
+        cursor = self.collection.find({METADATA_PAIRS: {"$exists": False}}, {"metadata": 1}, batch_size=batch)
+        try:
+            while True:
+                with mongo_unavailable(), pymongo.timeout(_BACKFILL_READ_SECONDS):
+                    docs = await cursor.to_list(batch)
+                if not docs:
+                    break
+                filled += await self._fill_metadata_pairs(docs)
+        finally:
+            with mongo_unavailable():
+                await cursor.close()
+        if filled == 0:
+            with mongo_unavailable():
+                await self.migrations.update_one(
+                    {"_id": _METADATA_PAIRS_DONE}, {"$setOnInsert": {"done_at": time.time()}}, upsert=True
+                )
+        return filled
+
+    async def _fill_metadata_pairs(self, docs: Sequence[dict[str, Any]]) -> int:
+        """Set `metadata_pairs` on those of `docs` (each `_id` and `metadata`) that hold metadata."""
+        ops = [
+            UpdateOne({"_id": d["_id"]}, {"$set": {METADATA_PAIRS: metadata_pairs(d["metadata"])}})
+            for d in docs
+            if isinstance(d.get("metadata"), dict) and d["metadata"]
+        ]
+        if ops:
+            with mongo_unavailable():
+                await self.collection.bulk_write(ops, ordered=False)
+        return len(ops)
 
     async def get(self, event_id: str) -> memory_pb2.Event | None:
         with mongo_unavailable():

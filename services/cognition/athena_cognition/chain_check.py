@@ -32,6 +32,7 @@ from athena.memory.v1 import memory_pb2
 from athena.queue import CHAIN_CHECK
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow, parse_event
+from athena.tombstones import erases, redis_tombstone
 from athena.tracing import tracer
 from athena_cognition.detector import Arbiter, Decision, Scorer, Thresholds, Turn, decide
 
@@ -161,13 +162,12 @@ class ChainCheckHandler:
 
     async def _erased(self, task: task_pb2.Task) -> bool:
         """ForgetUser ran after this task was queued: it must not touch the window or hand anything off.
-        (Its lease was deleted by the erasure, so the worker's ack writes no result either.)"""
+        (Its lease was deleted by the erasure, so the worker's ack writes no result either.) A task
+        queued after the tombstone may still be of an event stored before it: formation drops such
+        events from any segment it is handed (athena_formation.erasure)."""
         with redis_unavailable():
-            raw = await self.redis.get(keys.erasure_key(task.scope.tenant_id, task.scope.user_id))
-        if not raw:
-            return False
-        enqueued = task.enqueued_at.ToNanoseconds() / 1e9 if task.HasField("enqueued_at") else 0.0
-        if enqueued <= float(raw):
+            erased_at = await redis_tombstone(self.redis, task.scope.tenant_id, task.scope.user_id)
+        if erases(erased_at, task.enqueued_at):
             log.info("task %s predates the erasure of %s/%s; dropped", task.id, task.scope.tenant_id, task.scope.user_id)
             return True
         return False

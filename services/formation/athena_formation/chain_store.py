@@ -18,11 +18,12 @@ import pymongo
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument, UpdateOne
 from pymongo.errors import DuplicateKeyError
 
+from athena.events import METADATA_PAIRS, metadata_pair
 from athena.stores import mongo_unavailable
 from athena_formation.chain_cache import ChainDocCache
 from athena_formation.lexical_index import LexiconRow, row_from_doc
 
-__all__ = ["CHAINS", "ChainStore", "OUTCOMES", "SEARCH_SKIPS", "cutoff", "epoch", "from_epoch"]
+__all__ = ["CHAINS", "ChainStore", "OUTCOMES", "SEARCH_SKIPS", "cutoff", "epoch", "events_with_metadata_query", "from_epoch"]
 
 CHAINS = "cognitive_chains"
 OUTCOMES = "formation_outcomes"
@@ -129,6 +130,8 @@ class ChainStore:
         chain's version (array operators differ between MongoDB and the MongoDB-wire server)."""
         if segment_id in chain.get("segment_ids", []):
             return False
+        held = set(chain.get("event_ids", []))
+        event_ids = [e for e in event_ids if e not in held]  # a segment re-formed after an erasure may repeat some
         fields = {
             **updates,
             "event_ids": [*chain.get("event_ids", []), *event_ids],
@@ -140,6 +143,20 @@ class ChainStore:
         with self._writing([chain["_id"]]), mongo_unavailable():
             result = await self.chains.update_one({"_id": chain["_id"], "version": int(chain.get("version", 0))}, {"$set": fields})
         return result.modified_count == 1
+
+    async def rewrite(self, chain: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
+        """Set fields of a chain as it was read (guarded by its version, which this bumps). False when
+        the chain changed or went since."""
+        version = int(chain.get("version", 0))
+        with self._writing([chain["_id"]]), mongo_unavailable():
+            result = await self.chains.update_one({"_id": chain["_id"], "version": version}, {"$set": {**fields, "version": version + 1}})
+        return result.modified_count == 1
+
+    async def delete_chain(self, chain: Mapping[str, Any]) -> bool:
+        """Delete a chain as it was read (guarded by its version). False when it changed or went since."""
+        with self._writing([chain["_id"]]), mongo_unavailable():
+            result = await self.chains.delete_one({"_id": chain["_id"], "version": int(chain.get("version", 0))})
+        return result.deleted_count == 1
 
     async def set_fields(self, chain_id: str, fields: Mapping[str, Any]) -> dict[str, Any] | None:
         with self._writing([chain_id]), mongo_unavailable():
@@ -238,6 +255,36 @@ class ChainStore:
             cursor = self.chains.find({"status": "active", "last_accessed_at": {"$lt": epoch(accessed_before)}}).limit(limit)
             return [d async for d in cursor]
 
+    # --- one user's records (erasure) -------------------------------------------------------------
+    async def user_chains(self, tenant_id: str, user_id: str) -> list[dict[str, Any]]:
+        """The user's chains (all agents, any status), without their lexicons."""
+        with mongo_unavailable():
+            return [d async for d in self.chains.find({"tenant_id": tenant_id, "user_id": user_id}, {"lexicon": 0})]
+
+    async def user_outcomes(self, tenant_id: str, user_id: str) -> list[dict[str, Any]]:
+        projection = {"event_ids": 1, "state": 1, "chain_id": 1}
+        with mongo_unavailable():
+            return [d async for d in self.outcomes.find({"tenant_id": tenant_id, "user_id": user_id}, projection)]
+
+    async def delete_outcomes(self, segment_ids: Sequence[str]) -> int:
+        if not segment_ids:
+            return 0
+        with mongo_unavailable():
+            return int((await self.outcomes.delete_many({"_id": {"$in": list(segment_ids)}})).deleted_count)
+
+    async def cut_outcome(self, segment_id: str, event_ids: Sequence[str]) -> None:
+        """A finished record keeps only these events; its analysis (text of the others) goes."""
+        with mongo_unavailable():
+            await self.outcomes.update_one({"_id": segment_id}, {"$set": {"event_ids": list(event_ids)}, "$unset": {"analysis": ""}})
+
+    async def event_times(self, *, event_ids: Sequence[str] = (), user: tuple[str, str] | None = None) -> dict[str, datetime]:
+        """`stored_at` of events by id: of these ids, or of every event of a (tenant, user)."""
+        query: dict[str, Any] = {"tenant_id": user[0], "user_id": user[1]} if user else {"_id": {"$in": list(event_ids)}}
+        if not user and not event_ids:
+            return {}
+        with mongo_unavailable():
+            return {d["_id"]: d["stored_at"] async for d in self.events.find(query, {"stored_at": 1})}
+
     # --- events ----------------------------------------------------------------------------------
     async def events_of(self, event_ids: Sequence[str]) -> list[dict[str, Any]]:
         with mongo_unavailable():
@@ -250,11 +297,25 @@ class ChainStore:
 
     async def events_with_metadata(self, *, tenant_id: str, user_id: str, filters: Mapping[str, str]) -> set[str]:
         """Chain ids of the user's events carrying every metadata pair in `filters`."""
-        query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "chain_id": {"$exists": True}}
-        for k, v in filters.items():
-            query[f"metadata.{k}"] = v
+        query = events_with_metadata_query(tenant_id=tenant_id, user_id=user_id, filters=filters)
         with mongo_unavailable():
             return {d["chain_id"] async for d in self.events.find(query, {"chain_id": 1})}
+
+
+def events_with_metadata_query(*, tenant_id: str, user_id: str, filters: Mapping[str, str]) -> dict[str, Any]:
+    """The `cognitive_events` query of the user's chained events carrying every pair of `filters`.
+
+    Every field name in it is a constant: the caller's keys and values reach it only inside
+    `metadata_pair` strings, compared by value with the event's `metadata_pairs`. A `metadata.<key>`
+    path would hand the key to the server's query language, and nx-27017 pastes paths into SQL
+    unescaped (a quote in a key was an SQL error, a crafted key an oracle on other tenants' events).
+    `$all`, not an equality per pair: nx-27017 compares a plain equality on an indexed array field with
+    the whole array; `$all` it turns into one `EXISTS (... json_each ... = ?)` per pair, the string bound.
+    """
+    query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "chain_id": {"$exists": True}}
+    if filters:
+        query[METADATA_PAIRS] = {"$all": [metadata_pair(k, v) for k, v in filters.items()]}
+    return query
 
 
 def cutoff(now: datetime, hours: float) -> datetime:

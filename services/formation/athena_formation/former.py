@@ -163,7 +163,7 @@ class ChainFormer:
         self.llm = llm
         self.heat = HeatModel(half_life_hours=settings.heat_half_life_hours, recall_weight=settings.heat_recall_weight)
         self.step_hook: Callable[[str], Awaitable[None]] | None = None
-        """Called at each step boundary (plan_recorded, chain_written, vector_written, indexed, events_marked):
+        """Called at each step boundary (planning, plan_recorded, chain_written, vector_written, indexed, events_marked):
         fault-injection tests raise here to stop formation between two writes."""
 
     async def _step(self, name: str) -> None:
@@ -181,6 +181,7 @@ class ChainFormer:
     async def _form(self, segment: formation_pb2.Segment) -> formation_pb2.FormChainResponse:
         record = await self.store.outcome(segment.id)
         if record is None:
+            await self._step("planning")
             record = await self.store.record_plan(await self._plan(segment))
             await self._step("plan_recorded")
         if record.get("state") != "done":
@@ -426,6 +427,49 @@ class ChainFormer:
         )
         await self._index(chain_id, segment.scope, vector, lexicon=doc.get("lexicon", {}), event_count=int(doc.get("event_count", len(combined))))
         return chain_id, "merged"
+
+
+    async def reform(self, chain: Mapping[str, Any], events: Sequence[memory_pb2.Event], *, segment_ids: Sequence[str]) -> bool:
+        """Re-form a chain, as it was read, from these of its events alone (an erasure took the others):
+        analysis, scores, words and embedding anew; its id, recalls and lifecycle stay. The write is
+        guarded by the chain's version: False when it changed since it was read (read it again)."""
+        s = self.settings
+        analysis, vectors = await self._analyse(list(events)[-_MAX_ANALYSED_EVENTS:])
+        quality = _quality_doc(
+            assess_quality(events, analysis, mode=s.memory_os_mtm_quality_mode.value, min_score=s.mtm_quality_min_score, embeddings=vectors)
+        )
+        now = datetime.now(timezone.utc)
+        words = _lexicon_fields(events)
+        fields = {
+            **_analysis_doc(analysis),
+            "quality": quality,
+            "event_ids": [e.id for e in events],
+            "segment_ids": list(segment_ids),
+            "event_count": len(events),
+            "merge_count": max(0, len(segment_ids) - 1),
+            "first_event_at": epoch(timestamp_of(events[0].timestamp)),
+            "last_event_at": epoch(timestamp_of(events[-1].timestamp)),
+            "activity": activity_share(events),
+            **words,
+            "updated_at": epoch(now),
+            **self._heat_fields(
+                quality=quality, entity_count=len(analysis.entities), activity=activity_share(events),
+                recall_count=int(chain.get("recall_count", 0)), last_accessed_at=from_epoch(chain.get("last_accessed_at")), now=now,
+            ),
+        }
+        active = chain.get("status") == "active"
+        if active:
+            fields["embedding_state"] = "pending"
+        else:
+            fields["lifecycle"] = chain.get("lifecycle", fields["lifecycle"])  # archived: stays out of search, unembedded
+        if not await self.store.rewrite(chain, fields):
+            return False
+        if not active:
+            return True
+        scope = memory_pb2.Scope(tenant_id=chain["tenant_id"], user_id=chain["user_id"], agent_id=chain["agent_id"])
+        vector = await self._analysis_embedding(events, analysis)
+        await self._index(chain["_id"], scope, vector, lexicon=words["lexicon"], event_count=len(events))
+        return True
 
 
 def _lexicon_fields(events: Sequence[memory_pb2.Event], *, adding_to: Mapping[str, int] | None = None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from athena.llm import make_llm
 from athena.metrics import SEARCH_CACHE_WARMING, instrument_llm
 from athena.stores import connect_mongo
 from athena.telemetry import run_service
+from athena.tombstones import MongoTombstones
 from athena_formation.archiver import Archiver
 from athena_formation.chain_cache import ChainDocCache
 from athena_formation.chain_store import ChainStore
@@ -87,7 +88,7 @@ async def build_formation(settings: Settings) -> Formation:
         store=store, vectors=vectors, heat=heat, threshold=settings.heat_archive_threshold, min_age_hours=settings.archive_min_age_hours,
         lexical=lexical,
     )
-    eraser = FormationEraser(mongo=mongo, database=settings.mongodb_database, store=store, vectors=vectors, lexical=lexical)
+    eraser = FormationEraser(tombstones=MongoTombstones(mongo, settings.mongodb_database), store=store, vectors=vectors, former=former, lexical=lexical)
     servicer = FormationServicer(former=former, recall=recall, eraser=eraser)
 
     async def close() -> None:

@@ -20,16 +20,13 @@ class FormationServicer(formation_pb2_grpc.FormationServiceServicer):
         self.eraser = eraser
 
     async def FormChain(self, request: formation_pb2.FormChainRequest, context: grpc.aio.ServicerContext) -> formation_pb2.FormChainResponse:
-        segment = request.segment
-        # The user was forgotten after these events were stored: write nothing (docs/architecture.md, "Erasure").
-        if await self.eraser.segment_erased(segment):
+        # Events of a user forgotten after they were stored are dropped (docs/architecture.md, "Erasure").
+        segment = await self.eraser.without_erased(request.segment)
+        if segment is None:
             return erased_response()
         response = await self.former.form(segment)
-        if await self.eraser.segment_erased(segment):
-            # ForgetUser ran while this segment was being formed: take back what was written.
-            await self.eraser.undo(segment.id, response.chain_id)
-            return erased_response()
-        return response
+        # ForgetUser may have run while it was formed: what it wrote of events erased meanwhile is taken back.
+        return await self.eraser.after_forming(segment, response)
 
     async def ForgetUser(self, request: memory_pb2.ForgetUserRequest, context: grpc.aio.ServicerContext) -> memory_pb2.ForgetUserResponse:
         return await self.eraser.forget(request.tenant_id, request.user_id)

@@ -36,7 +36,11 @@ log = logging.getLogger("athena.formation.vectors")
 # pymilvus warns of it at every warm-up and uses the client's clock instead, which is right here.
 logging.getLogger("pymilvus.client.iterator.query_iterator").setLevel(logging.ERROR)
 
-_SAFE_VALUE = re.compile(r"^[A-Za-z0-9._@-]{1,128}$")
+_SAFE_VALUE = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+"""What a string may be to reach a Milvus expression (used with fullmatch): the id rule ingest's
+validation enforces on scope ids, and chain ids (`ch_` + hex) fit it. Milvus Lite has no bound
+expression parameters (`filter_params` fails to parse), and pymilvus writes primary keys into its own
+`chain_id in ['...']` unescaped, so a string is checked, never escaped."""
 
 LITE_GRPC_OPTIONS: dict[str, Any] = {"grpc.keepalive_time_ms": 2**31 - 1, "grpc.keepalive_permit_without_calls": False}
 """gRPC options of the client of a Milvus Lite file. pymilvus pings every 10 s, idle or not, but Milvus
@@ -169,7 +173,7 @@ class VectorIndex:
 
     async def delete(self, chain_ids: Sequence[str]) -> None:
         if chain_ids:
-            ids = list(chain_ids)
+            ids = _milvus_ids(chain_ids)
             if self._warm_watch is not None:
                 self._warm_watch.deleted.update(ids)
             try:
@@ -242,7 +246,7 @@ class VectorIndex:
     async def existing(self, chain_ids: Sequence[str]) -> set[str]:
         if not chain_ids:
             return set()
-        ids = list(chain_ids)
+        ids = _milvus_ids(chain_ids)
         rows = await self._run(lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id"]), op="get")
         return {r["chain_id"] for r in rows}
 
@@ -255,7 +259,7 @@ class VectorIndex:
     async def vectors(self, chain_ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not chain_ids:
             return {}
-        ids = list(chain_ids)
+        ids = _milvus_ids(chain_ids)
         rows = await self._run(lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id", "embedding"]), op="get")
         return {r["chain_id"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
 
@@ -342,12 +346,23 @@ def _search_params(index_type: str, limit: int) -> dict[str, Any]:
     return {}
 
 
+def _milvus_string(value: str) -> str:
+    """`value` checked to be safe inside a Milvus expression (`_SAFE_VALUE`); anything else is refused
+    (a bug upstream: validation lets only such ids through)."""
+    if not _SAFE_VALUE.fullmatch(value):
+        raise ValueError("only validated ids may reach a Milvus expression")
+    return value
+
+
+def _milvus_ids(chain_ids: Sequence[str]) -> list[str]:
+    """Primary keys for pymilvus's get and delete, each checked by `_milvus_string`: pymilvus quotes
+    them into `chain_id in ['...']` without escaping."""
+    return [_milvus_string(c) for c in chain_ids]
+
+
 def _scope_filter(tenant_id: str, user_id: str, agent_id: str | None) -> str:
-    """A Milvus boolean filter for a scope; the ids are checked so nothing can be injected into it."""
-    for value in (tenant_id, user_id, agent_id or "x"):
-        if not _SAFE_VALUE.match(value):
-            raise ValueError("scope ids must be validated before they reach a Milvus filter")
-    expr = f'tenant_id == "{tenant_id}" and user_id == "{user_id}"'
+    """A Milvus boolean filter for a scope; every id passes `_milvus_string`, so nothing can be injected."""
+    expr = f'tenant_id == "{_milvus_string(tenant_id)}" and user_id == "{_milvus_string(user_id)}"'
     if agent_id:
-        expr += f' and agent_id == "{agent_id}"'
+        expr += f' and agent_id == "{_milvus_string(agent_id)}"'
     return expr

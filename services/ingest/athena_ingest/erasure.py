@@ -1,47 +1,51 @@
-"""MemoryService.ForgetUser: erase everything Athena holds about one user of one tenant.
+"""MemoryService.ForgetUser: erase what Athena holds about one user of one tenant, up to a point in time.
 
-Order (docs/architecture.md, "Erasure"):
+The tombstone (athena.tombstones) draws the line: everything derived from the user's events stored
+at or before `erased_at` is erased, in every store; events stored after it are a new memory and are
+kept, with whatever was already made of them. Order (docs/architecture.md, "Erasure"):
 
-1. the tombstone: a record in the `erasures` collection (what formation reads) and the Redis key
-   `erasure:v1:{tenant}:{user}` (what cognition and ingest read), both holding `erased_at` as epoch
-   seconds. From here on every pipeline stage drops the user's work from before that time;
-2. Redis, per scope atomically (ERASE_SCOPE: the scope's queue, its dispatcher / delayed / lease /
-   deliveries entries), then the user's dead letters, the dedup keys of every removed task, and by
-   SCAN the windows, applied markers, hand-offs and task results;
-3. formation (FormationService.ForgetUser): Milvus embeddings first, then chains and formation records;
-4. the events (`cognitive_events`) last: they are the source everything else derives from, so a
-   forget that fails half-way leaves them for the retry;
-5. the tombstone record is marked done with the receipt.
+1. the tombstone, MongoDB first (formation's view), then Redis (ingest's and cognition's view). From
+   the Redis write on, ingest's script drops every event stored at or before it, so no such event
+   reaches Redis any more: those that did are in the log already, and the next read finds them all;
+2. Redis, per scope: the erased events' tasks leave the scope queues (ERASE_TASKS, fencing a worker
+   that holds one), their events leave the windows and parked hand-offs, and their dead letters,
+   task results, dedup keys and applied markers are deleted; later events' stay;
+3. formation (FormationService.ForgetUser): embeddings, chains and formation records of erased
+   events; a chain that also holds later events is re-formed from those alone;
+4. the erased events (`cognitive_events`) last: they are the source everything else derives from, so
+   a forget that fails half-way leaves them for the retry;
+5. the tombstone record is marked done with the receipt;
+6. a rewrite of Redis's files on disk is asked for (persistence_rewrite.py), so the erased text
+   leaves the append-only file too.
 
-Every step is idempotent: a repeated call writes a new tombstone and finds nothing left (zeros).
+Every step is idempotent: a repeated call writes a new tombstone and erases what came since.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
 from athena import keys
 from athena.errors import FieldViolation
 from athena.formation_client import FormationClient
+from athena.internal.v1 import task_pb2
 from athena.memory.v1 import memory_pb2
-from athena.queue import FairQueue, chain_check_task_id
+from athena.queue import FairQueue, chain_check_task_id, checked_event_id
 from athena.redis_util import redis_unavailable
-from athena.stores import insert_own, mongo_unavailable
+from athena.stm import ShortTermWindow
+from athena.stores import EventLog
+from athena.tombstones import MongoTombstones, erased_at_now, erases, millis, write_redis_tombstone
+from athena_ingest.ingestor import event_id_millis
+from athena_ingest.persistence_rewrite import PersistenceRewrite
 from athena_ingest.validation import ID_PATTERN, raise_if_any
 
-__all__ = ["ERASURES", "Eraser", "validate_forget"]
+__all__ = ["Eraser", "validate_forget"]
 
 log = logging.getLogger("athena.ingest.erasure")
-
-ERASURES = "erasures"
-"""MongoDB collection of tombstones: one record per ForgetUser call (tenant_id, user_id, erased_at epoch
-seconds, state erasing/done, the receipt). Formation reads the latest erased_at of a user."""
 
 _DELETE_BATCH = 500
 
@@ -61,103 +65,122 @@ def validate_forget(request: memory_pb2.ForgetUserRequest) -> None:
 class Eraser:
     redis: Redis
     queue: FairQueue
-    mongo: AsyncMongoClient[dict[str, Any]]
-    database: str
+    window: ShortTermWindow
+    event_log: EventLog
+    tombstones: MongoTombstones
     formation: FormationClient
-
-    @property
-    def _erasures(self) -> Any:
-        return self.mongo[self.database][ERASURES]
-
-    @property
-    def _events(self) -> Any:
-        return self.mongo[self.database]["cognitive_events"]
+    persistence_rewrite: PersistenceRewrite | None = None
+    """Asked for a rewrite of Redis's files once an erasure is done (ERASURE_AOF_REWRITE)."""
 
     async def forget(self, tenant_id: str, user_id: str) -> memory_pb2.ForgetUserResponse:
-        erased_at = time.time()
+        erased_at = erased_at_now()
         receipt = memory_pb2.ForgetUserResponse()
-        receipt.erased_at.FromNanoseconds(int(erased_at * 1e9))
+        receipt.erased_at.FromMilliseconds(int(round(erased_at * 1000)))
 
-        # 1. tombstone, Mongo first (formation's view), then Redis (cognition's and ingest's view)
-        record_id = f"{tenant_id}:{user_id}:{int(erased_at * 1e6)}"
-        with mongo_unavailable():
-            await insert_own(
-                self._erasures, {"_id": record_id, "tenant_id": tenant_id, "user_id": user_id, "erased_at": erased_at, "state": "erasing"}
-            )
+        # 1. tombstone, MongoDB first (formation's view), then Redis (cognition's and ingest's view)
+        record_id = await self.tombstones.begin(tenant_id, user_id, erased_at)
         with redis_unavailable():
-            await self.redis.set(keys.erasure_key(tenant_id, user_id), repr(erased_at), ex=keys.ERASURE_TTL_SECONDS)
+            await write_redis_tombstone(self.redis, tenant_id, user_id, erased_at)
 
-        # 2. Redis (the user's event ids name the dedup keys of every check task ever queued for them)
-        with mongo_unavailable():
-            event_ids = [d["_id"] async for d in self._events.find({"tenant_id": tenant_id, "user_id": user_id}, {"_id": 1})]
+        # 2. Redis: the erased events' traces, read from the log now that no more of them can reach Redis
+        def stored_by_then(stored_at: Any) -> bool:
+            return erases(erased_at, stored_at)
+
+        erased_ids = set(await self.event_log.user_event_ids(tenant_id, user_id, stored=stored_by_then))
         with redis_unavailable():
-            await self._erase_redis(tenant_id, user_id, receipt, event_ids)
+            await _RedisErasure(self, tenant_id, user_id, erased_at, erased_ids, receipt).run()
 
-        # 3. formation: embeddings, chains, formation records
+        # 3. formation: embeddings, chains, formation records (it reads the tombstone itself)
         part = await self.formation.call(
             self.formation.stub.ForgetUser, memory_pb2.ForgetUserRequest(tenant_id=tenant_id, user_id=user_id)
         )
-        receipt.chains = part.chains
-        receipt.formation_records = part.formation_records
-        receipt.embeddings = part.embeddings
+        for name in ("chains", "chains_rebuilt", "formation_records", "embeddings"):
+            setattr(receipt, name, getattr(part, name))
 
-        # 4. events
-        with mongo_unavailable():
-            result = await self._events.delete_many({"tenant_id": tenant_id, "user_id": user_id})
-            receipt.events = int(result.deleted_count)
+        # 4. the events (read again: one stored by then whose Redis step met the tombstone may not be deleted by its ingest yet)
+        receipt.events = await self.event_log.delete(await self.event_log.user_event_ids(tenant_id, user_id, stored=stored_by_then))
 
         # 5. done
-        with mongo_unavailable():
-            await self._erasures.update_many(
-                {"_id": record_id},
-                {
-                    "$set": {
-                        "state": "done",
-                        "finished_at": time.time(),
-                        "receipt": {f: int(getattr(receipt, f)) for f in _COUNTS},
-                    }
-                },
-            )
-        log.info("erased %s/%s: %s", tenant_id, user_id, {f: int(getattr(receipt, f)) for f in _COUNTS})
+        counts = {f: int(getattr(receipt, f)) for f in _COUNTS}
+        await self.tombstones.finish(record_id, counts)
+        log.info("erased %s/%s up to %.3f: %s", tenant_id, user_id, erased_at, counts)
+        # 6. Redis's files on disk (docs/security.md)
+        if self.persistence_rewrite is not None:
+            await self.persistence_rewrite.request()
         return receipt
 
-    async def _erase_redis(
-        self, tenant_id: str, user_id: str, receipt: memory_pb2.ForgetUserResponse, event_ids: list[str]
-    ) -> None:
-        dedup: set[str] = {keys.task_dedup_key(chain_check_task_id(e)) for e in event_ids}
-        for scope in sorted(await self.queue.user_scopes(tenant_id, user_id)):
-            tasks, leased = await self.queue.erase_scope(scope)
-            receipt.queued_tasks += len(tasks)
-            receipt.redis_keys += leased
-            dedup.update(keys.task_dedup_key(t.id) for t in tasks)
-        dead = await self.queue.erase_dead_letters(tenant_id, user_id)
-        receipt.dead_letters = len(dead)
-        dedup.update(keys.task_dedup_key(t.id) for t in dead)
 
-        patterns = keys.user_key_patterns(tenant_id, user_id)
-        results = [k async for k in self.redis.scan_iter(match=patterns["result"], count=500)]
+@dataclass
+class _RedisErasure:
+    """Step 2 of one forget: what Redis holds of the erased events, and nothing of the later ones."""
+
+    eraser: Eraser
+    tenant_id: str
+    user_id: str
+    erased_at: float
+    erased_ids: set[str]
+    receipt: memory_pb2.ForgetUserResponse
+
+    def task_erased(self, task: task_pb2.Task) -> bool:
+        # A check task is its event's; any task queued by then is erased whatever it is about.
+        return task.chain_check.event_id in self.erased_ids or erases(self.erased_at, task.enqueued_at)
+
+    def event_id_erased(self, event_id: str) -> bool:
+        """For a key named by an event id: an id carrying a stored_at up to the tombstone (or of no
+        known form) is of an erased event, or of one the log no longer has; later ones are kept."""
+        made = event_id_millis(event_id)
+        return event_id in self.erased_ids or made is None or made <= millis(self.erased_at)
+
+    def event_erased(self, event: memory_pb2.Event) -> bool:
+        return erases(self.erased_at, event.stored_at)
+
+    async def run(self) -> None:
+        queue, redis, receipt = self.eraser.queue, self.eraser.redis, self.receipt
+        task_ids = {chain_check_task_id(e) for e in self.erased_ids}
+        for scope in sorted(await queue.user_scopes(self.tenant_id, self.user_id)):
+            tasks, leases = await queue.erase_tasks(scope, self.task_erased)
+            receipt.queued_tasks += len(tasks)
+            receipt.redis_keys += leases
+            task_ids.update(t.id for t in tasks)
+        dead = await queue.erase_dead_letters(lambda t: _of_user(t, self.tenant_id, self.user_id) and self.task_erased(t))
+        receipt.dead_letters = len(dead)
+        task_ids.update(t.id for t in dead)
+
+        patterns = keys.user_key_patterns(self.tenant_id, self.user_id)
+        results = [k async for k in redis.scan_iter(match=patterns["result"], count=500) if self._result_erased(_last_part(k), task_ids)]
         receipt.task_results = await self._delete(results)
-        # A task whose result is kept was dequeued already; its dedup key is the user's too.
-        prefix_len = len(keys.TASK_RESULT_PREFIX) + len(keys.user_scope_prefix(tenant_id, user_id))
-        for k in results:
-            rest = (k.decode() if isinstance(k, bytes) else k)[prefix_len:]  # {agent}:{taskId}
-            dedup.add(keys.task_dedup_key(rest.split(":", 1)[1]))
-        stm: list[Any] = []
-        for kind in ("window", "applied", "handoff", "lease"):
-            stm += [k async for k in self.redis.scan_iter(match=patterns[kind], count=500)]
-        receipt.redis_keys += await self._delete(stm) + await self._delete(sorted(dedup))
+        for window in [k async for k in redis.scan_iter(match=patterns["window"], count=500)]:
+            receipt.window_events += await self.eraser.window.erase(_text(window)[len(keys.STM_WINDOW_PREFIX) :], self.event_erased)
+        for handoff in [k async for k in redis.scan_iter(match=patterns["handoff"], count=500)]:
+            if await self.eraser.window.erase_from_handoff(_text(handoff), self.event_erased):
+                receipt.redis_keys += 1
+        markers = [k async for k in redis.scan_iter(match=patterns["applied"], count=500) if self.event_id_erased(_last_part(k))]
+        receipt.redis_keys += await self._delete(markers) + await self._delete(sorted(keys.task_dedup_key(t) for t in task_ids))
+
+    def _result_erased(self, task_id: str, erased_tasks: set[str]) -> bool:
+        return task_id in erased_tasks or self.event_id_erased(checked_event_id(task_id))
 
     async def _delete(self, names: list[Any]) -> int:
         deleted = 0
         for i in range(0, len(names), _DELETE_BATCH):
-            deleted += int(await self.redis.delete(*names[i : i + _DELETE_BATCH]))
+            deleted += int(await self.eraser.redis.delete(*names[i : i + _DELETE_BATCH]))
         return deleted
 
 
-_COUNTS = ("redis_keys", "queued_tasks", "dead_letters", "task_results", "events", "chains", "formation_records", "embeddings")
+def _of_user(task: task_pb2.Task, tenant_id: str, user_id: str) -> bool:
+    return (task.scope.tenant_id, task.scope.user_id) == (tenant_id, user_id)
 
 
-async def erased_since(redis: Redis, tenant_id: str, user_id: str) -> float | None:
-    """The user's tombstone (epoch seconds), or None."""
-    raw = await redis.get(keys.erasure_key(tenant_id, user_id))
-    return float(raw) if raw else None
+def _text(raw: bytes | str) -> str:
+    return raw.decode() if isinstance(raw, bytes) else raw
+
+
+def _last_part(key: bytes | str) -> str:
+    """The last `:`-separated part of a key: the task id of a result key, the event id of a marker."""
+    return _text(key).rsplit(":", 1)[-1]
+
+
+_COUNTS = (
+    "redis_keys", "queued_tasks", "dead_letters", "task_results", "window_events",
+    "events", "chains", "chains_rebuilt", "formation_records", "embeddings",
+)

@@ -40,17 +40,31 @@ from athena.memory.v1 import memory_pb2
 from athena.queue import FairQueue, chain_check_task_id
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog, InsertOutcome
+from athena.tombstones import millis
 from athena_ingest.redis_step import RedisStep
 from athena_ingest.validation import Limits, raise_if_any, validate_new_event, validate_scope
 
-__all__ = ["Ingestor", "new_event_id"]
+__all__ = ["Ingestor", "event_id_millis", "new_event_id"]
 
 log = logging.getLogger("athena.ingest")
 
 
-def new_event_id() -> str:
-    # Time-ordered (ms, hex) then random: sorts by arrival, unique without coordination.
-    return f"ev_{time.time_ns() // 1_000_000:012x}{secrets.token_hex(8)}"
+def new_event_id(stored_ms: int | None = None) -> str:
+    """Its event's stored_at (epoch ms, hex) then random: sorts by arrival, unique without
+    coordination, and says on which side of an erasure tombstone the event is (event_id_millis)."""
+    stamp = time.time_ns() // 1_000_000 if stored_ms is None else stored_ms
+    return f"ev_{stamp:012x}{secrets.token_hex(8)}"
+
+
+def event_id_millis(event_id: str) -> int | None:
+    """The stored_at (epoch ms) an id of `new_event_id` carries; None for any other string."""
+    stamp = event_id[3:15]
+    if not event_id.startswith("ev_") or len(stamp) != 12:
+        return None
+    try:
+        return int(stamp, 16)
+    except ValueError:
+        return None
 
 
 def new_commit_id() -> str:
@@ -96,10 +110,11 @@ class Ingestor:
     async def store(self, scope: memory_pb2.Scope, new_events: Sequence[memory_pb2.NewEvent]) -> list[memory_pb2.StoreEventResponse]:
         """Store validated events of one scope, in order. Raises DependencyUnavailable on an outage."""
         now = datetime.now(timezone.utc)
-        stored_at = to_timestamp(now)
+        # Whole milliseconds: the erasure tombstone compares stored_at with erased_at at that grain (athena.tombstones).
+        stored_at = to_timestamp(now.replace(microsecond=now.microsecond // 1000 * 1000))
         events = []
         for ne in new_events:
-            event_id = new_event_id()
+            event_id = new_event_id(millis(stored_at))
             events.append(
                 memory_pb2.Event(
                     id=event_id,
@@ -190,3 +205,19 @@ class Ingestor:
                 await self.repair_pending()
             except DependencyUnavailable as exc:
                 log.warning("pending repair skipped: %s", exc)
+
+    async def backfill_metadata_pairs_forever(self, *, interval: float = 60.0) -> None:
+        """Run the event log's one-time metadata_pairs backfill (EventLog.backfill_metadata_pairs) in the
+        background until a pass records it done; a failure is logged and the pass retried after
+        `interval`, never ending the service. Until then, metadata filters miss the events stored
+        before the field existed."""
+        while True:
+            try:
+                filled = await self.event_log.backfill_metadata_pairs()
+            except Exception as exc:  # any failure: the service goes on, the backfill tries again later
+                log.warning("metadata_pairs backfill failed, retrying in %.0f s: %r", interval, exc)
+            else:
+                if not filled:
+                    return
+                log.info("metadata_pairs backfill filled %d events; one more pass in %.0f s", filled, interval)
+            await asyncio.sleep(interval)

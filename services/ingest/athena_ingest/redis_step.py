@@ -23,6 +23,7 @@ from athena.memory.v1 import memory_pb2
 from athena.queue import ENQUEUE_FN, TASK_DEDUP_TTL_SECONDS, FairQueue, chain_check_task
 from athena.redis_util import redis_unavailable
 from athena.stm import APPEND_TO_WINDOW_FN, APPLIED_MARKER_TTL_SECONDS, ShortTermWindow
+from athena.tombstones import millis
 from athena.tracing import inject_context, producer_span
 
 __all__ = ["APPLY_EVENTS", "RedisStep"]
@@ -30,14 +31,16 @@ __all__ = ["APPLY_EVENTS", "RedisStep"]
 APPLY_EVENTS = APPEND_TO_WINDOW_FN + ENQUEUE_FN + """
 -- KEYS[1] dispatcher   KEYS[2..] the erasure tombstone of each user the batch holds
 -- ARGV[1] window cap (events)   ARGV[2] applied marker ttl (s)   ARGV[3] task dedup ttl (s)
--- then 9 per event: the KEYS index of its user's tombstone, its stored_at (epoch seconds), its
+-- then 9 per event: the KEYS index of its user's tombstone, its stored_at (epoch milliseconds), its
 -- window list, its applied marker, its bytes, and its chain check: scope queue, task dedup key,
 -- envelope bytes, scope id (all four empty when the event triggers no check)
 -- Appends each event to its window and queues its check, in order, except events stored at or before
 -- their user's tombstone. Returns the 0-based positions of the events it dropped for that.
 local erased = {}
 for k = 2, #KEYS do
-  erased[k] = tonumber(redis.call('GET', KEYS[k]) or '')
+  -- the tombstone (epoch seconds) as whole milliseconds, as athena.tombstones.millis reads it
+  local seconds = tonumber(redis.call('GET', KEYS[k]) or '')
+  erased[k] = seconds and math.floor(math.floor(seconds * 1e6 + 0.5) / 1000)
 end
 local dropped = {}
 local n = 0
@@ -87,7 +90,7 @@ class RedisStep:
             now = datetime.now(timezone.utc)  # one enqueue time for the batch: it is one write
             for event, check in zip(events, checks):
                 tombstone_at = users.setdefault((event.scope.tenant_id, event.scope.user_id), len(users) + 2)  # its KEYS index
-                args += [tombstone_at, repr(event.stored_at.ToNanoseconds() / 1e9), *self._window.append_args(event)]
+                args += [tombstone_at, millis(event.stored_at), *self._window.append_args(event)]
                 if check:
                     (queue_key, _dispatcher, dedup_key), (envelope, scope_id, _ttl) = self._queue.enqueue_args(
                         chain_check_task(scope=event.scope, event_id=event.id, trace_context=carrier, now=now)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import NamedTuple
 
 from athena.auth import public_auth_interceptor, server_credentials
 from athena.config import Settings
@@ -14,18 +15,32 @@ from athena.redis_util import connect_redis
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog, connect_mongo
 from athena.telemetry import run_service
+from athena.tombstones import MongoTombstones
 from athena_ingest.erasure import Eraser
 from athena_ingest.ingestor import Ingestor
+from athena_ingest.persistence_rewrite import PersistenceRewrite
 from athena_ingest.servicer import MemoryServicer
 from athena_ingest.validation import Limits
 
-__all__ = ["build_ingest", "main", "serve"]
+__all__ = ["IngestParts", "build_ingest", "build_ingest_parts", "main", "serve"]
 
 SERVICE = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"]
 SERVICE_NAME = SERVICE.full_name
 
 
+class IngestParts(NamedTuple):
+    host: ServiceHost
+    ingestor: Ingestor
+    persistence_rewrite: PersistenceRewrite | None
+    """Rewrites Redis's files after erasures (its loop runs in `serve`); None when ERASURE_AOF_REWRITE is off."""
+
+
 async def build_ingest(settings: Settings) -> tuple[ServiceHost, Ingestor]:
+    parts = await build_ingest_parts(settings)
+    return parts.host, parts.ingestor
+
+
+async def build_ingest_parts(settings: Settings) -> IngestParts:
     # Configuration first: a service without a credential source must not even connect to its stores.
     auth = public_auth_interceptor(settings, [SERVICE])
     credentials = server_credentials(settings)
@@ -48,7 +63,18 @@ async def build_ingest(settings: Settings) -> tuple[ServiceHost, Ingestor]:
         enqueue_checks=settings.enable_memory_workers,
     )
     formation = FormationClient.from_settings(settings, timeout=10.0)
-    eraser = Eraser(redis=redis, queue=queue, mongo=mongo, database=settings.mongodb_database, formation=formation)
+    persistence_rewrite = (
+        PersistenceRewrite(redis, min_interval=settings.erasure_aof_rewrite_min_interval_seconds) if settings.erasure_aof_rewrite else None
+    )
+    eraser = Eraser(
+        redis=redis,
+        queue=queue,
+        window=window,
+        event_log=event_log,
+        tombstones=MongoTombstones(mongo, settings.mongodb_database),
+        formation=formation,
+        persistence_rewrite=persistence_rewrite,
+    )
     servicer = MemoryServicer(ingestor=ingestor, window=window, formation=formation, eraser=eraser)
 
     async def close() -> None:
@@ -72,16 +98,21 @@ async def build_ingest(settings: Settings) -> tuple[ServiceHost, Ingestor]:
         auth=auth,
         credentials=credentials,
     )
-    return host, ingestor
+    return IngestParts(host, ingestor, persistence_rewrite)
 
 
 async def serve(settings: Settings) -> None:
-    host, ingestor = await build_ingest(settings)
+    host, ingestor, persistence_rewrite = await build_ingest_parts(settings)
     repair = asyncio.create_task(ingestor.repair_forever())
+    rewrite = asyncio.create_task(persistence_rewrite.run_forever()) if persistence_rewrite is not None else None
+    backfill = asyncio.create_task(ingestor.backfill_metadata_pairs_forever())
     try:
         await host.run()
     finally:
         repair.cancel()
+        if rewrite is not None:
+            rewrite.cancel()
+        backfill.cancel()
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from athena.formation_client import FormationClient
 from athena.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow
+from athena_ingest.context_page import decode_cursor, encode_cursor, events_budget, fit_chains, read_page
 from athena_ingest.erasure import Eraser, validate_forget
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.validation import (
@@ -49,16 +50,22 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     async def GetContext(
         self, request: memory_pb2.GetContextRequest, context: grpc.aio.ServicerContext
     ) -> memory_pb2.GetContextResponse:
+        """One page of the window (athena_ingest.context_page): the answer stays under the transport
+        limit however large the window, and relevant chains come on the first page only."""
         raise_if_any(validate_get_context(request, limits=self.ingestor.limits))
-        search = memory_pb2.SearchMemoryRequest(scope=request.scope, query=request.query, limit=request.chain_limit or 3)
-
+        cursor = decode_cursor(request.page_token, max_remaining=self.ingestor.limits.max_window_events)
+        chains = await self._relevant_chains(request) if request.query and cursor is None else []
         with redis_unavailable():
-            events = await self.window.read(request.scope, limit=request.limit)
-        response = memory_pb2.GetContextResponse(events=events)
-        if request.query:
-            found = await self.formation.call(self.formation.stub.SearchMemory, search)
-            response.relevant_chains.extend(found.hits)
-        return response
+            page = await read_page(self.window, request.scope, cursor, limit=request.limit, budget=events_budget(chains))
+        return memory_pb2.GetContextResponse(
+            events=page.events, relevant_chains=chains, next_page_token=encode_cursor(page.next) if page.next else ""
+        )
+
+    async def _relevant_chains(self, request: memory_pb2.GetContextRequest) -> list[memory_pb2.SearchHit]:
+        """The chains most relevant to the request's query, best first, within CHAINS_BUDGET_BYTES."""
+        search = memory_pb2.SearchMemoryRequest(scope=request.scope, query=request.query, limit=request.chain_limit or 3)
+        found = await self.formation.call(self.formation.stub.SearchMemory, search)
+        return fit_chains(found.hits)
 
     async def SearchMemory(
         self, request: memory_pb2.SearchMemoryRequest, context: grpc.aio.ServicerContext

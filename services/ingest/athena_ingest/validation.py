@@ -6,9 +6,11 @@ The rules (docs/api.md, "Limits"):
   bounded in bytes, no control characters except tab, newline and carriage return. Text is refused,
   never silently stripped: what is stored is byte for byte what the client sent;
 - metadata keys: 1..N bytes, no control character at all, no '.' and no leading '$' (they are field
-  names in MongoDB, and a filter could never address such a key);
+  names of the stored `metadata` document in MongoDB). Any other character is allowed: filters compare
+  keys as values, never as field paths (docs/security.md, "Metadata filters");
 - timestamps: valid protobuf Timestamps between EVENT_EARLIEST_TIMESTAMP and now + the allowed skew;
-- counts (batch size, metadata entries, filters, result limits) inside their ranges.
+- counts (batch size, metadata entries, filters, result limits) inside their ranges;
+- page tokens: empty or one a previous page issued (decoded and range-checked, never trusted).
 Field paths follow google.rpc.BadRequest: `events[3].metadata["k"]`.
 """
 
@@ -26,6 +28,7 @@ from athena.config import Settings
 from athena.errors import FieldViolation, InvalidArgument
 from athena.events import ROLE_NAMES, TYPE_NAMES
 from athena.memory.v1 import memory_pb2
+from athena_ingest.context_page import decode_cursor
 
 __all__ = [
     "ID_PATTERN",
@@ -201,7 +204,17 @@ def validate_get_context(request: memory_pb2.GetContextRequest, *, limits: Limit
     out += _range_violation(request.chain_limit, "chain_limit", top=MAX_CONTEXT_CHAINS, zero_means="default 3")
     if request.query:
         out += _text_violations(request.query, "query", max_bytes=limits.max_query_bytes, required=True)
+    out += _context_token_violations(request.page_token, limits=limits)
     return out
+
+
+def _context_token_violations(token: str, *, limits: Limits) -> list[FieldViolation]:
+    """A GetContext page_token must be one a previous answer returned (context_page.decode_cursor)."""
+    try:
+        decode_cursor(token, max_remaining=limits.max_window_events)
+    except ValueError:
+        return [FieldViolation("page_token", "is not a token this service issued")]
+    return []
 
 
 def validate_search(request: memory_pb2.SearchMemoryRequest, *, limits: Limits) -> list[FieldViolation]:

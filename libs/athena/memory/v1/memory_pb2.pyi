@@ -347,12 +347,19 @@ class GetContextRequest(_message.Message):
     LIMIT_FIELD_NUMBER: _builtins.int
     QUERY_FIELD_NUMBER: _builtins.int
     CHAIN_LIMIT_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     limit: _builtins.int
-    """How many of the most recent events to return; 0 means the whole window."""
+    """The selection: how many of the most recent events to return; 0 means the whole window."""
     query: _builtins.str
-    """Optional: also return the chains most relevant to this text."""
+    """Optional: also return the chains most relevant to this text (on the first page only)."""
     chain_limit: _builtins.int
     """How many relevant chains at most (default 3) when query is set."""
+    page_token: _builtins.str
+    """Empty for the first page (the newest events of the selection); else a previous answer's
+    next_page_token, for the next older page of that answer's selection. The token carries the
+    selection: limit, query and chain_limit are still validated but do not change a later page.
+    A token that was not issued by this service is INVALID_ARGUMENT naming page_token.
+    """
     @_builtins.property
     def scope(self) -> Global___Scope: ...
     def __init__(
@@ -362,10 +369,11 @@ class GetContextRequest(_message.Message):
         limit: _builtins.int = ...,
         query: _builtins.str = ...,
         chain_limit: _builtins.int = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_limit", b"chain_limit", "limit", b"limit", "query", b"query", "scope", b"scope"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_limit", b"chain_limit", "limit", b"limit", "page_token", b"page_token", "query", b"query", "scope", b"scope"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -377,23 +385,39 @@ class GetContextResponse(_message.Message):
 
     EVENTS_FIELD_NUMBER: _builtins.int
     RELEVANT_CHAINS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Set when older events of the selection did not fit on this page: pass it as page_token for the
+    next older page. Empty on the last page. The pages, the last one received first, concatenated
+    give the selection oldest first, each event exactly once (events that left the window between
+    pages are not returned; events stored between pages are not part of the selection).
+    """
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___Event]:
-        """Oldest first."""
+        """The newest events of the selection not returned on an earlier page that fit the answer's byte
+        budget (a margin under gRPC's 4 MiB default message limit, less what relevant_chains take),
+        oldest first within the page; at least one event when any is left. Empty when the page's
+        anchor (the oldest event of the previous page) has left the window since (cut into a chain or
+        erased).
+        """
 
     @_builtins.property
     def relevant_chains(self) -> _containers.RepeatedCompositeFieldContainer[Global___SearchHit]:
-        """The chains most relevant to the query, best first (only when a query was given)."""
+        """The chains most relevant to the query, best first (only when a query was given, and on the
+        first page only). Fewer than chain_limit when more would pass 1 MiB: the lowest-ranked are left
+        out.
+        """
 
     def __init__(
         self,
         *,
         events: _abc.Iterable[Global___Event] | None = ...,
         relevant_chains: _abc.Iterable[Global___SearchHit] | None = ...,
+        next_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "relevant_chains", b"relevant_chains"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "next_page_token", b"next_page_token", "relevant_chains", b"relevant_chains"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -812,7 +836,9 @@ Global___ForgetUserRequest: _TypeAlias = ForgetUserRequest  # noqa: Y015
 
 @_typing.final
 class ForgetUserResponse(_message.Message):
-    """What was erased, counted per store. A repeated call returns zeros."""
+    """What was erased, counted per store: everything derived from the user's events stored at or before
+    erased_at. A repeated call erases only what was stored since the previous one.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -825,8 +851,10 @@ class ForgetUserResponse(_message.Message):
     FORMATION_RECORDS_FIELD_NUMBER: _builtins.int
     EMBEDDINGS_FIELD_NUMBER: _builtins.int
     ERASED_AT_FIELD_NUMBER: _builtins.int
+    WINDOW_EVENTS_FIELD_NUMBER: _builtins.int
+    CHAINS_REBUILT_FIELD_NUMBER: _builtins.int
     redis_keys: _builtins.int
-    """Redis: windows, applied markers, hand-offs, leases and task dedup keys of the user's scopes."""
+    """Redis: applied markers, parked hand-offs (deleted or rewritten), leases and task dedup keys."""
     queued_tasks: _builtins.int
     """Task envelopes removed from the user's scope queues."""
     dead_letters: _builtins.int
@@ -838,12 +866,20 @@ class ForgetUserResponse(_message.Message):
     chains: _builtins.int
     """cognitive_chains documents deleted."""
     formation_records: _builtins.int
-    """formation_outcomes records deleted (created, merged and rejected segments)."""
+    """formation_outcomes records deleted or cut down to their later events (created, merged and
+    rejected segments).
+    """
     embeddings: _builtins.int
     """Milvus embeddings deleted."""
+    window_events: _builtins.int
+    """Events removed from the user's short-term windows."""
+    chains_rebuilt: _builtins.int
+    """Chains that also held events stored after erased_at: re-formed from those events alone."""
     @_builtins.property
     def erased_at(self) -> _timestamp_pb2.Timestamp:
-        """The tombstone time: anything of the user stored or queued at or before it is dropped."""
+        """The tombstone time (whole milliseconds): anything of the user stored or queued at or before it is
+        erased; events stored after it are a new memory and are kept.
+        """
 
     def __init__(
         self,
@@ -857,10 +893,12 @@ class ForgetUserResponse(_message.Message):
         formation_records: _builtins.int = ...,
         embeddings: _builtins.int = ...,
         erased_at: _timestamp_pb2.Timestamp | None = ...,
+        window_events: _builtins.int = ...,
+        chains_rebuilt: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["erased_at", b"erased_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chains", b"chains", "dead_letters", b"dead_letters", "embeddings", b"embeddings", "erased_at", b"erased_at", "events", b"events", "formation_records", b"formation_records", "queued_tasks", b"queued_tasks", "redis_keys", b"redis_keys", "task_results", b"task_results"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chains", b"chains", "chains_rebuilt", b"chains_rebuilt", "dead_letters", b"dead_letters", "embeddings", b"embeddings", "erased_at", b"erased_at", "events", b"events", "formation_records", b"formation_records", "queued_tasks", b"queued_tasks", "redis_keys", b"redis_keys", "task_results", b"task_results", "window_events", b"window_events"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -94,6 +94,7 @@ class MemoryServiceServicer:
 
     def GetContext(self, request, context):
         """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains.
+        Paged: an answer stays under gRPC's 4 MiB default message limit, the newest events first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -122,11 +123,12 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ForgetUser(self, request, context):
-        """Erase everything Athena holds about a user in a tenant (all of the user's agents): short-term
-        windows, queued and dead-lettered tasks, task results, events, chains, formation records and
-        embeddings. Idempotent (a repeat returns zeros). Tasks of the user that were queued or in flight
-        before the call never hand anything to formation afterwards (tombstone; docs/architecture.md,
-        "Erasure"). Events stored after the call start a new, separate memory.
+        """Erase everything Athena holds about a user in a tenant (all of the user's agents) that derives
+        from events stored up to the call: short-term window entries, queued and dead-lettered tasks,
+        task results, events, chains, formation records and embeddings. Idempotent (a repeat erases only
+        what came since). Work of the user queued or in flight before the call never hands anything of
+        those events to formation afterwards (tombstone; docs/architecture.md, "Erasure"). Events stored
+        after the call start a new, separate memory and are kept, in every store.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -42,7 +42,9 @@ class MemoryServiceStub:
     The batch is validated whole before anything is written.
     """
     GetContext: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetContextRequest, _memory_pb2.GetContextResponse]
-    """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains."""
+    """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains.
+    Paged: an answer stays under gRPC's 4 MiB default message limit, the newest events first.
+    """
     SearchMemory: _grpc.UnaryUnaryMultiCallable[_memory_pb2.SearchMemoryRequest, _memory_pb2.SearchMemoryResponse]
     """Chains of a tenant's user (agent optional) ranked by cosine similarity to the query.
     A recall warms the chains it returns.
@@ -52,11 +54,12 @@ class MemoryServiceStub:
     ListChains: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]
     """A scope's chains, most recent first, paged, filterable by status."""
     ForgetUser: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ForgetUserRequest, _memory_pb2.ForgetUserResponse]
-    """Erase everything Athena holds about a user in a tenant (all of the user's agents): short-term
-    windows, queued and dead-lettered tasks, task results, events, chains, formation records and
-    embeddings. Idempotent (a repeat returns zeros). Tasks of the user that were queued or in flight
-    before the call never hand anything to formation afterwards (tombstone; docs/architecture.md,
-    "Erasure"). Events stored after the call start a new, separate memory.
+    """Erase everything Athena holds about a user in a tenant (all of the user's agents) that derives
+    from events stored up to the call: short-term window entries, queued and dead-lettered tasks,
+    task results, events, chains, formation records and embeddings. Idempotent (a repeat erases only
+    what came since). Work of the user queued or in flight before the call never hands anything of
+    those events to formation afterwards (tombstone; docs/architecture.md, "Erasure"). Events stored
+    after the call start a new, separate memory and are kept, in every store.
     """
 
 @_typing.type_check_only
@@ -73,7 +76,9 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     The batch is validated whole before anything is written.
     """
     GetContext: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetContextRequest, _memory_pb2.GetContextResponse]  # type: ignore[assignment]
-    """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains."""
+    """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains.
+    Paged: an answer stays under gRPC's 4 MiB default message limit, the newest events first.
+    """
     SearchMemory: _aio.UnaryUnaryMultiCallable[_memory_pb2.SearchMemoryRequest, _memory_pb2.SearchMemoryResponse]  # type: ignore[assignment]
     """Chains of a tenant's user (agent optional) ranked by cosine similarity to the query.
     A recall warms the chains it returns.
@@ -83,11 +88,12 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     ListChains: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]  # type: ignore[assignment]
     """A scope's chains, most recent first, paged, filterable by status."""
     ForgetUser: _aio.UnaryUnaryMultiCallable[_memory_pb2.ForgetUserRequest, _memory_pb2.ForgetUserResponse]  # type: ignore[assignment]
-    """Erase everything Athena holds about a user in a tenant (all of the user's agents): short-term
-    windows, queued and dead-lettered tasks, task results, events, chains, formation records and
-    embeddings. Idempotent (a repeat returns zeros). Tasks of the user that were queued or in flight
-    before the call never hand anything to formation afterwards (tombstone; docs/architecture.md,
-    "Erasure"). Events stored after the call start a new, separate memory.
+    """Erase everything Athena holds about a user in a tenant (all of the user's agents) that derives
+    from events stored up to the call: short-term window entries, queued and dead-lettered tasks,
+    task results, events, chains, formation records and embeddings. Idempotent (a repeat erases only
+    what came since). Work of the user queued or in flight before the call never hands anything of
+    those events to formation afterwards (tombstone; docs/architecture.md, "Erasure"). Events stored
+    after the call start a new, separate memory and are kept, in every store.
     """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -119,7 +125,9 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_pb2.GetContextRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_pb2.GetContextResponse, _abc.Awaitable[_memory_pb2.GetContextResponse]]:
-        """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains."""
+        """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains.
+        Paged: an answer stays under gRPC's 4 MiB default message limit, the newest events first.
+        """
 
     @_abc_1.abstractmethod
     def SearchMemory(
@@ -153,11 +161,12 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_pb2.ForgetUserRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_pb2.ForgetUserResponse, _abc.Awaitable[_memory_pb2.ForgetUserResponse]]:
-        """Erase everything Athena holds about a user in a tenant (all of the user's agents): short-term
-        windows, queued and dead-lettered tasks, task results, events, chains, formation records and
-        embeddings. Idempotent (a repeat returns zeros). Tasks of the user that were queued or in flight
-        before the call never hand anything to formation afterwards (tombstone; docs/architecture.md,
-        "Erasure"). Events stored after the call start a new, separate memory.
+        """Erase everything Athena holds about a user in a tenant (all of the user's agents) that derives
+        from events stored up to the call: short-term window entries, queued and dead-lettered tasks,
+        task results, events, chains, formation records and embeddings. Idempotent (a repeat erases only
+        what came since). Work of the user queued or in flight before the call never hands anything of
+        those events to formation afterwards (tombstone; docs/architecture.md, "Erasure"). Events stored
+        after the call start a new, separate memory and are kept, in every store.
         """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
