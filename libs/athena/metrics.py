@@ -87,7 +87,7 @@ TASK_SECONDS = Histogram("memos_task_seconds", "Time one task attempt took.", ["
 # --- cognition ---------------------------------------------------------------------------------------
 CHAIN_BREAK_DECISIONS = Counter(
     "memos_chain_break_decisions_total",
-    "Chain-break decisions by path (workflow_skip, first_message, high, low, llm_true, llm_false, llm_fallback, force_flush, agent_opened).",
+    "Chain-break decisions by path (workflow_skip, first_message, high, low, llm_true, llm_false, llm_fallback, force_flush, agent_opened, time_gap; flush for window flushes).",
     ["scorer", "path"],
 )
 CHAIN_BREAK_SCORE = Histogram("memos_chain_break_score", "Continuity scores the gate saw.", ["scorer"], buckets=_UNIT)

@@ -17,6 +17,7 @@ __all__ = [
     "APPEND_TO_WINDOW_FN",
     "APPLIED_MARKER_TTL_SECONDS",
     "CUT_SEGMENT",
+    "FORGET_QUIET_AGENT",
     "REMOVE_EVENTS",
     "REWRITE_HANDOFF",
     "ShortTermWindow",
@@ -58,6 +59,7 @@ class ShortTermWindow:
         self.max_events = max_events
         self._cut = redis.register_script(CUT_SEGMENT)
         self._remove = redis.register_script(REMOVE_EVENTS)
+        self._forget_quiet_agent = redis.register_script(FORGET_QUIET_AGENT)
         self._rewrite_handoff = redis.register_script(REWRITE_HANDOFF)
 
     def append_args(self, event: memory_pb2.Event) -> tuple[str, str, bytes]:
@@ -108,14 +110,38 @@ class ShortTermWindow:
     async def read_raw(self, scope: memory_pb2.Scope) -> list[bytes]:
         return list(await self.redis.lrange(keys.stm_window_key(scope_key(scope)), 0, -1))
 
-    async def erase(self, scope: str, erased: Callable[[memory_pb2.Event], bool]) -> int:
+    async def newest(self, scope_id: str) -> tuple[memory_pb2.Event | None, int]:
+        """The window's newest event (None when empty) and how many events it holds, in one round trip."""
+        window = keys.stm_window_key(scope_id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.lindex(window, -1)
+            pipe.llen(window)
+            raw, length = await pipe.execute()
+        return (parse_event(raw) if raw is not None else None), int(length)
+
+    async def erase(self, scope_id: str, erased: Callable[[memory_pb2.Event], bool]) -> int:
         """Remove the window's events for which `erased` is true, keeping the others in order
         (REMOVE_EVENTS: appends and cuts around it stay atomic). Returns how many were removed."""
-        window = keys.stm_window_key(scope)
+        window = keys.stm_window_key(scope_id)
         doomed = [raw for raw in await self.redis.lrange(window, 0, -1) if erased(parse_event(raw))]
         if not doomed:
             return 0
-        return int(await self._remove(keys=[window], args=doomed))
+        return int(await self._remove(keys=[window, keys.STM_ACTIVITY], args=[scope_id, *doomed]))
+
+    async def forget_quiet_agents(self, tenant_id: str, user_id: str) -> int:
+        """Take the user's agents that hold no open event (empty window, nothing parked) out of the
+        user's agents set (erasure). Returns how many left it."""
+        agents_key = keys.stm_user_agents_key(tenant_id, user_id)
+        left = 0
+        for raw in await self.redis.smembers(agents_key):
+            agent_id = raw.decode() if isinstance(raw, bytes) else raw
+            scope_id = keys.scope_id(tenant_id, user_id, agent_id)
+            left += int(
+                await self._forget_quiet_agent(
+                    keys=[keys.stm_window_key(scope_id), keys.stm_parked_key(scope_id), agents_key], args=[agent_id]
+                )
+            )
+        return left
 
     async def erase_from_handoff(self, handoff_key: str, erased: Callable[[memory_pb2.Event], bool]) -> bool:
         """Remove the events for which `erased` is true from a parked segment: the hand-off is deleted
@@ -132,20 +158,31 @@ class ShortTermWindow:
             del segment.events[:]
             segment.events.extend(kept)
             rest = segment.SerializeToString() if kept else b""
-            if await self._rewrite_handoff(keys=[handoff_key], args=[parked, rest]):
+            parked_set = keys.stm_parked_key(keys.stm_handoff_scope(handoff_key))
+            if await self._rewrite_handoff(keys=[handoff_key, parked_set], args=[parked, rest]):
                 return True
         raise DependencyUnavailable("redis", f"hand-off {handoff_key} kept changing while it was erased")
 
     async def cut(
         self, scope: memory_pb2.Scope, *, head: Sequence[bytes], handoff_key: str, segment: bytes, decision: str
     ) -> bool:
-        """Remove `head` (the window's first events, as read) and park `segment` at `handoff_key`, atomically."""
+        """Remove `head` (the window's first events, as read) and park `segment` at `handoff_key`
+        (listed in the scope's parked set, where search finds it), atomically."""
+        scope_id = scope_key(scope)
         return bool(
             await self._cut(
-                keys=[keys.stm_window_key(scope_key(scope)), handoff_key],
+                keys=[keys.stm_window_key(scope_id), handoff_key, keys.stm_parked_key(scope_id)],
                 args=[len(head), head[0], head[-1], segment, decision],
             )
         )
+
+    async def drop_handoff(self, scope: memory_pb2.Scope, handoff_key: str) -> None:
+        """Delete a parked segment's hand-off key and its entry in the scope's parked set, in one
+        transaction (formation answered for it, or the user was erased meanwhile)."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.delete(handoff_key)
+            pipe.srem(keys.stm_parked_key(scope_key(scope)), handoff_key)
+            await pipe.execute()
 
 
 def parse_event(raw: bytes) -> memory_pb2.Event:
@@ -155,7 +192,7 @@ def parse_event(raw: bytes) -> memory_pb2.Event:
 
 
 CUT_SEGMENT = """
--- KEYS[1] window list   KEYS[2] handoff key of the task that cuts
+-- KEYS[1] window list   KEYS[2] handoff key of the task that cuts   KEYS[3] the scope's parked set
 -- ARGV[1] how many events to cut from the head   ARGV[2] the first of them, as stored
 -- ARGV[3] the last of them, as stored   ARGV[4] the segment to hand off (bytes)
 -- ARGV[5] the decision that cut it (JSON)
@@ -168,23 +205,39 @@ if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[2] or redis.call('LINDEX', KEYS[1], 
 end
 redis.call('LTRIM', KEYS[1], n, -1)
 redis.call('HSET', KEYS[2], 'segment', ARGV[4], 'decision', ARGV[5])
+redis.call('SADD', KEYS[3], KEYS[2])
 return 1
 """
 
 REMOVE_EVENTS = """
--- KEYS[1] window list
--- ARGV[1..] events to remove, as stored
+-- KEYS[1] window list   KEYS[2] window activity zset
+-- ARGV[1] scope id   ARGV[2..] events to remove, as stored
 -- Erasure (ForgetUser): removes these events wherever they are in the window; the rest keep their
--- order. Returns how many were removed.
+-- order. A window left empty leaves the activity zset too (nothing is left to flush).
+-- Returns how many were removed.
 local removed = 0
-for i = 1, #ARGV do
+for i = 2, #ARGV do
   removed = removed + redis.call('LREM', KEYS[1], 0, ARGV[i])
+end
+if redis.call('LLEN', KEYS[1]) == 0 then
+  redis.call('ZREM', KEYS[2], ARGV[1])
 end
 return removed
 """
 
+FORGET_QUIET_AGENT = """
+-- KEYS[1] the scope's window   KEYS[2] the scope's parked set   KEYS[3] the user's agents set
+-- ARGV[1] agent id
+-- Erasure (ForgetUser): the agent leaves its user's agents set when it holds no open event any more
+-- (an empty window and no parked segment). Returns 1 when it left, else 0.
+if redis.call('LLEN', KEYS[1]) > 0 or redis.call('SCARD', KEYS[2]) > 0 then
+  return 0
+end
+return redis.call('SREM', KEYS[3], ARGV[1])
+"""
+
 REWRITE_HANDOFF = """
--- KEYS[1] hand-off hash
+-- KEYS[1] hand-off hash   KEYS[2] its scope's parked set
 -- ARGV[1] the parked segment, as read   ARGV[2] what replaces it (empty: delete the hand-off)
 -- Erasure (ForgetUser) of some of a parked segment's events, only if the segment is still the one
 -- read. Returns 1 when done, 0 when the hand-off changed (read it again).
@@ -193,6 +246,7 @@ if redis.call('HGET', KEYS[1], 'segment') ~= ARGV[1] then
 end
 if ARGV[2] == '' then
   redis.call('DEL', KEYS[1])
+  redis.call('SREM', KEYS[2], KEYS[1])
 else
   redis.call('HSET', KEYS[1], 'segment', ARGV[2])
 end

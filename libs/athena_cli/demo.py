@@ -80,8 +80,16 @@ async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> No
                 seg,
             )
         console.print(table)
+        # The conversation is over: FlushWindow forms its last topic (the idle flush would, later).
+        flush = await client.flush_window(scope)
+        if flush.task_id:
+            with console.status("FlushWindow: forming the last topic..."):
+                flushed = await wait_until_processed(stack.redis_url, keys.scope_id(tenant, user, agent), [flush.task_id], timeout=timeout)
+            res = flushed.get(flush.task_id, {})
+            console.print(f"FlushWindow closed the conversation: the open segment's {flush.events} events -> {res.get('formation_outcome', '')}")
+            results.update(flushed)
         window = await client.get_full_context(scope)
-        console.print(f"short-term window now holds {len(window)} events (the open segment)")
+        console.print(f"short-term window now holds {len(window)} events")
 
         outcomes = [r.get("formation_outcome", "") for r in results.values()]
         console.print(

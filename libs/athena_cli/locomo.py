@@ -1,8 +1,9 @@
 """`athena eval locomo`: how well SearchMemory finds the evidence of LoCoMo questions.
 
 Each conversation is replayed through the public API (speaker_a as the user, speaker_b as the agent,
-each turn stamped with its session's date and time, its dia_id in the metadata). Once the pipeline
-has decided every user message, each question of categories 1-4 goes to SearchMemory; a question
+each turn stamped with its session's date and time, its dia_id in the metadata; sessions days apart
+are cut at their boundaries by the time gap) and closed with FlushWindow. Once the pipeline has
+decided every user message and formed the last topic, each question of categories 1-4 goes to SearchMemory; a question
 counts as recalled when all its evidence turns are inside the top-k chains. The fixed-size-chunk
 baseline runs in the same process over the same turns with the same embedding model, with chunks of
 the mean size of the chains formed (per conversation), averaged over where the cuts fall.
@@ -65,8 +66,15 @@ def load_conversation(path: Path) -> Conversation:
             if t.get("blip_caption"):
                 text += f" [shares a photo: {t['blip_caption']}]"
             turns.append(Turn(t["dia_id"], "user" if t["speaker"] == speaker_a else "agent", text, start + timedelta(seconds=30 * i)))
-    questions = [q for q in data.get("qa", []) if q.get("category") in (1, 2, 3, 4) and q.get("evidence")]
+    questions = [
+        {**q, "evidence": _evidence_ids(q["evidence"])} for q in data.get("qa", []) if q.get("category") in (1, 2, 3, 4) and q.get("evidence")
+    ]
     return Conversation(path.stem, turns, questions)
+
+
+def _evidence_ids(evidence: Sequence[str]) -> list[str]:
+    """The dia_ids of a question's evidence; the data writes a few as one string ("D8:6; D9:17")."""
+    return [part.strip() for entry in evidence for part in entry.split(";") if part.strip()]
 
 
 def evidence_recall(hits: Sequence[set[str]], evidence: set[str]) -> bool:
@@ -159,6 +167,8 @@ class LocomoReport:
     baseline_hybrid_recalled: float = 0.0
     baseline_hybrid_turns_per_hit: list[float] = field(default_factory=list)
     unformed_turns: int = 0
+    evidence_in_rejected: int = 0
+    """Questions with an evidence turn in no chain (the window is flushed, so: in a rejected segment)."""
 
     def as_json(self) -> dict[str, Any]:
         q = max(1, self.questions)
@@ -179,6 +189,7 @@ class LocomoReport:
             "rejections": self.rejections,
             "mean_chain_turns": round(float(np.mean(self.chain_sizes)), 2) if self.chain_sizes else 0.0,
             "turns_left_in_short_term_window": self.unformed_turns,
+            "evidence_in_rejected": self.evidence_in_rejected,
         }
 
 
@@ -219,6 +230,9 @@ async def run_locomo(
                         task_ids.append(r.task_id)
                 if progress:
                     progress(f"replaying {conv.name}", min(start + batch, len(conv.turns)), len(conv.turns))
+            # The conversation is over: FlushWindow forms its last topic, after every check queued before it.
+            flush = await client.flush_window(scope)
+            task_ids += [flush.task_id] if flush.task_id else []
             results = await wait_until_processed(redis_url, keys.scope_id(TENANT, f"conv-{conv.name}", "locomo"), task_ids, timeout=timeout)
             outcomes = [r.get("formation_outcome", "") for r in results.values()]
             report.merges += outcomes.count("FORM_OUTCOME_MERGED")
@@ -226,6 +240,10 @@ async def run_locomo(
             report.unformed_turns += len(await client.get_full_context(scope))
 
             chains = await client.list_chains(scope)
+            # Every turn is in a chain, the window or a rejected segment: with the window empty, an
+            # evidence turn in no chain is one the quality gate rejected.
+            chained = {event_to_dia.get(e, "") for c in chains for e in c.event_ids}
+            report.evidence_in_rejected += sum(1 for q in conv.questions if not set(q["evidence"]) <= chained)
             if dump is not None:
                 dump.append(
                     {

@@ -23,7 +23,7 @@ STAGE_KEYS = {
                "search_concurrent_per_s", "search_concurrent_vs_one_caller", "search_concurrent_p95_ms", "search_concurrent_callers",
                "search_cold_user_p50_ms", "search_cold_user_p95_ms", "search_cold_users", "search_cold_user_after_warm_up_p95_ms",
                "search_cache_warm_up_s", "search_cold_user_rpc_p50_ms", "search_cold_user_rpc_p95_ms", "search_cold_user_rpc_next_p95_ms",
-               "formation_warm_up_s"},
+               "formation_warm_up_s", "search_open_window_p50_ms", "search_open_window_p95_ms"},
     "cognition": {"decisions_per_s", "decision_embedding_share", "decisions_per_s_pair_cosine", "decisions_per_s_per_process",
                   "decisions_per_s_per_worker", "cognition_workers"},
     "e2e": {"e2e_p95_ms", "e2e_p50_ms", "e2e_floor_p50_ms"},

@@ -90,6 +90,7 @@ async def run(
     arbiter: FakeArbiter | None = None,
     new_index: int | None = None,
     max_events: int = 20,
+    session_gap: float = 0.0,
 ) -> Decision:
     return await decide(
         window,
@@ -99,7 +100,12 @@ async def run(
         thresholds=TH,
         arbiter=arbiter,
         max_events_before_flush=max_events,
+        session_gap_seconds=session_gap,
     )
+
+
+def at(turn: Turn, timestamp: float) -> Turn:
+    return Turn(role=turn.role, type=turn.type, content=turn.content, metadata=turn.metadata, timestamp=timestamp)
 
 
 async def test_first_message_continues() -> None:
@@ -164,6 +170,21 @@ async def test_force_flush_breaks_whatever_the_score() -> None:
     d = await run(window, 0.99)
     assert (d.is_break, d.path, d.score) == (True, "force_flush", None)
     assert (await run(window[:-2] + [user("more")], 0.99)).path == "high"  # 19 events: no flush
+
+
+async def test_a_user_message_long_after_the_event_before_it_closes_the_segment_whatever_the_score() -> None:
+    window = [at(CONVERSATION[0], 1000.0), at(CONVERSATION[1], 1010.0), at(CONVERSATION[2], 1010.0 + 3601)]
+    d = await run(window, 0.99, session_gap=3600)
+    assert d == Decision(is_break=True, path="time_gap", score=None, scorer="fixed", starts_at=2)
+    window = [at(user("first of the day", workflow_id="w"), 1000.0), at(user("next", workflow_id="w"), 1000.0 + 7200)]
+    assert (await run(window, 0.99, session_gap=3600)).path == "time_gap"  # a session boundary holds inside a workflow too
+
+
+async def test_no_time_gap_within_the_limit_without_times_or_when_turned_off() -> None:
+    window = [at(CONVERSATION[0], 1000.0), at(CONVERSATION[1], 1010.0), at(CONVERSATION[2], 1010.0 + 3600)]
+    assert (await run(window, 0.99, session_gap=3600)).path == "high"
+    assert (await run(window[:2] + [at(CONVERSATION[2], 99999.0)], 0.99, session_gap=0)).path == "high"
+    assert (await run(CONVERSATION, 0.99, session_gap=1)).path == "high"  # turns without a time
 
 
 async def test_workflow_skip_comes_before_force_flush() -> None:

@@ -17,6 +17,7 @@ SHARED_LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" /
 REPORT_KEYS = {
     "recall_at_k", "mean_turns_per_hit", "baseline_recall_at_k", "baseline_mean_turns_per_hit", "chains", "questions",
     "baseline_hybrid_recall_at_k", "baseline_hybrid_mean_turns_per_hit", "merges", "rejections", "baseline_chunk_sizes",
+    "turns_left_in_short_term_window", "evidence_in_rejected",
 }
 
 
@@ -46,6 +47,10 @@ async def test_the_eval_replays_a_conversation_and_reports_recall_beside_both_ba
         assert 0.0 <= result[key] <= 1.0
     chained = {t for c in dumped[0]["chains"] for t in c["turns"]}  # type: ignore[index,union-attr]
     assert chained <= {t.dia_id for t in conv.turns}
+    # Closed with FlushWindow: nothing is left in the window, every unchained turn was rejected.
+    assert result["turns_left_in_short_term_window"] == 0
+    unchained = {t.dia_id for t in conv.turns} - chained
+    assert result["evidence_in_rejected"] == sum(1 for q in conv.questions if set(q["evidence"]) & unchained)
     assert 0 < result["mean_turns_per_hit"] <= max(len(c["turns"]) for c in dumped[0]["chains"])  # type: ignore[index,union-attr,arg-type]
 
 

@@ -70,6 +70,31 @@ async def test_search_memory_through_the_public_api_finds_the_returning_topic(pr
         assert context.relevant_chains and context.events
 
 
+async def test_search_finds_the_open_turns_beside_the_chains_cognition_formed_and_no_event_twice(processed: dict, stack: LocalStack) -> None:
+    from athena.memory.v1 import memory_pb2
+
+    scope = AthenaClient.scope(*SAMPLE_SCOPE)
+    async with stack.client() as client:
+        window = await client.get_full_context(scope)
+        chained = {e for c in await client.list_chains(scope) for e in c.event_ids}
+        assert window, "the sample conversation ends with an open segment"
+        hits = await client.search_memory(scope, window[0].content, limit=20)
+    held = [e for h in hits for e in h.event_ids]
+    assert len(held) == len(set(held))
+    open_ids = {e for h in hits if h.source == memory_pb2.HIT_SOURCE_WINDOW for e in h.event_ids}
+    assert window[0].id in open_ids and open_ids <= {e.id for e in window} and not open_ids & chained
+    assert all(list(h.event_ids) == list(h.chain.event_ids) for h in hits)
+    # every segment cognition cut was handed off: its entry left the scope's parked set with its hand-off key
+    from redis.asyncio import Redis
+
+    redis = Redis.from_url(stack.redis_url)
+    try:
+        assert [k async for k in redis.scan_iter(match=f"{keys.STM_PARKED_PREFIX}*")] == []
+        assert [k async for k in redis.scan_iter(match=f"{keys.STM_HANDOFF_PREFIX}*")] == []
+    finally:
+        await redis.aclose()
+
+
 async def test_bad_search_input_is_refused_by_ingest_with_the_field_named(stack: LocalStack) -> None:
     async with stack.client(tenant_id="acme") as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:

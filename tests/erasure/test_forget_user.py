@@ -110,6 +110,8 @@ async def _snapshot_others(s: Stack, exclude: set[str]) -> dict[str, Any]:
         name = k.decode()
         if "acme:alice:" in name or name.startswith(keys.ERASURE_PREFIX) or name == keys.PERSISTENCE_REWRITE_WANTED or name in exclude:
             continue
+        if name == keys.stm_user_agents_key("acme", "alice"):
+            continue
         kind = (await s.redis.type(k)).decode()
         if kind == "list":
             items = await s.redis.lrange(k, 0, -1)
@@ -135,7 +137,7 @@ async def _alice_everywhere(s: Stack) -> dict[str, int]:
     redis_keys = set()
     for pattern in ("*acme:alice:*",):
         redis_keys |= await _scan(s.redis, pattern)
-    out = {"redis_keys_named": len(redis_keys)}
+    out = {"redis_keys_named": len(redis_keys), "agents_with_a_window": await s.redis.scard(keys.stm_user_agents_key("acme", "alice"))}
     out["dispatcher"] = sum(1 for m in await s.redis.lrange(keys.DISPATCHER, 0, -1) if m.startswith(b"acme:alice:"))
     out["dead_letters"] = sum(1 for m in await s.redis.lrange(keys.QUEUE_DEAD_LETTERS, 0, -1) if b"acme" in m and b"alice" in m and b"globex" not in m)
     for z in (keys.QUEUE_LEASES, keys.QUEUE_DELAYED):

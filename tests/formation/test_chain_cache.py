@@ -36,7 +36,7 @@ def test_past_its_bound_the_least_recently_used_documents_go() -> None:
 
 
 async def _search(stub: Any, query: str) -> memory_pb2.SearchMemoryResponse:
-    return await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query=query, limit=1), timeout=30)
+    return await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query=query, limit=1)), timeout=30)
 
 
 async def test_a_search_after_a_merge_answers_with_the_merged_chain_not_the_cached_one(formation: Formation, stub: Any) -> None:

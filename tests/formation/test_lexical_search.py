@@ -169,7 +169,7 @@ async def _form(stub: Any, turns: list[tuple[str, str]]) -> str:
 async def test_a_name_said_once_in_a_long_chat_finds_that_chat_where_the_embedding_alone_prefers_another(formation: Formation, stub: Any) -> None:
     hike = await _form(stub, HIKE_WITH_A_NAME)
     dogs = await _form(stub, DOG_TRAINING)
-    request = memory_pb2.SearchMemoryRequest(scope=SCOPE, query="How is my dog Pepperoni doing?", limit=2)
+    request = formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="How is my dog Pepperoni doing?", limit=2))
 
     response = await stub.SearchMemory(request, timeout=30)
     formation.recall.ranking = Ranking(lexical_weight=0.0, size_prior=0.0)  # the embedding alone
@@ -195,20 +195,20 @@ async def test_chains_carry_their_lexicon_and_a_merge_adds_the_new_segments_word
 
     doc = await formation.store.get(kyoto)
     assert "saiho" in doc["lexicon"] and "nara" in doc["lexicon"]
-    hits = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Saiho-ji moss temple booking", limit=1), timeout=30)
+    hits = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Saiho-ji moss temple booking", limit=1)), timeout=30)
     assert hits.hits[0].chain.id == kyoto and "saiho-ji" in hits.hits[0].matched_terms
 
 
 async def test_the_first_search_reads_a_users_chains_and_later_chains_join_without_a_reread(formation: Formation, stub: Any) -> None:
     await _form(stub, PYTHON_BUG)
-    await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="pydantic", limit=1), timeout=30)
+    await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="pydantic", limit=1)), timeout=30)
     lexicon = await formation.lexical.user(SCOPE.tenant_id, SCOPE.user_id)
     assert len(lexicon) == 1
 
     cooking = await _form(stub, COOKING)
 
     assert len(await formation.lexical.user(SCOPE.tenant_id, SCOPE.user_id)) == 2
-    hits = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="chickpeas", limit=1), timeout=30)
+    hits = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="chickpeas", limit=1)), timeout=30)
     assert hits.hits[0].chain.id == cooking and hits.hits[0].lexical_score > 0
 
 
@@ -217,7 +217,7 @@ async def test_the_archiver_and_erasure_take_chains_out_of_the_lexical_index(for
 
     kyoto = await _form(stub, KYOTO)
     await _form(stub, COOKING)
-    await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto", limit=1), timeout=30)
+    await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto", limit=1)), timeout=30)
     long_ago = (datetime.now(timezone.utc) - timedelta(days=120)).timestamp()
     await formation.store.set_fields(kyoto, {"created_at": long_ago, "last_accessed_at": long_ago})
 

@@ -245,11 +245,14 @@ async def test_non_finite_embeddings_fall_back_to_the_lexical_measures() -> None
 
 
 async def test_min_score_is_the_overall_threshold() -> None:
-    events = SHOULD_PASS["lisbon-trip"]
+    # Risotto, not the Lisbon trip: the trip states a personal fact (a plan, a place, a month, a wife),
+    # which fast and balanced mode admit whatever the overall score (test_personal_facts_gate.py).
+    events = SHOULD_PASS["risotto"]
 
     strict = await gate(events, min_score=0.99)
     lenient = await gate(events, min_score=0.0)
 
+    assert not strict.personal_fact
     assert not strict.passed and strict.reason == "overall_below_min"
     assert lenient.passed
 

@@ -26,7 +26,7 @@ async def test_search_ranks_the_matching_chain_first_and_explains_why(stub) -> N
     kyoto = await _form(stub, KYOTO)
     python = await _form(stub, PYTHON_BUG)
 
-    response = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="temples to see in Kyoto", limit=5), timeout=30)
+    response = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="temples to see in Kyoto", limit=5)), timeout=30)
 
     assert [h.chain.id for h in response.hits][:1] == [kyoto]
     assert response.hits[0].similarity > (response.hits[1].similarity if len(response.hits) > 1 else -1)
@@ -39,7 +39,7 @@ async def test_search_enforces_the_similarity_threshold(stub) -> None:
     await _form(stub, PYTHON_BUG)
 
     response = await stub.SearchMemory(
-        memory_pb2.SearchMemoryRequest(scope=SCOPE, query="temples to see in Kyoto", limit=5, similarity_threshold=0.45), timeout=30
+        formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="temples to see in Kyoto", limit=5, similarity_threshold=0.45)), timeout=30
     )
 
     assert len(response.hits) == 1 and all(h.similarity >= 0.45 for h in response.hits)
@@ -50,7 +50,7 @@ async def test_search_never_returns_another_tenants_or_users_chains(stub) -> Non
     await _form(stub, KYOTO, scope=memory_pb2.Scope(tenant_id="acme", user_id="bob", agent_id="helper"))
     mine = await _form(stub, PYTHON_BUG)
 
-    response = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=10), timeout=30)
+    response = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=10)), timeout=30)
 
     assert [h.chain.id for h in response.hits] == [mine]
 
@@ -59,7 +59,7 @@ async def test_a_recall_warms_the_chain_in_the_answer_and_in_the_store_just_afte
     chain_id = await _form(stub, KYOTO)
     before = await formation.store.get(chain_id)
 
-    response = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto", limit=1), timeout=30)
+    response = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto", limit=1)), timeout=30)
     assert response.hits[0].chain.recall_count == 1  # the answer shows the warmed chain
     await formation.recall.settle()  # its write goes out just after the answer
 
@@ -104,7 +104,7 @@ async def test_the_archiver_deletes_the_embedding_then_archives_and_search_stops
     assert await milvus_ids(formation) == {warm}
     doc = await formation.store.get(cold)
     assert doc["status"] == "archived" and doc["lifecycle"] == "archived"
-    hits = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=5), timeout=30)
+    hits = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=5)), timeout=30)
     assert cold not in [h.chain.id for h in hits.hits]
     chain = await stub.GetChain(memory_pb2.GetChainRequest(scope=SCOPE, chain_id=cold), timeout=30)
     assert chain.status == memory_pb2.CHAIN_STATUS_ARCHIVED
@@ -113,7 +113,7 @@ async def test_the_archiver_deletes_the_embedding_then_archives_and_search_stops
 async def test_the_warm_ups_of_concurrent_searches_all_reach_the_store(formation: Formation, stub) -> None:
     chain_id = await _form(stub, KYOTO)
 
-    await asyncio.gather(*(stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=1), timeout=30) for _ in range(6)))
+    await asyncio.gather(*(stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=1)), timeout=30) for _ in range(6)))
     await formation.recall.settle()
 
     assert (await formation.store.get(chain_id))["recall_count"] == 6
@@ -125,7 +125,7 @@ async def test_search_fills_its_hits_past_chains_whose_documents_say_they_are_no
     # Archived behind the search index's back: its vector and words are still there, its document says no.
     await formation.store.set_fields(kyoto, {"status": "archived"})
 
-    response = await stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=2), timeout=30)
+    response = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=2)), timeout=30)
 
     assert {h.chain.id for h in response.hits} == others
 

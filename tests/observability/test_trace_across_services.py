@@ -48,7 +48,8 @@ async def test_one_user_message_yields_spans_from_every_service_linked_across_th
     await formation.host.start()
     ingest, _ = await build_ingest(settings)
     await ingest.start()
-    cognition, pool = await build_cognition(settings)
+    built = await build_cognition(settings)
+    cognition, pool = built.host, built.pool
     await cognition.start()
     assert pool is not None
     await pool.start()

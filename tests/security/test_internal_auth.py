@@ -19,7 +19,7 @@ SCOPE = memory_pb2.Scope(tenant_id="acme", user_id="alice", agent_id="helper")
 def _requests() -> dict[str, Any]:
     return {
         "FormChain": formation_pb2.FormChainRequest(segment=formation_pb2.Segment(id="seg_x", scope=SCOPE)),
-        "SearchMemory": memory_pb2.SearchMemoryRequest(scope=SCOPE, query="anything", limit=3),
+        "SearchMemory": formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="anything", limit=3)),
         "GetChain": memory_pb2.GetChainRequest(scope=SCOPE, chain_id="ch_0"),
         "ListChains": memory_pb2.ListChainsRequest(scope=SCOPE),
         "ForgetUser": memory_pb2.ForgetUserRequest(tenant_id="acme", user_id="alice"),

@@ -17,9 +17,11 @@ from google.protobuf import text_format
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
+from athena import keys
 from athena.client import AthenaClient, EventInput
-from athena.internal.v1 import formation_pb2
+from athena.internal.v1 import formation_pb2, task_pb2
 from athena.memory.v1 import memory_pb2
+from athena.queue import WINDOW_FLUSH
 from athena.stm import ShortTermWindow
 from security_support import Services, StartServices
 
@@ -104,10 +106,11 @@ def _calls(s: Seeded) -> dict[str, Callable[[], Awaitable[Any]]]:
         "GetChain": lambda: stub.GetChain(memory_pb2.GetChainRequest(scope=GLOBEX, chain_id=chain), timeout=30, metadata=md),
         "ListChains": lambda: stub.ListChains(memory_pb2.ListChainsRequest(scope=GLOBEX), timeout=30, metadata=md),
         "ForgetUser": lambda: stub.ForgetUser(memory_pb2.ForgetUserRequest(tenant_id="globex", user_id="bob"), timeout=30, metadata=md),
+        "FlushWindow": lambda: stub.FlushWindow(memory_pb2.FlushWindowRequest(scope=GLOBEX), timeout=30, metadata=md),
     }
 
 
-async def test_every_public_rpc_refuses_another_tenants_ids_and_leaks_nothing(seeded: Seeded) -> None:
+async def test_every_public_rpc_refuses_another_tenants_ids_and_leaks_nothing(seeded: Seeded, redis: Redis) -> None:
     calls = _calls(seeded)
     methods = {m.name for m in memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].methods}
     assert set(calls) == methods, "a public RPC is missing from this test"
@@ -117,8 +120,10 @@ async def test_every_public_rpc_refuses_another_tenants_ids_and_leaks_nothing(se
         assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED, f"{name}: {err.value.code()} {err.value.details()}"
         assert not _leaks(err.value.details() or "", seeded.globex_chain_ids), f"{name} leaked {err.value.details()}"
         assert not _leaks(str(err.value.trailing_metadata()), seeded.globex_chain_ids), name
-    # nothing of globex changed: no intruding event, nothing erased
+    # nothing of globex changed: no intruding event, nothing erased, no flush queued
     assert await _globex_events(seeded.services) == seeded.globex_event_count
+    queued = await redis.lrange(keys.scope_queue_key(keys.scope_id(GLOBEX.tenant_id, GLOBEX.user_id, GLOBEX.agent_id)), 0, -1)
+    assert not [raw for raw in queued if task_pb2.Task.FromString(raw).type == WINDOW_FLUSH]
     async with seeded.services.client("globex") as globex:
         assert len(await globex.get_context(GLOBEX)) == len(SAILING)
         assert {c.id for c in await globex.list_chains(GLOBEX)} == {seeded.globex_chain_ids[0]}

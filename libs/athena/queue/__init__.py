@@ -1,13 +1,22 @@
 """The crash-safe two-level fair work queue (seed: "The two-level queue") and its worker pool."""
 
 from athena.queue._backoff import Backoff, ExponentialFullJitter, NoBackoff, RetryPolicy
-from athena.queue._envelope import CHAIN_CHECK, chain_check_task, chain_check_task_id, checked_event_id
+from athena.queue._envelope import (
+    CHAIN_CHECK,
+    WINDOW_FLUSH,
+    chain_check_task,
+    chain_check_task_id,
+    task_event_id,
+    window_flush_task,
+    window_flush_task_id,
+)
 from athena.queue._queue import TASK_DEDUP_TTL_SECONDS, FailOutcome, FairQueue, Lease, QueueDepth
 from athena.queue._scripts import ENQUEUE_FN
 from athena.queue._worker import Handler, WorkerPool
 
 __all__ = [
     "CHAIN_CHECK",
+    "WINDOW_FLUSH",
     "ENQUEUE_FN",
     "TASK_DEDUP_TTL_SECONDS",
     "Backoff",
@@ -22,5 +31,7 @@ __all__ = [
     "WorkerPool",
     "chain_check_task",
     "chain_check_task_id",
-    "checked_event_id",
+    "task_event_id",
+    "window_flush_task",
+    "window_flush_task_id",
 ]

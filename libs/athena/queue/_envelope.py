@@ -9,12 +9,14 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from athena.internal.v1 import task_pb2
 from athena.memory.v1 import memory_pb2
 
-__all__ = ["CHAIN_CHECK", "chain_check_task", "chain_check_task_id", "checked_event_id"]
+__all__ = ["CHAIN_CHECK", "WINDOW_FLUSH", "chain_check_task", "chain_check_task_id", "task_event_id", "window_flush_task", "window_flush_task_id"]
 
 CHAIN_CHECK = "cognitive_chain_check"
+WINDOW_FLUSH = "cognitive_window_flush"
 
 
 _CHECK_PREFIX = "chk-"
+_FLUSH_PREFIX = "flush-"
 
 
 def chain_check_task_id(event_id: str) -> str:
@@ -22,22 +24,39 @@ def chain_check_task_id(event_id: str) -> str:
     return _CHECK_PREFIX + event_id
 
 
-def checked_event_id(task_id: str) -> str:
-    """The event a chain-check task id names ("" for any other task id)."""
-    return task_id[len(_CHECK_PREFIX) :] if task_id.startswith(_CHECK_PREFIX) else ""
+def task_event_id(task_id: str) -> str:
+    """The event a task id is named by: a chain check's event, a flush's newest event ("" for any
+    other task id)."""
+    for prefix in (_CHECK_PREFIX, _FLUSH_PREFIX):
+        if task_id.startswith(prefix):
+            return task_id[len(prefix) :]
+    return ""
 
 
 def chain_check_task(
     *, scope: memory_pb2.Scope, event_id: str, trace_context: dict[str, str] | None = None, now: datetime | None = None
 ) -> task_pb2.Task:
+    task = _task(chain_check_task_id(event_id), CHAIN_CHECK, scope, trace_context, now)
+    task.chain_check.event_id = event_id
+    return task
+
+
+def window_flush_task_id(through_event_id: str) -> str:
+    # Deterministic by the window's newest event: a repeated FlushWindow, or the idle flush of the same
+    # window, queues nothing new; a flush after new events is a new task.
+    return _FLUSH_PREFIX + through_event_id
+
+
+def window_flush_task(
+    *, scope: memory_pb2.Scope, through_event_id: str, trigger: str, trace_context: dict[str, str] | None = None, now: datetime | None = None
+) -> task_pb2.Task:
+    """Cut the scope's window up to and including `through_event_id` and form it ("api" or "idle")."""
+    task = _task(window_flush_task_id(through_event_id), WINDOW_FLUSH, scope, trace_context, now)
+    task.window_flush.CopyFrom(task_pb2.WindowFlushPayload(through_event_id=through_event_id, trigger=trigger))
+    return task
+
+
+def _task(task_id: str, task_type: str, scope: memory_pb2.Scope, trace_context: dict[str, str] | None, now: datetime | None) -> task_pb2.Task:
     ts = Timestamp()
     ts.FromDatetime(now or datetime.now(timezone.utc))
-    return task_pb2.Task(
-        id=chain_check_task_id(event_id),
-        type=CHAIN_CHECK,
-        scope=scope,
-        chain_check=task_pb2.ChainCheckPayload(event_id=event_id),
-        enqueued_at=ts,
-        attempt=0,
-        trace_context=trace_context or {},
-    )
+    return task_pb2.Task(id=task_id, type=task_type, scope=scope, enqueued_at=ts, attempt=0, trace_context=trace_context or {})

@@ -35,7 +35,9 @@ import numpy as np
 
 from athena.embeddings import EmbeddingCache, LocalEmbedder
 from athena_cli.bench._report import Figure, StageResult, percentile, summary
-from athena_cli.bench._search_rpc import COLLECTION, CONCURRENT_CALLERS, DATABASE, SCOPE, run_cold_users_rpc, run_search_rpc
+from athena_cli.bench._search_rpc import (
+    COLLECTION, CONCURRENT_CALLERS, DATABASE, OPEN_WINDOW_TURNS, SCOPE, run_cold_users_rpc, run_search_rpc,
+)
 from athena_cli.bench._stores import BenchStores
 
 __all__ = ["measure_search_at", "run_search_stage"]
@@ -255,6 +257,10 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
                summary(cold_rpc["series"]["first_p50"]), "the same user's next search", summary(cold_rpc["series"]["next_p50"])),
         Figure(f"SearchMemory RPC p95, a user's first search after formation's warm-up ({cold['users']:,} users)", "ms",
                summary(cold_rpc["series"]["first_p95"]), "the same user's next search", summary(cold_rpc["series"]["next_p95"])),
+        Figure(f"SearchMemory RPC p50, an open window of {2 * OPEN_WINDOW_TURNS}+ events, embedding included ({n_chains:,} chains)", "ms",
+               summary(rs["open_p50"]), "no open window", summary(rs["incl_p50"])),
+        Figure(f"SearchMemory RPC p95, an open window of {2 * OPEN_WINDOW_TURNS}+ events, embedding included ({n_chains:,} chains)", "ms",
+               summary(rs["open_p95"]), "no open window", summary(rs["incl_p95"])),
     ]
     res.figures[0].baseline_name = ""
     # search_p95_ms is SearchMemory itself (the public RPC, hybrid ranking, MongoDB fetch included);
@@ -283,6 +289,8 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
         "search_cold_user_rpc_p95_ms": res.figures[15].value["median"],
         "search_cold_user_rpc_next_p95_ms": res.figures[15].baseline["median"],  # type: ignore[index]
         "formation_warm_up_s": cold_rpc["warm_up_after_serving_s"],
+        "search_open_window_p50_ms": res.figures[16].value["median"],
+        "search_open_window_p95_ms": res.figures[17].value["median"],
     }
     res.detail = {
         "chains": n_chains,
@@ -337,6 +345,8 @@ def _rpc_detail(rpc: dict) -> dict:
                                                  ("cached_embedding_p50_ms", rpc["series"]["excl_p50"]),
                                                  ("cached_embedding_p95_ms", rpc["series"]["excl_p95"]),
                                                  ("concurrent_per_s", rpc["series"]["concurrent_per_s"]),
-                                                 ("concurrent_p95_ms", rpc["series"]["concurrent_p95"]))},
+                                                 ("concurrent_p95_ms", rpc["series"]["concurrent_p95"]),
+                                                 ("open_window_p50_ms", rpc["series"]["open_p50"]),
+                                                 ("open_window_p95_ms", rpc["series"]["open_p95"]))},
         **rpc["steps"],
     }

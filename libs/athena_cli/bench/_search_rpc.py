@@ -12,6 +12,10 @@ costs everything but the model). The first call of the user loads its vectors an
 (sent straight to formation: at 100,000 chains it outlasts ingest's deadline for the hop), while
 formation's search-cache warm-up runs; the timed calls wait for the warm-up to end (its gauge on
 formation's /metrics), so that it does not share the cores with them.
+Then the same scope gets an open short-term window (OPEN_WINDOW_TURNS turns about the bench topics,
+one more before each repeat) and new questions are timed again: SearchMemory ranks the window's turns
+beside the chains (the Redis read in ingest, the turns' words and the embedding of the best few in
+formation).
 Where the time of a call goes: the cached questions are also sent straight to formation's
 SearchMemory (without ingest's hop), and Recall's two MongoDB steps (the fetch of the hits, the
 recall warm-ups) are timed from this process against the same server.
@@ -27,8 +31,9 @@ from typing import Any, Callable
 import numpy as np
 from pymongo import AsyncMongoClient
 
-from athena.client import AthenaClient
+from athena.client import AthenaClient, EventInput
 from athena.formation_client import FormationClient
+from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
 from athena_cli.bench._report import percentile
 from athena_cli.stack import LocalStack
@@ -130,6 +135,39 @@ async def _mongo_steps(mongo_uri: str, database: str, chain_ids: list[str], *, f
     return {"mongo_fetch_p50_ms": percentile(fetch_ms, 50), "mongo_warm_ups_p50_ms": percentile(warm_ms, 50)}
 
 
+OPEN_WINDOW_TURNS = 10
+"""Turns (a user message and the agent's reply) stored in the bench scope's window for the open-window
+phase: 20 events, what a window holds at most with the workers on (STM_MAX_EVENTS_BEFORE_FLUSH)."""
+
+
+def _open_turn(topic: str, n: int) -> list[EventInput]:
+    return [
+        EventInput("user", f"About {topic}: what should we plan for step {n} of the trip?"),
+        EventInput("agent", f"For {topic}, step {n} is to book early and compare the options we listed before."),
+    ]
+
+
+async def _open_window_calls(client: AthenaClient, scope: memory_pb2.Scope, queries: Callable[[str], list[str]], topics: list[str], *,
+                             limit: int, repeats: int) -> dict[str, list[float]]:
+    """New questions (embedding included) with an open window: OPEN_WINDOW_TURNS turns about the bench
+    topics stored first, and one more before each repeat (not embedded yet, as after a new turn of a
+    conversation)."""
+    await client.store_events(scope, [e for n in range(OPEN_WINDOW_TURNS) for e in _open_turn(topics[n % len(topics)], n)])
+    series: dict[str, list[float]] = {"open_p50": [], "open_p95": []}
+    for r in range(repeats):
+        await client.store_events(scope, _open_turn(topics[r % len(topics)], OPEN_WINDOW_TURNS + r))
+        ms = []
+        for text in queries(f"open{r}"):
+            t0 = time.perf_counter()
+            hits = await client.search_memory(scope, text, limit=limit)
+            ms.append((time.perf_counter() - t0) * 1000)
+            if len(hits) != limit:
+                raise RuntimeError(f"SearchMemory with an open window returned {len(hits)} hits, expected {limit}")
+        series["open_p50"].append(percentile(ms, 50))
+        series["open_p95"].append(percentile(ms, 95))
+    return series
+
+
 CONCURRENT_CALLERS = 8
 """Callers of the concurrent phase: SearchMemory from several callers of the one bench scope at once."""
 
@@ -162,7 +200,8 @@ def _wait_for_warm_up(stack: LocalStack, *, timeout: float = 900.0) -> float:
     return time.perf_counter() - t0
 
 
-async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], *, limit: int, repeats: int, tick: Callable[[], None]) -> dict[str, Any]:
+async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], topics: list[str], *, limit: int, repeats: int,
+                      tick: Callable[[], None]) -> dict[str, Any]:
     tenant, user, agent = SCOPE
     series: dict[str, list[float]] = {k: [] for k in ("incl_p50", "incl_p95", "excl_p50", "excl_p95", "incl_per_s",
                                                          "concurrent_per_s", "concurrent_p50", "concurrent_p95")}
@@ -170,8 +209,9 @@ async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], *,
     # its vectors (tens of seconds at 100,000): through ingest it would outlast the hop's 10 s deadline.
     direct = FormationClient(stack.formation_target, timeout=900.0, attempts=1, metadata=stack.internal_metadata)
 
-    def request(text: str) -> memory_pb2.SearchMemoryRequest:
-        return memory_pb2.SearchMemoryRequest(scope=memory_pb2.Scope(tenant_id=tenant, user_id=user, agent_id=agent), query=text, limit=limit)
+    def request(text: str) -> formation_pb2.SearchRequest:
+        scope = memory_pb2.Scope(tenant_id=tenant, user_id=user, agent_id=agent)
+        return formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=scope, query=text, limit=limit))
 
     try:
         t0 = time.perf_counter()
@@ -200,6 +240,7 @@ async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], *,
                 series["concurrent_p50"].append(percentile(ms, 50))
                 series["concurrent_p95"].append(percentile(ms, 95))
                 tick()
+            series.update(await _open_window_calls(client, scope, queries, topics, limit=limit, repeats=repeats))
         # The same cached questions straight to formation: the difference to the public call is ingest's hop.
         ms = []
         for text in texts:
@@ -219,7 +260,7 @@ def run_search_rpc(stack: LocalStack, chain_ids: list[str], queries: Callable[[s
     try:
         fill_s = asyncio.run(_fill_docs(stack.mongodb_uri, stack.mongodb_database, chain_ids, topics))
         start_s = _start_services(stack)
-        out = asyncio.run(_time_calls(stack, queries, limit=limit, repeats=repeats, tick=tick))
+        out = asyncio.run(_time_calls(stack, queries, topics, limit=limit, repeats=repeats, tick=tick))
         out["steps"] = asyncio.run(_mongo_steps(stack.mongodb_uri, stack.mongodb_database, chain_ids, fetch=limit, warm=limit, rounds=60))
     finally:
         stack.stop()

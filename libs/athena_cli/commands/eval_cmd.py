@@ -22,6 +22,7 @@ _err = Console(stderr=True)
 
 class ScorerChoice(str, Enum):
     CONTINUITY = "continuity"
+    CONTINUITY_AGNOSTIC = "continuity_agnostic"
     PAIR_COSINE = "pair_cosine"
     EVERY_USER = "every_user"  # baseline: break at every user message
 
@@ -70,19 +71,27 @@ def segmentation(
         bool,
         typer.Option(
             "--placement/--no-placement",
-            help="continuity: let a break open at the agent turn before the user message (opener model).",
+            help="continuity scorers: let a break open at the agent turn before the user message (opener model).",
         ),
     ] = True,
 ) -> None:
-    """Segment each dialogue with the production decide() (no LLM) and print Pk, WindowDiff and F1."""
+    """Segment each dialogue with the production decide() (no LLM) and print Pk, WindowDiff and F1.
+
+    Refuses (exit 2), as cognition does at start-up, a scorer that needs another embedding model
+    than EMBEDDING_PROVIDER / EMBEDDING_MODEL give.
+    """
     from athena.config import load_settings
     from athena.embeddings import make_embedder
-    from athena_cognition.detector import make_scorer
+    from athena_cognition.detector import embedding_mismatch, make_scorer
     from athena_cognition.training.evaluate import evaluate
     from athena_cognition.training.segmentation_data import load_dialogues, split_dialogues
 
     settings = load_settings()
     scorer_name = scorer.value if scorer is not None else settings.chain_scorer.value
+    mismatch = embedding_mismatch(scorer_name, settings)
+    if mismatch is not None:
+        _err.print(f"athena eval segmentation: {mismatch}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(code=2)
     thresholds = _thresholds(scorer_name, high, low)
     flush = max_events if max_events is not None else settings.stm_max_events_before_flush
 
@@ -132,7 +141,7 @@ def segmentation(
         "max_events": flush,
         "data": str(data),
         "split": split.value,
-        "placement": placement and scorer_name == "continuity",
+        "placement": getattr(scorer_obj, "opener", None) is not None,
         "paths": result.paths,
         "seconds": round(seconds, 1),
     }

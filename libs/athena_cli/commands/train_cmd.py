@@ -29,18 +29,29 @@ def continuity(
         Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic splices.")] = 0,
+    agnostic: Annotated[
+        bool,
+        typer.Option(
+            "--agnostic",
+            help="The model-agnostic variant (no raw embedding among the features, any embedding model): "
+            "writes continuity_agnostic_v1.npz and its record.",
+        ),
+    ] = False,
 ) -> None:
-    """Train the chain-break continuity scorer; writes continuity_v1.npz and continuity_v1.record.json."""
+    """Train the chain-break continuity scorer; writes continuity_v1.npz and continuity_v1.record.json
+    (with --agnostic: continuity_agnostic_v1.npz and continuity_agnostic_v1.record.json)."""
     from athena_cognition.training.train_continuity import DETECTOR_DIR, TrainConfig, train_continuity
 
-    record = asyncio.run(
-        train_continuity(
-            out_dir=out or DETECTOR_DIR,
-            data_dir=data_dir,
-            config=TrainConfig(seed=seed),
-            log=lambda msg: _err.print(msg, markup=False, highlight=False, soft_wrap=True),
-        )
-    )
+    def log(msg: str) -> None:
+        _err.print(msg, markup=False, highlight=False, soft_wrap=True)
+
+    if agnostic:
+        from athena_cognition.training.train_continuity_agnostic import AgnosticConfig, train_continuity_agnostic
+
+        config = AgnosticConfig(continuity=TrainConfig(seed=seed))
+        record = asyncio.run(train_continuity_agnostic(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=config, log=log))
+    else:
+        record = asyncio.run(train_continuity(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=TrainConfig(seed=seed), log=log))
     metrics = record["metrics_no_llm"]
     assert isinstance(metrics, dict)
     for name, m in metrics.items():

@@ -1,7 +1,10 @@
-"""The cognitive_chain_check task: does the newest user message continue the topic, or start a new one?
+"""Cognition's two tasks: the chain check (does the newest user message continue the topic, or start a
+new one?) and the window flush (the conversation was closed: form what the window holds).
 
-Per task (seed: "Chain-break detection"): read the short-term window, decide with the detector, and on
-a break or force flush cut the completed segment out of the window and hand it to formation.
+Per chain check (seed: "Chain-break detection"): read the short-term window, decide with the
+detector, and on a break, a force flush or a time gap cut the completed segment out of the window and
+hand it to formation. Per flush (MemoryService.FlushWindow, or the idle flush, idle_flush.py): cut
+the window up to the event that was newest when it was asked for, and hand that off the same way.
 
 Crash safety: the cut and the parking of the segment under a hand-off key happen in one Lua script,
 fenced on the window's head, so a retried task never cuts twice. A task that finds its own parked
@@ -29,12 +32,12 @@ from athena.formation_client import FormationClient
 from athena.internal.v1 import formation_pb2, task_pb2
 from athena.metrics import CHAIN_BREAK_DECISIONS, CHAIN_BREAK_SCORE
 from athena.memory.v1 import memory_pb2
-from athena.queue import CHAIN_CHECK
+from athena.queue import CHAIN_CHECK, WINDOW_FLUSH
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow, parse_event
 from athena.tombstones import erases, redis_tombstone
 from athena.tracing import tracer
-from athena_cognition.detector import Arbiter, Decision, Scorer, Thresholds, Turn, decide
+from athena_cognition.detector import Arbiter, Decision, Path, Scorer, Thresholds, Turn, decide
 
 __all__ = ["ChainCheckHandler", "DetectorSetup", "segment_id_for", "turn_of"]
 
@@ -48,6 +51,8 @@ class DetectorSetup:
     thresholds: Thresholds
     arbiter: Arbiter | None
     max_events_before_flush: int
+    session_gap_seconds: float = 0.0
+    """STM_SESSION_GAP_SECONDS (0: no time-gap cuts)."""
 
 
 def turn_of(event: memory_pb2.Event) -> Turn:
@@ -56,6 +61,7 @@ def turn_of(event: memory_pb2.Event) -> Turn:
         type=TYPE_NAMES.get(event.type, "message"),
         content=event.content,
         metadata=dict(event.metadata),
+        timestamp=event.timestamp.ToNanoseconds() / 1e9 if event.HasField("timestamp") else None,
     )
 
 
@@ -74,6 +80,7 @@ def _decision_fields(decision: Decision) -> dict[str, Any]:
 
 
 _ERASED = {"decision": "none", "path": "erased"}
+_CUT_REASONS = {Path.FORCE_FLUSH: formation_pb2.CUT_REASON_FORCE_FLUSH, Path.TIME_GAP: formation_pb2.CUT_REASON_TIME_GAP}
 
 
 @dataclass
@@ -84,10 +91,13 @@ class ChainCheckHandler:
     formation: FormationClient
 
     async def __call__(self, task: task_pb2.Task) -> Mapping[str, Any]:
-        if task.type != CHAIN_CHECK or not task.HasField("chain_check"):
+        if task.type == CHAIN_CHECK and task.HasField("chain_check"):
+            run = self._check
+        elif task.type == WINDOW_FLUSH and task.HasField("window_flush"):
+            run = self._flush
+        else:
             raise PermanentTaskError(f"unknown task type {task.type!r}")
-        scope = scope_key(task.scope)
-        handoff_key = keys.stm_handoff_key(scope, task.id)
+        handoff_key = keys.stm_handoff_key(scope_key(task.scope), task.id)
         if await self._erased(task):
             return _ERASED
         with redis_unavailable():
@@ -97,10 +107,12 @@ class ChainCheckHandler:
             segment = formation_pb2.Segment()
             segment.ParseFromString(parked[b"segment"])
             return await self._hand_off(segment, handoff_key, json.loads(parked[b"decision"]))
-
         with redis_unavailable():
             raws = await self.window.read_raw(task.scope)
-        events = [parse_event(r) for r in raws]
+        return await run(task, raws, [parse_event(r) for r in raws])
+
+    async def _check(self, task: task_pb2.Task, raws: list[bytes], events: list[memory_pb2.Event]) -> Mapping[str, Any]:
+        """Does the new user message continue the window's topic? On a break, cut what came before."""
         new_index = next((i for i, e in enumerate(events) if e.id == task.chain_check.event_id), None)
         if new_index is None:
             # Already cut into an earlier segment (or trimmed off the window): nothing left to decide.
@@ -115,6 +127,7 @@ class ChainCheckHandler:
                 thresholds=self.detector.thresholds,
                 arbiter=self.detector.arbiter,
                 max_events_before_flush=self.detector.max_events_before_flush,
+                session_gap_seconds=self.detector.session_gap_seconds,
             )
             span.set_attributes(
                 {
@@ -134,19 +147,38 @@ class ChainCheckHandler:
         starts_at = decision.starts_at if decision.starts_at is not None else new_index
         if not decision.is_break or starts_at == 0:
             return fields
+        return await self._cut(task, raws, events, starts_at, _CUT_REASONS.get(decision.path, formation_pb2.CUT_REASON_TOPIC_BREAK), fields)
 
-        completed = events[:starts_at]
+    async def _flush(self, task: task_pb2.Task, raws: list[bytes], events: list[memory_pb2.Event]) -> Mapping[str, Any]:
+        """Close the conversation: cut the window up to and including the event that was newest when
+        the flush was asked for (later events stay for their own checks)."""
+        payload = task.window_flush
+        fields = {"decision": "flush", "path": "flush", "trigger": payload.trigger}
+        through = next((i for i, e in enumerate(events) if e.id == payload.through_event_id), None)
+        if through is None:
+            # Cut already (a break or an earlier flush took it), or the window was erased.
+            return {**fields, "decision": "none", "segment_events": 0}
+        CHAIN_BREAK_DECISIONS.labels("none", "flush").inc()
+        return await self._cut(task, raws, events, through + 1, formation_pb2.CUT_REASON_FLUSH, fields)
+
+    async def _cut(
+        self, task: task_pb2.Task, raws: list[bytes], events: list[memory_pb2.Event], n: int, reason: int, fields: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """Cut the window's first `n` events into a segment, park it and hand it to formation."""
+        scope = scope_key(task.scope)
+        handoff_key = keys.stm_handoff_key(scope, task.id)
+        completed = events[:n]
         segment = formation_pb2.Segment(
             id=segment_id_for(scope, completed),
             scope=task.scope,
             events=completed,
-            reason=formation_pb2.CUT_REASON_FORCE_FLUSH if decision.path == "force_flush" else formation_pb2.CUT_REASON_TOPIC_BREAK,
+            reason=reason,  # type: ignore[arg-type]
             cut_at=to_timestamp(datetime.now(timezone.utc)),
         )
         with redis_unavailable():
             cut = await self.window.cut(
                 task.scope,
-                head=raws[:starts_at],
+                head=raws[:n],
                 handoff_key=handoff_key,
                 segment=segment.SerializeToString(),
                 decision=json.dumps(fields),
@@ -156,7 +188,7 @@ class ChainCheckHandler:
         log.info("cut segment %s (%d events) of %s: %s", segment.id, len(completed), scope, fields["path"])
         if await self._erased(task):  # forgotten while deciding: the cut segment is dropped with its hand-off key
             with redis_unavailable():
-                await self.redis.delete(handoff_key)
+                await self.window.drop_handoff(task.scope, handoff_key)
             return _ERASED
         return await self._hand_off(segment, handoff_key, fields)
 
@@ -176,7 +208,7 @@ class ChainCheckHandler:
         # DependencyUnavailable from here fails the attempt: the task backs off, the segment stays parked.
         response = await self.formation.form_chain(segment)
         with redis_unavailable():
-            await self.redis.delete(handoff_key)
+            await self.window.drop_handoff(segment.scope, handoff_key)
         return {
             **fields,
             "segment_id": segment.id,

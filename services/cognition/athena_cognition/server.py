@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from athena.auth import server_credentials
 from athena.config import Settings
@@ -16,14 +19,18 @@ from athena.redis_util import connect_redis
 from athena.stm import ShortTermWindow
 from athena.telemetry import run_service
 from athena_cognition.chain_check import ChainCheckHandler, DetectorSetup
-from athena_cognition.detector import default_thresholds, make_scorer, Thresholds
+from athena_cognition.idle_flush import IdleFlush
+from athena_cognition.detector import check_scorer_embedding, default_thresholds, make_scorer, Thresholds
 
-__all__ = ["build_cognition", "main", "serve"]
+__all__ = ["Cognition", "build_cognition", "main", "serve"]
 
 log = logging.getLogger("athena.cognition")
 
 
 def detector_setup(settings: Settings) -> DetectorSetup:
+    """The detector the workers run. Raises SettingsError (the process exits with its message) when
+    CHAIN_SCORER needs another embedding model than EMBEDDING_PROVIDER / EMBEDDING_MODEL give."""
+    check_scorer_embedding(settings)
     scorer = make_scorer(settings.chain_scorer.value)
     defaults = default_thresholds(settings.chain_scorer.value)
     thresholds = Thresholds(
@@ -37,15 +44,28 @@ def detector_setup(settings: Settings) -> DetectorSetup:
         thresholds=thresholds,
         arbiter=LLMArbiter(llm) if llm is not None else None,
         max_events_before_flush=settings.stm_max_events_before_flush,
+        session_gap_seconds=settings.stm_session_gap_seconds,
     )
 
 
-async def build_cognition(settings: Settings) -> tuple[ServiceHost, WorkerPool | None]:
+@dataclass
+class Cognition:
+    host: ServiceHost
+    pool: WorkerPool | None
+    """None when ENABLE_MEMORY_WORKERS=false."""
+    idle_flush: IdleFlush | None
+    """None when the workers are off or STM_IDLE_FLUSH_SECONDS=0."""
+    start_background: Callable[[], Awaitable[None]]
+    """Starts the idle flush's sweep (stopped with the host)."""
+
+
+async def build_cognition(settings: Settings) -> Cognition:
     # No socket timeout shorter than the blocking claim: BLMOVE waits up to 1 s.
     redis = connect_redis(settings.redis_url, socket_timeout=10.0)
     credentials = server_credentials(settings)
     formation = FormationClient.from_settings(settings)
     pool: WorkerPool | None = None
+    idle_flush: IdleFlush | None = None
     if settings.enable_memory_workers:
         queue = FairQueue(
             redis,
@@ -59,17 +79,23 @@ async def build_cognition(settings: Settings) -> tuple[ServiceHost, WorkerPool |
         )
         setup = detector_setup(settings)
         await setup.embedder.embed(["warm-up"])  # load the model before reporting SERVING
-        handler = ChainCheckHandler(
-            redis=redis,
-            window=ShortTermWindow(redis, max_events=settings.stm_window_max_events),
-            detector=setup,
-            formation=formation,
-        )
+        window = ShortTermWindow(redis, max_events=settings.stm_window_max_events)
+        handler = ChainCheckHandler(redis=redis, window=window, detector=setup, formation=formation)
         pool = WorkerPool(queue, handler, count=settings.memory_worker_count, task_timeout=settings.stm_task_timeout)
+        if settings.stm_idle_flush_seconds > 0:
+            idle_flush = IdleFlush(redis, window, idle_seconds=settings.stm_idle_flush_seconds)
     else:
         log.warning("ENABLE_MEMORY_WORKERS=false: cognition is disabled; Athena is a plain short-term store")
 
+    sweeping: list[asyncio.Task[None]] = []
+
+    async def start_idle_flush() -> None:
+        if idle_flush is not None:
+            sweeping.append(asyncio.create_task(idle_flush.run_forever(), name="idle flush"))
+
     async def stop_workers() -> None:
+        for task in sweeping:
+            task.cancel()
         if pool is not None:
             await pool.stop(grace=settings.grpc_shutdown_grace_seconds)
         await formation.close()
@@ -85,14 +111,15 @@ async def build_cognition(settings: Settings) -> tuple[ServiceHost, WorkerPool |
         on_stop=[stop_workers],
         credentials=credentials,
     )
-    return host, pool
+    return Cognition(host=host, pool=pool, idle_flush=idle_flush, start_background=start_idle_flush)
 
 
 async def serve(settings: Settings) -> None:
-    host, pool = await build_cognition(settings)
-    if pool is not None:
-        await pool.start()
-    await host.run()
+    cognition = await build_cognition(settings)
+    if cognition.pool is not None:
+        await cognition.pool.start()
+    await cognition.start_background()
+    await cognition.host.run()
 
 
 def main() -> None:

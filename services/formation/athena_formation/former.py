@@ -34,6 +34,7 @@ from athena.internal.v1 import formation_pb2
 from athena.llm import LLMClient
 from athena.memory.v1 import memory_pb2
 from athena.metrics import CHAIN_HEAT, FORMATION_OUTCOMES, FORMATION_SECONDS
+from athena.text import tokens
 from athena.tracing import tracer
 from opentelemetry import trace
 from athena_formation.analysis import SMALL_TALK, Analysis, Entity, Topic, analyze
@@ -211,7 +212,7 @@ class ChainFormer:
         extra = iter(vectors[n:])
         return chain_vector(
             vectors[:n],
-            event_words=[len(e.content.split()) for e in events],
+            event_words=[len(tokens(e.content)) for e in events],  # any script: CJK counts its bigrams
             summary_vector=next(extra) if summary else None,
             key_phrase_vector=next(extra) if phrases else None,
         )

@@ -39,7 +39,7 @@ import numpy as np
 from athena_formation.agent_column import AgentColumn
 from athena_formation.user_lru import evict_least_recent
 
-__all__ = ["LexicalIndex", "LexicalScores", "LexiconRow", "LexiconSource", "UserLexicon", "row_from_doc"]
+__all__ = ["EMPTY_CORPUS", "Corpus", "LexicalIndex", "LexicalScores", "LexiconRow", "LexiconSource", "UserLexicon", "row_from_doc"]
 
 log = logging.getLogger("athena.formation.lexical")
 
@@ -61,6 +61,22 @@ class LexiconRow:
     active: bool = True
 
 
+@dataclass(frozen=True)
+class Corpus:
+    """What BM25 knew of the user's chains for one query: so that other texts (the open events,
+    open_events.py) are scored against the same statistics."""
+
+    documents: int
+    """Live chains."""
+    total_length: float
+    """Their lexicons' terms, summed."""
+    document_frequency: Mapping[str, int]
+    """Per query term: how many live chains hold it."""
+
+
+EMPTY_CORPUS = Corpus(documents=0, total_length=0.0, document_frequency={})
+
+
 class LexiconSource(Protocol):
     """Where users' chains are read from (ChainStore)."""
 
@@ -74,10 +90,13 @@ class LexiconSource(Protocol):
 class LexicalScores:
     """One query's lexical scores over one user's chains."""
 
-    def __init__(self, lexicon: "UserLexicon", scores: np.ndarray, matched: dict[str, np.ndarray] | None = None) -> None:
+    def __init__(
+        self, lexicon: "UserLexicon", scores: np.ndarray, matched: dict[str, np.ndarray] | None = None, corpus: Corpus = EMPTY_CORPUS
+    ) -> None:
         self._lexicon = lexicon
         self.scores = scores
         self._matched = matched or {}  # query term -> the rows holding it, ascending
+        self.corpus = corpus
 
     def of(self, chain_id: str) -> float:
         row = self._lexicon.row_of(chain_id)
@@ -203,17 +222,18 @@ class UserLexicon:
         n = len(self.ids)
         scores = np.zeros(n, dtype=np.float64)
         if not terms or not self._live:
-            return LexicalScores(self, scores)
+            return LexicalScores(self, scores, corpus=Corpus(self._live, self._total_length, {}))
         alive = np.frombuffer(self._alive, dtype=np.uint8).astype(bool)
         lengths = np.frombuffer(self._lengths, dtype=np.float32)
         avg_length = max(1e-9, self._total_length / self._live)
         ceiling = 0.0
         matched: dict[str, np.ndarray] = {}
+        frequency: dict[str, int] = {}
         for term in dict.fromkeys(terms):
             posting = self._postings.get(term)
             rows = np.frombuffer(posting[0], dtype=np.int32) if posting else np.zeros(0, dtype=np.int32)
             live = alive[rows]
-            df = int(live.sum())
+            df = frequency[term] = int(live.sum())
             idf = math.log(1.0 + (self._live - df + 0.5) / (df + 0.5))
             ceiling += idf * (K1 + 1.0)
             if not df:
@@ -227,7 +247,7 @@ class UserLexicon:
             scores /= ceiling
         if agent_id:
             scores[~self._agents.mask(agent_id)] = 0.0
-        return LexicalScores(self, scores, matched)
+        return LexicalScores(self, scores, matched, Corpus(self._live, self._total_length, frequency))
 
 
 class LexicalIndex:

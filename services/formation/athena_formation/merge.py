@@ -15,8 +15,9 @@ The continuity analyzer's score combines it with what the two share by name:
 
     continuity = 0.75 x similarity + 0.25 x max(entity overlap, topic-word overlap)
 
-(overlaps are Jaccard indices over lower-cased entity texts and topic words), so a returning topic
-that names the same things scores higher than one that merely sounds alike.
+(overlaps are Jaccard indices over lower-cased entity texts and topic words: the terms of the topic
+names, athena.text.terms, so in any language), so a returning topic that names the same things scores
+higher than one that merely sounds alike.
 
 Departure from the seed, a size limit (SESSION_MERGE_MAX_CHAIN_EVENTS): the seed's confidence and
 thresholds still decide whether the segment continues a chain, but a merge that would take the chain
@@ -29,14 +30,13 @@ events whose mean embedding matched everything a little and whose hits were most
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable, Sequence
 
-__all__ = ["MergeCandidate", "MergeDecision", "choose_merge", "continuity_score", "merge_confidence"]
+from athena.text import terms
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9'_-]+")
+__all__ = ["MergeCandidate", "MergeDecision", "choose_merge", "continuity_score", "merge_confidence"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ class MergeDecision:
 
 
 def words(texts: Iterable[str]) -> frozenset[str]:
-    return frozenset(w for t in texts for w in _WORD.findall(t.lower()) if len(w) > 2)
+    """The topic words of topic names: their terms (stop words dropped, stemmed), any script."""
+    return frozenset(w for t in texts for w in terms(t))
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:

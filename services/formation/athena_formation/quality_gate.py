@@ -43,6 +43,12 @@ A segment passes when, in this order (the first failure is the reason):
   exchanges (user message directly followed by an agent message) >= the mode's minimum
                                                      else "too_few_exchanges"
   coherence, completeness, relevance >= the mode's floor  else "metric_below_floor"
+except that in a mode that admits personal facts, a segment that states one (`_states_fact`, the
+personal-fact signal of personal_facts.py: someone says something specific about themselves or their
+world, "My wife's name is Ana", "I prefer answers in bullet points") passes with a well-formed summary
+(non-empty, within the cap, half letters), else "invalid_summary": a fact is worth a chain even as one
+message without an exchange, which the metrics above cannot see. The metrics are computed and
+reported all the same.
 
 A summary is valid when it is non-empty, at most the mode's character cap, at least half letters
 (of its non-space characters), and has the mode's number of content words once the "User:"/"Agent:"
@@ -52,13 +58,13 @@ are first names ("Thanks, Maria!"), so
 
 Modes (MEMORY_OS_MTM_QUALITY_MODE):
 
-  mode       validation  user engagement required                  summary: content words / max chars  min exchanges  metric floor
-  fast       permissive  no                                         >= 2 / 2000                          0              none
-  balanced   balanced    yes: the user asked a question, made a     >= 3 / 1000                          0              none
+  mode       validation  user engagement required                  summary: content words / max chars  min exchanges  metric floor  personal facts
+  fast       permissive  no                                         >= 2 / 2000                          0              none          admitted
+  balanced   balanced    yes: the user asked a question, made a     >= 3 / 1000                          0              none          admitted
                          request, or shared something substantial
                          (a message with >= 6 content words) that
                          the agent replied to
-  thorough   strict      yes: the user asked a question or made a   >= 5 / 600                           2              0.35
+  thorough   strict      yes: the user asked a question or made a   >= 5 / 600                           2              0.35          the seed's rule
                          request
 
 Balanced counts substantial sharing as engagement because conversations between people (LoCoMo) are
@@ -91,6 +97,7 @@ from athena_formation.analysis._text import (
     strip_markup,
     words,
 )
+from athena_formation.personal_facts import states_personal_fact
 
 __all__ = ["MODES", "ModeRules", "QualityReport", "assess_quality"]
 
@@ -133,11 +140,14 @@ class ModeRules:
     min_exchanges: int
     metric_floor: float
     """Coherence, completeness and relevance must each reach this (0: no floor)."""
+    admits_personal_facts: bool = False
+    """A segment that states a personal fact passes with a well-formed summary, whatever its scores
+    (see `_states_fact`)."""
 
 
 MODES: dict[str, ModeRules] = {
-    "fast": ModeRules("permissive", "none", 2, 2000, 0, 0.0),
-    "balanced": ModeRules("balanced", "engaged", 3, 1000, 0, 0.0),
+    "fast": ModeRules("permissive", "none", 2, 2000, 0, 0.0, admits_personal_facts=True),
+    "balanced": ModeRules("balanced", "engaged", 3, 1000, 0, 0.0, admits_personal_facts=True),
     "thorough": ModeRules("strict", "asked", 5, 600, 2, 0.35),
 }
 
@@ -160,6 +170,8 @@ class QualityReport:
     user_engaged: bool = False
     """user_asked_questions, or the user shared something substantial (a message with at least
     DISCLOSURE_MIN_CONTENT content words) that the agent replied to: balanced mode's requirement."""
+    personal_fact: bool = False
+    """The segment states a personal fact (`_states_fact`), whether or not the mode admits on it."""
 
 
 def _ramp(x: float, bounds: tuple[float, float]) -> float:
@@ -325,19 +337,40 @@ def _cognitive_depth(seg: _Segment) -> float:
 _ROLE_LABEL = ("user:", "agent:", "system:")
 
 
-def summary_is_valid(summary: str, rules: ModeRules) -> bool:
-    """Non-empty, within the mode's length cap, mostly letters, and with enough content words (greetings,
-    thanks and other small talk do not count, nor do first names or the "User:"/"Agent:" labels)."""
+def summary_is_well_formed(summary: str, rules: ModeRules) -> bool:
+    """Non-empty, within the mode's length cap and mostly letters: what any stored summary must be."""
     text = summary.strip()
     if not text or len(text) > rules.summary_max_chars:
         return False
     visible = [ch for ch in text if not ch.isspace()]
-    if sum(ch.isalpha() for ch in visible) < 0.5 * len(visible):
+    return sum(ch.isalpha() for ch in visible) >= 0.5 * len(visible)
+
+
+def summary_is_valid(summary: str, rules: ModeRules) -> bool:
+    """Well-formed, and with enough content words (greetings, thanks and other small talk do not count,
+    nor do first names or the "User:"/"Agent:" labels)."""
+    if not summary_is_well_formed(summary, rules):
         return False
+    text = summary.strip()
     body = " ".join(w for w in text.split() if w.lower() not in _ROLE_LABEL)
     # First names count for nothing: "Thanks, Maria! ... No problem, John!" says nothing worth keeping.
     substance = [w for w in content_words(body) if w not in FIRST_NAMES]
     return len(substance) >= rules.summary_min_content_words
+
+
+def _states_fact(seg: _Segment) -> bool:
+    """The personal-fact signal: a message of the dialogue states something specific about its speaker
+    or their world (personal_facts.py: a first-person statement with a name, a date, a number, a cue
+    of family, diet, health, preference, home or work, or enough content words). The agent's
+    statements count only when the user said something with a content word too: in a conversation
+    between people (LoCoMo) the other side is a person whose news is a memory, and an assistant's
+    "I booked your table at Nopa for 8" is a fact of the user's world; an agent talking to itself or
+    answering "hi" is not a conversation worth a chain."""
+    users = seg.indices(USER)
+    if states_personal_fact(seg.dialogue[k].text for k in users):
+        return True
+    user_spoke = any(seg.stems[k] for k in users)
+    return user_spoke and states_personal_fact(seg.dialogue[k].text for k in seg.indices(AGENT))
 
 
 def assess_quality(
@@ -378,9 +411,13 @@ def assess_quality(
     asked = any(_asks(seg.dialogue[k].text) for k in seg.indices(USER))
     engaged = asked or _disclosed(seg)
     engagement_ok = {"none": True, "engaged": engaged, "asked": asked}[rules.user_engagement]
+    fact = _states_fact(seg)
 
     reason = ""
-    if overall < min_score:
+    if fact and rules.admits_personal_facts:
+        if not summary_is_well_formed(analysis.summary, rules):
+            reason = "invalid_summary"
+    elif overall < min_score:
         reason = "overall_below_min"
     elif not summary_valid:
         reason = "invalid_summary"
@@ -406,4 +443,5 @@ def assess_quality(
         passed=not reason,
         reason=reason,
         user_engaged=engaged,
+        personal_fact=fact,
     )

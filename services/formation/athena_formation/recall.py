@@ -1,33 +1,36 @@
-"""Finding memories: SearchMemory (hybrid: embedding and words, ranking.py), GetChain, ListChains. A recall warms the chains it returns."""
+"""Finding memories: SearchMemory (hybrid: embedding and words, ranking.py; the chains and the events
+in no chain yet, open_events.py), GetChain, ListChains. A recall warms the chains it returns."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
-import re
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from athena.embeddings import Embedder
 from athena.errors import FieldViolation, InvalidArgument, NotFound
+from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
 from athena.metrics import CHAIN_HEAT, SEARCH_HITS
+from athena.text import found_words
 from athena_formation.chain_docs import chain_to_proto
 from athena_formation.chain_store import ChainStore, epoch
 from athena_formation.heat import HeatModel, lifecycle_of, recall_strength
 from athena_formation.lexical_index import LexicalIndex, LexicalScores, UserLexicon
 from athena_formation.lexicon import query_terms, terms
+from athena_formation.open_events import (
+    OPEN_EMBEDDED_TURNS, EventTerms, OpenTurn, best_turns, lexical_scores, open_turns, rank_turns, turn_as_chain,
+)
 from athena_formation.ranking import RankedChain, Ranking
 from athena_formation.vector_index import VectorIndex
 from athena_formation.warm_ups import WarmUps
 
 __all__ = ["Recall", "matched_terms"]
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]{2,}")
-_STOP = frozenset("the and for with that this what when where which who how are was were you your have has had did does can could would should about from into they them their there then than".split())
 _STATUS_NAMES = {memory_pb2.CHAIN_STATUS_ACTIVE: "active", memory_pb2.CHAIN_STATUS_ARCHIVED: "archived"}
 
 
@@ -45,16 +48,11 @@ def _searchable(doc: Mapping[str, Any], scope: memory_pb2.Scope) -> bool:
 def matched_terms(query: str, doc: Mapping[str, Any], chain_terms: set[str] | None) -> list[str]:
     """The query's words (as written) found in the chain: by their terms among `chain_terms` (the
     query terms its lexicon holds), or for a chain the lexical index does not know, in its topic,
-    summary and entities."""
-    text = "" if chain_terms is not None else " ".join([doc.get("topic", ""), doc.get("summary", ""), *(e["text"] for e in doc.get("entities", []))]).lower()
-    found: list[str] = []
-    for w in _WORD.findall(query):
-        lw = w.lower()
-        if lw in _STOP or lw in found:
-            continue
-        if (chain_terms is not None and any(t in chain_terms for t in terms(lw))) or (chain_terms is None and lw in text):
-            found.append(lw)
-    return found
+    summary and entities. Words of any script (athena.text.found_words: CJK by its found stretches)."""
+    if chain_terms is not None:
+        return found_words(query, lambda word: any(t in chain_terms for t in terms(word)))
+    text = " ".join([doc.get("topic", ""), doc.get("summary", ""), *(e["text"] for e in doc.get("entities", []))]).casefold()
+    return found_words(query, lambda word: word in text)
 
 
 class Recall:
@@ -76,16 +74,25 @@ class Recall:
         self.ranking = ranking or Ranking()
         self.warm_ups = WarmUps(store)
         """The recalls' warm-ups, written behind the answers (warm_ups.py)."""
+        self.open_terms = EventTerms()
+        """The open events' term counts, kept between searches (open_events.py)."""
 
-    async def search(self, request: memory_pb2.SearchMemoryRequest) -> memory_pb2.SearchMemoryResponse:
+    async def search(
+        self, request: memory_pb2.SearchMemoryRequest, open_segments: Sequence[formation_pb2.Segment] = ()
+    ) -> memory_pb2.SearchMemoryResponse:
         """Hybrid search (ranking.py): the best chains by cosine and by the query's words, each scored
-        on both and on its size, then hydrated from MongoDB, filtered and warmed."""
+        on both and on its size, then hydrated from MongoDB, filtered and warmed; and the turns of
+        the `open_segments` (events in no chain yet, open_events.py), scored the same way, among them."""
         scope = request.scope
         limit = request.limit or 5
+        query = query_terms(request.query)
+        turns = open_turns(open_segments, scope, dict(request.metadata_filters), self.open_terms)
         # The query is embedded (in a thread) while the user's lexical index is read (first search)
         # and the query's words are scored: the two sides of the search overlap.
         embedding = asyncio.ensure_future(self.embedder.embed([request.query]))
         lexicon_task = asyncio.ensure_future(self._lexicon(scope))
+        turn_embedding: asyncio.Future[np.ndarray] | None = None
+        turn_vectors: np.ndarray | None = None
         try:
             allowed: set[str] | None = None
             if request.metadata_filters:
@@ -93,14 +100,21 @@ class Recall:
                     tenant_id=scope.tenant_id, user_id=scope.user_id, filters=dict(request.metadata_filters)
                 )
             lexicon = await lexicon_task
-            lexical = lexicon.query(query_terms(request.query), agent_id=scope.agent_id or None) if lexicon is not None else None
+            lexical = lexicon.query(query, agent_id=scope.agent_id or None) if lexicon is not None else None
+            turn_lexical = lexical_scores(turns, query, lexical.corpus if lexical is not None else None)
+            candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS)
+            if candidates:  # embedded after the query (one model), while the chains' vectors are scanned
+                turn_embedding = asyncio.ensure_future(self.embedder.embed([turns[i].content for i in candidates]))
             query_vec = (await embedding)[0]
             pool = self.ranking.candidates(limit) if allowed is None else min(1000, max(self.ranking.candidates(limit), limit * 4 + 20))
             vector_hits = await self.vectors.search(
                 query_vec, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=pool
             )
+            if turn_embedding is not None:
+                turn_vectors = await turn_embedding
         finally:
-            for task in (lexicon_task, embedding):
+            tasks: list[asyncio.Future[Any]] = [lexicon_task, embedding, *([turn_embedding] if turn_embedding is not None else [])]
+            for task in tasks:
                 if not task.done():
                     task.cancel()  # a lexicon read itself is shielded in LexicalIndex and goes on
                 elif not task.cancelled():
@@ -113,10 +127,17 @@ class Recall:
         most = limit + 10 if allowed is None else min(1000, limit * 4 + 20)
         provisional = self._rank_candidates([c for c in similarity if allowed is None or c in allowed], similarity, lexical, lexicon, most=most)
         out = await self._hydrate(request, provisional, lexical, limit=limit)
-        SEARCH_HITS.observe(len(out))
-        warmed = self._warm([doc for _, doc in out], datetime.now(timezone.utc))
+        open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec)
+        found: list[tuple[RankedChain, dict[str, Any] | OpenTurn]] = [*out, *open_hits]
+        best = sorted(found, key=lambda pair: -pair[0].score)[:limit]
+        SEARCH_HITS.observe(len(best))
+        warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(timezone.utc)))
         response = memory_pb2.SearchMemoryResponse()
-        for (hit, doc), warm in zip(out, warmed):
+        for hit, doc in best:
+            if isinstance(doc, OpenTurn):
+                response.hits.append(_open_hit(request.query, hit, doc, query))
+                continue
+            warm = next(warmed)
             known = lexicon is not None and lexicon.row_of(hit.chain_id) is not None
             words = matched_terms(request.query, doc, lexical.terms_in(hit.chain_id) if known and lexical is not None else None)
             why = f"cosine similarity {hit.similarity:.2f} to the chain's embedding"
@@ -125,10 +146,32 @@ class Recall:
             response.hits.append(
                 memory_pb2.SearchHit(
                     chain=chain_to_proto(warm), similarity=hit.similarity, why=why, matched_terms=words,
-                    lexical_score=hit.lexical, score=hit.score,
+                    lexical_score=hit.lexical, score=hit.score, source=memory_pb2.HIT_SOURCE_CHAIN, event_ids=doc.get("event_ids", []),
                 )
             )
         return response
+
+    def _open_hits(
+        self,
+        request: memory_pb2.SearchMemoryRequest,
+        chains: list[tuple[RankedChain, dict[str, Any]]],
+        turns: list[OpenTurn],
+        candidates: list[int],
+        lexical: np.ndarray,
+        vectors: np.ndarray | None,
+        query_vector: np.ndarray,
+    ) -> list[tuple[RankedChain, OpenTurn]]:
+        """The embedded turns that may be hits: scored, above the similarity threshold, and holding no
+        event of a chain found (a segment formed while its hand-off was still parked: its chain is the hit)."""
+        if vectors is None:
+            return []
+        chained = {e for _, doc in chains for e in doc.get("event_ids", [])}
+        return [
+            (ranked, turn)
+            for ranked, turn in rank_turns(turns, candidates, lexical, vectors, query_vector, self.ranking)
+            if not (request.HasField("similarity_threshold") and ranked.similarity < request.similarity_threshold)
+            and chained.isdisjoint(turn.event_ids)
+        ]
 
     async def _hydrate(
         self, request: memory_pb2.SearchMemoryRequest, provisional: list[RankedChain], lexical: LexicalScores | None, *, limit: int
@@ -232,6 +275,18 @@ class Recall:
             chains=[chain_to_proto(d) for d in docs[:size]],
             next_page_token=_encode_token(offset + size) if more else "",
         )
+
+
+def _open_hit(query: str, hit: RankedChain, turn: OpenTurn, query_terms: list[str]) -> memory_pb2.SearchHit:
+    """A turn of open events as a WINDOW hit."""
+    words = matched_terms(query, {}, {t for t in query_terms if t in turn.lexicon})
+    why = f"not in a chain yet; cosine similarity {hit.similarity:.2f} to its events' embedding"
+    if words:
+        why += f"; words {', '.join(words[:8])} (lexical score {hit.lexical:.2f})"
+    return memory_pb2.SearchHit(
+        chain=turn_as_chain(turn), similarity=hit.similarity, why=why, matched_terms=words, lexical_score=hit.lexical,
+        score=hit.score, source=memory_pb2.HIT_SOURCE_WINDOW, event_ids=turn.event_ids,
+    )
 
 
 _MAX_OFFSET = 2**31 - 1

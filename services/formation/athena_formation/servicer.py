@@ -29,10 +29,11 @@ class FormationServicer(formation_pb2_grpc.FormationServiceServicer):
         return await self.eraser.after_forming(segment, response)
 
     async def ForgetUser(self, request: memory_pb2.ForgetUserRequest, context: grpc.aio.ServicerContext) -> memory_pb2.ForgetUserResponse:
+        self.recall.open_terms.forget_user(request.tenant_id, request.user_id)  # words of open events kept between searches
         return await self.eraser.forget(request.tenant_id, request.user_id)
 
-    async def SearchMemory(self, request: memory_pb2.SearchMemoryRequest, context: grpc.aio.ServicerContext) -> memory_pb2.SearchMemoryResponse:
-        return await self.recall.search(request)
+    async def SearchMemory(self, request: formation_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> memory_pb2.SearchMemoryResponse:
+        return await self.recall.search(request.request, request.open_segments)
 
     async def GetChain(self, request: memory_pb2.GetChainRequest, context: grpc.aio.ServicerContext) -> memory_pb2.Chain:
         return await self.recall.get_chain(request)

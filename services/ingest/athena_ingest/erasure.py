@@ -34,7 +34,7 @@ from athena.errors import FieldViolation
 from athena.formation_client import FormationClient
 from athena.internal.v1 import task_pb2
 from athena.memory.v1 import memory_pb2
-from athena.queue import FairQueue, chain_check_task_id, checked_event_id
+from athena.queue import FairQueue, chain_check_task_id, task_event_id
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog
@@ -122,8 +122,8 @@ class _RedisErasure:
     receipt: memory_pb2.ForgetUserResponse
 
     def task_erased(self, task: task_pb2.Task) -> bool:
-        # A check task is its event's; any task queued by then is erased whatever it is about.
-        return task.chain_check.event_id in self.erased_ids or erases(self.erased_at, task.enqueued_at)
+        # A check is its event's, a flush its newest event's; any task queued by then is erased too.
+        return task_event_id(task.id) in self.erased_ids or erases(self.erased_at, task.enqueued_at)
 
     def event_id_erased(self, event_id: str) -> bool:
         """For a key named by an event id: an id carrying a stored_at up to the tombstone (or of no
@@ -154,11 +154,12 @@ class _RedisErasure:
         for handoff in [k async for k in redis.scan_iter(match=patterns["handoff"], count=500)]:
             if await self.eraser.window.erase_from_handoff(_text(handoff), self.event_erased):
                 receipt.redis_keys += 1
+        await self.eraser.window.forget_quiet_agents(self.tenant_id, self.user_id)
         markers = [k async for k in redis.scan_iter(match=patterns["applied"], count=500) if self.event_id_erased(_last_part(k))]
         receipt.redis_keys += await self._delete(markers) + await self._delete(sorted(keys.task_dedup_key(t) for t in task_ids))
 
     def _result_erased(self, task_id: str, erased_tasks: set[str]) -> bool:
-        return task_id in erased_tasks or self.event_id_erased(checked_event_id(task_id))
+        return task_id in erased_tasks or self.event_id_erased(task_event_id(task_id))
 
     async def _delete(self, names: list[Any]) -> int:
         deleted = 0

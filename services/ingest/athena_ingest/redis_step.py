@@ -29,37 +29,51 @@ from athena.tracing import inject_context, producer_span
 __all__ = ["APPLY_EVENTS", "RedisStep"]
 
 APPLY_EVENTS = APPEND_TO_WINDOW_FN + ENQUEUE_FN + """
--- KEYS[1] dispatcher   KEYS[2..] the erasure tombstone of each user the batch holds
+-- KEYS[1] dispatcher   KEYS[2] window activity zset   KEYS[3..] the erasure tombstone of each user
+-- the batch holds
 -- ARGV[1] window cap (events)   ARGV[2] applied marker ttl (s)   ARGV[3] task dedup ttl (s)
--- then 9 per event: the KEYS index of its user's tombstone, its stored_at (epoch milliseconds), its
--- window list, its applied marker, its bytes, and its chain check: scope queue, task dedup key,
--- envelope bytes, scope id (all four empty when the event triggers no check)
+-- ARGV[4] how many scopes the batch holds, then 3 per scope: its scope id, its user's agents set,
+-- its agent id
+-- then 8 per event: its scope's number (1-based), the KEYS index of its user's tombstone, its
+-- stored_at (epoch milliseconds), its window list, its applied marker, its bytes, and its chain
+-- check: scope queue, task dedup key, envelope bytes (all three empty when it triggers no check)
 -- Appends each event to its window and queues its check, in order, except events stored at or before
--- their user's tombstone. Returns the 0-based positions of the events it dropped for that.
+-- their user's tombstone; a scope that kept an event records its newest stored_at in the activity
+-- zset (the idle flush) and its agent in its user's agents set (search of the open windows).
+-- Returns the 0-based positions of the events it dropped for the tombstone.
 local erased = {}
-for k = 2, #KEYS do
+for k = 3, #KEYS do
   -- the tombstone (epoch seconds) as whole milliseconds, as athena.tombstones.millis reads it
   local seconds = tonumber(redis.call('GET', KEYS[k]) or '')
   erased[k] = seconds and math.floor(math.floor(seconds * 1e6 + 0.5) / 1000)
 end
+local scopes = tonumber(ARGV[4])
+local newest = {}
 local dropped = {}
 local n = 0
-for i = 4, #ARGV, 9 do
-  local erased_at = erased[tonumber(ARGV[i])]
-  if erased_at and tonumber(ARGV[i + 1]) <= erased_at then
+for i = 5 + 3 * scopes, #ARGV, 9 do
+  local scope = tonumber(ARGV[i])
+  local erased_at = erased[tonumber(ARGV[i + 1])]
+  local stored = tonumber(ARGV[i + 2])
+  if erased_at and stored <= erased_at then
     dropped[#dropped + 1] = n
   else
-    append_to_window(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[1], ARGV[2])
-    if ARGV[i + 5] ~= '' then
-      enqueue(ARGV[i + 5], KEYS[1], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[3])
+    append_to_window(ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[1], ARGV[2])
+    if ARGV[i + 6] ~= '' then
+      enqueue(ARGV[i + 6], KEYS[1], ARGV[i + 7], ARGV[i + 8], ARGV[2 + 3 * scope], ARGV[3])
     end
+    newest[scope] = math.max(newest[scope] or 0, stored)
   end
   n = n + 1
+end
+for scope, stored in pairs(newest) do
+  redis.call('ZADD', KEYS[2], 'GT', stored, ARGV[2 + 3 * scope])
+  redis.call('SADD', ARGV[3 + 3 * scope], ARGV[4 + 3 * scope])
 end
 return dropped
 """
 
-_NO_CHECK = ("", "", b"", "")
+_NO_CHECK = ("", "", b"")
 
 
 class RedisStep:
@@ -80,7 +94,9 @@ class RedisStep:
         if not events:
             return []
         users: dict[tuple[str, str], int] = {}
-        args: list[str | bytes | int] = [self._window.max_events, APPLIED_MARKER_TTL_SECONDS, TASK_DEDUP_TTL_SECONDS]
+        scopes: dict[str, int] = {}
+        scope_args: list[str | bytes | int] = []
+        event_args: list[str | bytes | int] = []
         checks = [self._triggers_check(e) for e in events]
         n_checks = sum(checks)
         with producer_span(count=n_checks) if n_checks else nullcontext():
@@ -89,16 +105,22 @@ class RedisStep:
                 inject_context(carrier)
             now = datetime.now(timezone.utc)  # one enqueue time for the batch: it is one write
             for event, check in zip(events, checks):
-                tombstone_at = users.setdefault((event.scope.tenant_id, event.scope.user_id), len(users) + 2)  # its KEYS index
-                args += [tombstone_at, millis(event.stored_at), *self._window.append_args(event)]
+                s = event.scope
+                scope_id = keys.scope_id(s.tenant_id, s.user_id, s.agent_id)
+                if scope_id not in scopes:
+                    scopes[scope_id] = len(scopes) + 1
+                    scope_args += [scope_id, keys.stm_user_agents_key(s.tenant_id, s.user_id), s.agent_id]
+                tombstone_at = users.setdefault((s.tenant_id, s.user_id), len(users) + 3)  # its KEYS index
+                event_args += [scopes[scope_id], tombstone_at, millis(event.stored_at), *self._window.append_args(event)]
                 if check:
-                    (queue_key, _dispatcher, dedup_key), (envelope, scope_id, _ttl) = self._queue.enqueue_args(
-                        chain_check_task(scope=event.scope, event_id=event.id, trace_context=carrier, now=now)
+                    (queue_key, _dispatcher, dedup_key), (envelope, _scope_id, _ttl) = self._queue.enqueue_args(
+                        chain_check_task(scope=s, event_id=event.id, trace_context=carrier, now=now)
                     )
-                    args += [queue_key, dedup_key, envelope, scope_id]
+                    event_args += [queue_key, dedup_key, envelope]
                 else:
-                    args += _NO_CHECK
+                    event_args += _NO_CHECK
             tombstones = [keys.erasure_key(tenant, user) for tenant, user in users]
+            args = [self._window.max_events, APPLIED_MARKER_TTL_SECONDS, TASK_DEDUP_TTL_SECONDS, len(scopes), *scope_args, *event_args]
             with redis_unavailable():
-                dropped = await self._script(keys=[keys.DISPATCHER, *tombstones], args=args)
+                dropped = await self._script(keys=[keys.DISPATCHER, keys.STM_ACTIVITY, *tombstones], args=args)
         return [int(i) for i in dropped]

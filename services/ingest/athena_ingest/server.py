@@ -18,8 +18,10 @@ from athena.telemetry import run_service
 from athena.tombstones import MongoTombstones
 from athena_ingest.erasure import Eraser
 from athena_ingest.ingestor import Ingestor
+from athena_ingest.open_events import OpenEvents
 from athena_ingest.persistence_rewrite import PersistenceRewrite
 from athena_ingest.servicer import MemoryServicer
+from athena_ingest.window_flush import WindowFlushes
 from athena_ingest.validation import Limits
 
 __all__ = ["IngestParts", "build_ingest", "build_ingest_parts", "main", "serve"]
@@ -75,7 +77,10 @@ async def build_ingest_parts(settings: Settings) -> IngestParts:
         formation=formation,
         persistence_rewrite=persistence_rewrite,
     )
-    servicer = MemoryServicer(ingestor=ingestor, window=window, formation=formation, eraser=eraser)
+    flushes = WindowFlushes(window=window, queue=queue, enabled=settings.enable_memory_workers)
+    servicer = MemoryServicer(
+        ingestor=ingestor, window=window, formation=formation, eraser=eraser, flushes=flushes, open_events=OpenEvents(redis)
+    )
 
     async def close() -> None:
         await formation.close()

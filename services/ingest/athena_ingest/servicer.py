@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+
 import grpc
 
-from athena.errors import FieldViolation
+from athena.errors import DependencyUnavailable, FieldViolation
 from athena.formation_client import FormationClient
+from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow
 from athena_ingest.context_page import decode_cursor, encode_cursor, events_budget, fit_chains, read_page
 from athena_ingest.erasure import Eraser, validate_forget
 from athena_ingest.ingestor import Ingestor
+from athena_ingest.open_events import OpenEvents
 from athena_ingest.validation import (
     raise_if_any,
     validate_get_chain,
@@ -20,13 +24,27 @@ from athena_ingest.validation import (
     validate_scope,
     validate_search,
 )
+from athena_ingest.window_flush import WindowFlushes
 
 __all__ = ["MemoryServicer"]
 
+log = logging.getLogger("athena.ingest")
+
 
 class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
-    def __init__(self, *, ingestor: Ingestor, window: ShortTermWindow, formation: FormationClient, eraser: Eraser) -> None:
+    def __init__(
+        self,
+        *,
+        ingestor: Ingestor,
+        window: ShortTermWindow,
+        formation: FormationClient,
+        eraser: Eraser,
+        flushes: WindowFlushes,
+        open_events: OpenEvents,
+    ) -> None:
+        self.open_events = open_events
         self.eraser = eraser
+        self.flushes = flushes
         self.ingestor = ingestor
         self.window = window
         self.formation = formation
@@ -51,27 +69,42 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         self, request: memory_pb2.GetContextRequest, context: grpc.aio.ServicerContext
     ) -> memory_pb2.GetContextResponse:
         """One page of the window (athena_ingest.context_page): the answer stays under the transport
-        limit however large the window, and relevant chains come on the first page only."""
+        limit however large the window, and relevant memories come on the first page only (a WINDOW
+        hit whose events are all on the page is left out: the caller has them already)."""
         raise_if_any(validate_get_context(request, limits=self.ingestor.limits))
         cursor = decode_cursor(request.page_token, max_remaining=self.ingestor.limits.max_window_events)
         chains = await self._relevant_chains(request) if request.query and cursor is None else []
         with redis_unavailable():
             page = await read_page(self.window, request.scope, cursor, limit=request.limit, budget=events_budget(chains))
+        if chains:
+            shown = {e.id for e in page.events}
+            chains = [h for h in chains if h.source != memory_pb2.HIT_SOURCE_WINDOW or not shown.issuperset(h.event_ids)]
         return memory_pb2.GetContextResponse(
             events=page.events, relevant_chains=chains, next_page_token=encode_cursor(page.next) if page.next else ""
         )
 
     async def _relevant_chains(self, request: memory_pb2.GetContextRequest) -> list[memory_pb2.SearchHit]:
-        """The chains most relevant to the request's query, best first, within CHAINS_BUDGET_BYTES."""
+        """The memories most relevant to the request's query, best first, within CHAINS_BUDGET_BYTES."""
         search = memory_pb2.SearchMemoryRequest(scope=request.scope, query=request.query, limit=request.chain_limit or 3)
-        found = await self.formation.call(self.formation.stub.SearchMemory, search)
-        return fit_chains(found.hits)
+        return fit_chains((await self._search(search)).hits)
 
     async def SearchMemory(
         self, request: memory_pb2.SearchMemoryRequest, context: grpc.aio.ServicerContext
     ) -> memory_pb2.SearchMemoryResponse:
         raise_if_any(validate_search(request, limits=self.ingestor.limits))
-        return await self.formation.call(self.formation.stub.SearchMemory, request)
+        return await self._search(request)
+
+    async def _search(self, request: memory_pb2.SearchMemoryRequest) -> memory_pb2.SearchMemoryResponse:
+        """Formation ranks the chains and the scope's open events (open_events.py), read here: ingest
+        owns Redis. Without Redis the chains are still searched, alone (the chains do not need it)."""
+        try:
+            segments = await self.open_events.read(request.scope)
+        except DependencyUnavailable as exc:
+            log.warning("searching the chains alone: the open events could not be read (%s)", exc)
+            segments = []
+        return await self.formation.call(
+            self.formation.stub.SearchMemory, formation_pb2.SearchRequest(request=request, open_segments=segments)
+        )
 
     async def GetChain(self, request: memory_pb2.GetChainRequest, context: grpc.aio.ServicerContext) -> memory_pb2.Chain:
         raise_if_any(validate_get_chain(request))
@@ -82,6 +115,12 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     ) -> memory_pb2.ListChainsResponse:
         raise_if_any(validate_list_chains(request))
         return await self.formation.call(self.formation.stub.ListChains, request)
+
+    async def FlushWindow(
+        self, request: memory_pb2.FlushWindowRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.FlushWindowResponse:
+        raise_if_any(validate_scope(request.scope, has_scope=request.HasField("scope")))
+        return await self.flushes.flush(request.scope)
 
     async def ForgetUser(
         self, request: memory_pb2.ForgetUserRequest, context: grpc.aio.ServicerContext

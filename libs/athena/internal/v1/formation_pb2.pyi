@@ -32,6 +32,10 @@ class _CutReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CutReason.V
     """The newest user message started a new topic."""
     CUT_REASON_FORCE_FLUSH: _CutReason.ValueType  # 2
     """The window reached STM_MAX_EVENTS_BEFORE_FLUSH events."""
+    CUT_REASON_FLUSH: _CutReason.ValueType  # 3
+    """The conversation was closed: MemoryService.FlushWindow, or no event for STM_IDLE_FLUSH_SECONDS."""
+    CUT_REASON_TIME_GAP: _CutReason.ValueType  # 4
+    """The newest user message came more than STM_SESSION_GAP_SECONDS after the event before it."""
 
 class CutReason(_CutReason, metaclass=_CutReasonEnumTypeWrapper):
     """Why cognition cut the segment."""
@@ -41,6 +45,10 @@ CUT_REASON_TOPIC_BREAK: CutReason.ValueType  # 1
 """The newest user message started a new topic."""
 CUT_REASON_FORCE_FLUSH: CutReason.ValueType  # 2
 """The window reached STM_MAX_EVENTS_BEFORE_FLUSH events."""
+CUT_REASON_FLUSH: CutReason.ValueType  # 3
+"""The conversation was closed: MemoryService.FlushWindow, or no event for STM_IDLE_FLUSH_SECONDS."""
+CUT_REASON_TIME_GAP: CutReason.ValueType  # 4
+"""The newest user message came more than STM_SESSION_GAP_SECONDS after the event before it."""
 Global___CutReason: _TypeAlias = CutReason  # noqa: Y015
 
 class _FormOutcome:
@@ -100,6 +108,41 @@ class Segment(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Segment: _TypeAlias = Segment  # noqa: Y015
+
+@_typing.final
+class SearchRequest(_message.Message):
+    """MemoryService.SearchMemory as ingest forwards it: the validated public request and the events of
+    its scope that are in no chain yet, which formation ranks with the chains (docs/formation.md,
+    "Open events").
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_FIELD_NUMBER: _builtins.int
+    OPEN_SEGMENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def request(self) -> _memory_pb2.SearchMemoryRequest: ...
+    @_builtins.property
+    def open_segments(self) -> _containers.RepeatedCompositeFieldContainer[Global___Segment]:
+        """The short-term windows (every agent's of the user when request.scope.agent_id is empty), each
+        as one segment with an empty id, and the parked segments (cut, not yet accepted by formation),
+        as cut; events oldest first within each. Read in one step, so an event is in at most one of
+        them. Only the newest events are sent when there are many (ingest's bound).
+        """
+
+    def __init__(
+        self,
+        *,
+        request: _memory_pb2.SearchMemoryRequest | None = ...,
+        open_segments: _abc.Iterable[Global___Segment] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["open_segments", b"open_segments", "request", b"request"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchRequest: _TypeAlias = SearchRequest  # noqa: Y015
 
 @_typing.final
 class FormChainRequest(_message.Message):

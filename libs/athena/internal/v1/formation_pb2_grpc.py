@@ -43,7 +43,7 @@ class FormationServiceStub:
                 _registered_method=True)
         self.SearchMemory = channel.unary_unary(
                 '/athena.internal.v1.FormationService/SearchMemory',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.SerializeToString,
+                request_serializer=athena_dot_internal_dot_v1_dot_formation__pb2.SearchRequest.SerializeToString,
                 response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
                 _registered_method=True)
         self.GetChain = channel.unary_unary(
@@ -75,14 +75,16 @@ class FormationServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SearchMemory(self, request, context):
-        """The public chain RPCs, forwarded by ingest after validation (formation owns Milvus).
+        """The public SearchMemory, forwarded by ingest after validation with the scope's open events
+        (formation owns Milvus and the chains; ingest owns Redis).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetChain(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The public chain RPCs, forwarded by ingest after validation.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -112,7 +114,7 @@ def add_FormationServiceServicer_to_server(servicer, server):
             ),
             'SearchMemory': grpc.unary_unary_rpc_method_handler(
                     servicer.SearchMemory,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.FromString,
+                    request_deserializer=athena_dot_internal_dot_v1_dot_formation__pb2.SearchRequest.FromString,
                     response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.SerializeToString,
             ),
             'GetChain': grpc.unary_unary_rpc_method_handler(
@@ -184,7 +186,7 @@ class FormationService:
             request,
             target,
             '/athena.internal.v1.FormationService/SearchMemory',
-            athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.SerializeToString,
+            athena_dot_internal_dot_v1_dot_formation__pb2.SearchRequest.SerializeToString,
             athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
             options,
             channel_credentials,

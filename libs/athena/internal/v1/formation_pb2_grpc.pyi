@@ -36,9 +36,12 @@ class FormationServiceStub:
     def __new__(cls, channel: _aio.Channel) -> FormationServiceAsyncStub: ...
     FormChain: _grpc.UnaryUnaryMultiCallable[_formation_pb2.FormChainRequest, _formation_pb2.FormChainResponse]
     """Idempotent by segment id: a retried call returns the first outcome and writes nothing new."""
-    SearchMemory: _grpc.UnaryUnaryMultiCallable[_memory_pb2.SearchMemoryRequest, _memory_pb2.SearchMemoryResponse]
-    """The public chain RPCs, forwarded by ingest after validation (formation owns Milvus)."""
+    SearchMemory: _grpc.UnaryUnaryMultiCallable[_formation_pb2.SearchRequest, _memory_pb2.SearchMemoryResponse]
+    """The public SearchMemory, forwarded by ingest after validation with the scope's open events
+    (formation owns Milvus and the chains; ingest owns Redis).
+    """
     GetChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]
+    """The public chain RPCs, forwarded by ingest after validation."""
     ListChains: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]
     ForgetUser: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ForgetUserRequest, _memory_pb2.ForgetUserResponse]
     """The formation part of MemoryService.ForgetUser, forwarded by ingest after it wrote the tombstone:
@@ -53,9 +56,12 @@ class FormationServiceAsyncStub(FormationServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     FormChain: _aio.UnaryUnaryMultiCallable[_formation_pb2.FormChainRequest, _formation_pb2.FormChainResponse]  # type: ignore[assignment]
     """Idempotent by segment id: a retried call returns the first outcome and writes nothing new."""
-    SearchMemory: _aio.UnaryUnaryMultiCallable[_memory_pb2.SearchMemoryRequest, _memory_pb2.SearchMemoryResponse]  # type: ignore[assignment]
-    """The public chain RPCs, forwarded by ingest after validation (formation owns Milvus)."""
+    SearchMemory: _aio.UnaryUnaryMultiCallable[_formation_pb2.SearchRequest, _memory_pb2.SearchMemoryResponse]  # type: ignore[assignment]
+    """The public SearchMemory, forwarded by ingest after validation with the scope's open events
+    (formation owns Milvus and the chains; ingest owns Redis).
+    """
     GetChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]  # type: ignore[assignment]
+    """The public chain RPCs, forwarded by ingest after validation."""
     ListChains: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]  # type: ignore[assignment]
     ForgetUser: _aio.UnaryUnaryMultiCallable[_memory_pb2.ForgetUserRequest, _memory_pb2.ForgetUserResponse]  # type: ignore[assignment]
     """The formation part of MemoryService.ForgetUser, forwarded by ingest after it wrote the tombstone:
@@ -77,17 +83,20 @@ class FormationServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
     def SearchMemory(
         self,
-        request: _memory_pb2.SearchMemoryRequest,
+        request: _formation_pb2.SearchRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_pb2.SearchMemoryResponse, _abc.Awaitable[_memory_pb2.SearchMemoryResponse]]:
-        """The public chain RPCs, forwarded by ingest after validation (formation owns Milvus)."""
+        """The public SearchMemory, forwarded by ingest after validation with the scope's open events
+        (formation owns Milvus and the chains; ingest owns Redis).
+        """
 
     @_abc_1.abstractmethod
     def GetChain(
         self,
         request: _memory_pb2.GetChainRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_memory_pb2.Chain, _abc.Awaitable[_memory_pb2.Chain]]: ...
+    ) -> _typing.Union[_memory_pb2.Chain, _abc.Awaitable[_memory_pb2.Chain]]:
+        """The public chain RPCs, forwarded by ingest after validation."""
 
     @_abc_1.abstractmethod
     def ListChains(

@@ -43,6 +43,32 @@ class ChainCheckPayload(_message.Message):
 Global___ChainCheckPayload: _TypeAlias = ChainCheckPayload  # noqa: Y015
 
 @_typing.final
+class WindowFlushPayload(_message.Message):
+    """Close the scope's open segment: cut the window up to and including an event and form it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THROUGH_EVENT_ID_FIELD_NUMBER: _builtins.int
+    TRIGGER_FIELD_NUMBER: _builtins.int
+    through_event_id: _builtins.str
+    """The newest event of the window when the flush was asked for; later events stay in the window."""
+    trigger: _builtins.str
+    """What asked: "api" (MemoryService.FlushWindow) or "idle" (STM_IDLE_FLUSH_SECONDS)."""
+    def __init__(
+        self,
+        *,
+        through_event_id: _builtins.str = ...,
+        trigger: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["through_event_id", b"through_event_id", "trigger", b"trigger"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WindowFlushPayload: _TypeAlias = WindowFlushPayload  # noqa: Y015
+
+@_typing.final
 class Task(_message.Message):
     """One unit of work on the queue. Serialized with protobuf into the scope's Redis list."""
 
@@ -72,6 +98,7 @@ class Task(_message.Message):
     TYPE_FIELD_NUMBER: _builtins.int
     SCOPE_FIELD_NUMBER: _builtins.int
     CHAIN_CHECK_FIELD_NUMBER: _builtins.int
+    WINDOW_FLUSH_FIELD_NUMBER: _builtins.int
     ENQUEUED_AT_FIELD_NUMBER: _builtins.int
     ATTEMPT_FIELD_NUMBER: _builtins.int
     TRACE_CONTEXT_FIELD_NUMBER: _builtins.int
@@ -79,7 +106,7 @@ class Task(_message.Message):
     id: _builtins.str
     """Unique and deterministic for its cause (a retried StoreEvent enqueues nothing new)."""
     type: _builtins.str
-    """"cognitive_chain_check" for now."""
+    """"cognitive_chain_check" or "cognitive_window_flush"."""
     attempt: _builtins.int
     """Attempts already made (0 on first delivery)."""
     last_error: _builtins.str
@@ -88,6 +115,8 @@ class Task(_message.Message):
     def scope(self) -> _memory_pb2.Scope: ...
     @_builtins.property
     def chain_check(self) -> Global___ChainCheckPayload: ...
+    @_builtins.property
+    def window_flush(self) -> Global___WindowFlushPayload: ...
     @_builtins.property
     def enqueued_at(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
@@ -101,16 +130,17 @@ class Task(_message.Message):
         type: _builtins.str = ...,
         scope: _memory_pb2.Scope | None = ...,
         chain_check: Global___ChainCheckPayload | None = ...,
+        window_flush: Global___WindowFlushPayload | None = ...,
         enqueued_at: _timestamp_pb2.Timestamp | None = ...,
         attempt: _builtins.int = ...,
         trace_context: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         last_error: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["chain_check", b"chain_check", "enqueued_at", b"enqueued_at", "payload", b"payload", "scope", b"scope"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["chain_check", b"chain_check", "enqueued_at", b"enqueued_at", "payload", b"payload", "scope", b"scope", "window_flush", b"window_flush"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "chain_check", b"chain_check", "enqueued_at", b"enqueued_at", "id", b"id", "last_error", b"last_error", "payload", b"payload", "scope", b"scope", "trace_context", b"trace_context", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "chain_check", b"chain_check", "enqueued_at", b"enqueued_at", "id", b"id", "last_error", b"last_error", "payload", b"payload", "scope", b"scope", "trace_context", b"trace_context", "type", b"type", "window_flush", b"window_flush"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["chain_check"]  # noqa: Y015
+    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["chain_check", "window_flush"]  # noqa: Y015
     _WhichOneofArgType_payload: _TypeAlias = _typing.Literal["payload", b"payload"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_payload) -> _WhichOneofReturnType_payload | None: ...
 

@@ -77,6 +77,38 @@ CHAIN_STATUS_ACTIVE: ChainStatus.ValueType  # 1
 CHAIN_STATUS_ARCHIVED: ChainStatus.ValueType  # 2
 Global___ChainStatus: _TypeAlias = ChainStatus  # noqa: Y015
 
+class _HitSource:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _HitSourceEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_HitSource.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    HIT_SOURCE_UNSPECIFIED: _HitSource.ValueType  # 0
+    HIT_SOURCE_CHAIN: _HitSource.ValueType  # 1
+    """A cognitive chain."""
+    HIT_SOURCE_WINDOW: _HitSource.ValueType  # 2
+    """Events not in a chain yet, from the short-term window or from a segment cut from it that is
+    being formed: one turn, a user message with what followed it up to the next user message (the
+    events before the first user message of a window or segment are a turn of their own). Found
+    until the segment is formed; then its events are found in their chain (a rejected segment's no
+    longer). A search never returns an event in two hits.
+    """
+
+class HitSource(_HitSource, metaclass=_HitSourceEnumTypeWrapper):
+    """Where a SearchHit comes from."""
+
+HIT_SOURCE_UNSPECIFIED: HitSource.ValueType  # 0
+HIT_SOURCE_CHAIN: HitSource.ValueType  # 1
+"""A cognitive chain."""
+HIT_SOURCE_WINDOW: HitSource.ValueType  # 2
+"""Events not in a chain yet, from the short-term window or from a segment cut from it that is
+being formed: one turn, a user message with what followed it up to the next user message (the
+events before the first user message of a window or segment are a turn of their own). Found
+until the segment is formed; then its events are found in their chain (a rejected segment's no
+longer). A search never returns an event in two hits.
+"""
+Global___HitSource: _TypeAlias = HitSource  # noqa: Y015
+
 @_typing.final
 class Scope(_message.Message):
     """Who a memory belongs to. Every id: 1-128 characters of [A-Za-z0-9._@-]."""
@@ -351,7 +383,7 @@ class GetContextRequest(_message.Message):
     limit: _builtins.int
     """The selection: how many of the most recent events to return; 0 means the whole window."""
     query: _builtins.str
-    """Optional: also return the chains most relevant to this text (on the first page only)."""
+    """Optional: also return the memories most relevant to this text (on the first page only)."""
     chain_limit: _builtins.int
     """How many relevant chains at most (default 3) when query is set."""
     page_token: _builtins.str
@@ -403,9 +435,10 @@ class GetContextResponse(_message.Message):
 
     @_builtins.property
     def relevant_chains(self) -> _containers.RepeatedCompositeFieldContainer[Global___SearchHit]:
-        """The chains most relevant to the query, best first (only when a query was given, and on the
-        first page only). Fewer than chain_limit when more would pass 1 MiB: the lowest-ranked are left
-        out.
+        """The memories most relevant to the query, best first, as SearchMemory ranks them: chains and
+        WINDOW hits (only when a query was given, and on the first page only). A WINDOW hit whose events
+        are all in `events` of this page is left out. Fewer than chain_limit when more would pass 1 MiB:
+        the lowest-ranked are left out.
         """
 
     def __init__(
@@ -641,7 +674,7 @@ class SearchMemoryRequest(_message.Message):
 
     @_builtins.property
     def metadata_filters(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
-        """Only chains holding an event with each of these metadata key/value pairs."""
+        """Only hits holding an event with each of these metadata key/value pairs (exact equality)."""
 
     def __init__(
         self,
@@ -672,8 +705,10 @@ class SearchHit(_message.Message):
     MATCHED_TERMS_FIELD_NUMBER: _builtins.int
     LEXICAL_SCORE_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    EVENT_IDS_FIELD_NUMBER: _builtins.int
     similarity: _builtins.float
-    """Cosine similarity between the query and the chain's embedding."""
+    """Cosine similarity between the query and the chain's embedding (a WINDOW hit: its events' text's)."""
     why: _builtins.str
     """Why it matched, for people: similarity and the query terms found in the chain."""
     lexical_score: _builtins.float
@@ -682,11 +717,23 @@ class SearchHit(_message.Message):
     """What hits are ordered by: the cosine and the lexical score weighed, divided by a power of the
     chain's size (SEARCH_LEXICAL_WEIGHT, SEARCH_SIZE_PRIOR).
     """
+    source: Global___HitSource.ValueType
+    """CHAIN or WINDOW."""
     @_builtins.property
-    def chain(self) -> Global___Chain: ...
+    def chain(self) -> Global___Chain:
+        """The chain. For a WINDOW hit, not a stored chain but its events shown as one: scope, summary (the
+        events' text, one line per event: "User: ...", "Agent: ...", "Agent (thought): ..."), event_ids,
+        event_count, first_event_at and last_event_at (the events' timestamps) are set; id, topic,
+        quality, heat and lifecycle are empty (GetChain does not know it).
+        """
+
     @_builtins.property
     def matched_terms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The query's words found in the chain (as the query wrote them)."""
+
+    @_builtins.property
+    def event_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The ids StoreEvent returned for the events the hit holds, oldest first (a chain's: chain.event_ids)."""
 
     def __init__(
         self,
@@ -697,10 +744,12 @@ class SearchHit(_message.Message):
         matched_terms: _abc.Iterable[_builtins.str] | None = ...,
         lexical_score: _builtins.float = ...,
         score: _builtins.float = ...,
+        source: Global___HitSource.ValueType = ...,
+        event_ids: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["chain", b"chain"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain", b"chain", "lexical_score", b"lexical_score", "matched_terms", b"matched_terms", "score", b"score", "similarity", b"similarity", "why", b"why"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain", b"chain", "event_ids", b"event_ids", "lexical_score", b"lexical_score", "matched_terms", b"matched_terms", "score", b"score", "similarity", b"similarity", "source", b"source", "why", b"why"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -810,6 +859,54 @@ class ListChainsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListChainsResponse: _TypeAlias = ListChainsResponse  # noqa: Y015
+
+@_typing.final
+class FlushWindowRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def scope(self) -> Global___Scope: ...
+    def __init__(
+        self,
+        *,
+        scope: Global___Scope | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FlushWindowRequest: _TypeAlias = FlushWindowRequest  # noqa: Y015
+
+@_typing.final
+class FlushWindowResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TASK_ID_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    DUPLICATE_FIELD_NUMBER: _builtins.int
+    task_id: _builtins.str
+    """The flush task (its result: task_results); empty when the window was empty."""
+    events: _builtins.int
+    """Events the window held when the call was answered: the flush cuts these."""
+    duplicate: _builtins.bool
+    """True when this exact flush was queued before (nothing new was stored since)."""
+    def __init__(
+        self,
+        *,
+        task_id: _builtins.str = ...,
+        events: _builtins.int = ...,
+        duplicate: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "events", b"events", "task_id", b"task_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FlushWindowResponse: _TypeAlias = FlushWindowResponse  # noqa: Y015
 
 @_typing.final
 class ForgetUserRequest(_message.Message):

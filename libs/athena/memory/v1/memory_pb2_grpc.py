@@ -70,6 +70,11 @@ class MemoryServiceStub:
                 request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
                 response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
                 _registered_method=True)
+        self.FlushWindow = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/FlushWindow',
+                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.SerializeToString,
+                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -93,7 +98,8 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetContext(self, request, context):
-        """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains.
+        """The recent short-term window of a scope, oldest first; with a query, also the most relevant
+        memories (SearchMemory's hits).
         Paged: an answer stays under gRPC's 4 MiB default message limit, the newest events first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -101,8 +107,10 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SearchMemory(self, request, context):
-        """Chains of a tenant's user (agent optional) ranked by cosine similarity to the query.
-        A recall warms the chains it returns.
+        """A tenant's user's memories (agent optional) most relevant to the query, best first: the chains,
+        and the events not in a chain yet (the short-term windows and segments being formed), ranked
+        together by the query's embedding and words (SearchHit.source tells them apart). An event is
+        found as soon as StoreEvent returned. A recall warms the chains it returns.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -129,6 +137,16 @@ class MemoryServiceServicer:
         what came since). Work of the user queued or in flight before the call never hands anything of
         those events to formation afterwards (tombstone; docs/architecture.md, "Erasure"). Events stored
         after the call start a new, separate memory and are kept, in every store.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FlushWindow(self, request, context):
+        """Close the scope's conversation: what its short-term window holds now is cut into a segment and
+        formed, after every task already queued for the scope (a flush task on the same fair queue).
+        Idempotent (a repeat while nothing new was stored queues nothing); a no-op on an empty window.
+        The window is also flushed by itself after STM_IDLE_FLUSH_SECONDS without an event.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -171,6 +189,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ForgetUser,
                     request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.FromString,
                     response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.SerializeToString,
+            ),
+            'FlushWindow': grpc.unary_unary_rpc_method_handler(
+                    servicer.FlushWindow,
+                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.FromString,
+                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -363,6 +386,33 @@ class MemoryService:
             '/athena.memory.v1.MemoryService/ForgetUser',
             athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
             athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FlushWindow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/FlushWindow',
+            athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.SerializeToString,
+            athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -42,12 +42,15 @@ class MemoryServiceStub:
     The batch is validated whole before anything is written.
     """
     GetContext: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetContextRequest, _memory_pb2.GetContextResponse]
-    """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains.
+    """The recent short-term window of a scope, oldest first; with a query, also the most relevant
+    memories (SearchMemory's hits).
     Paged: an answer stays under gRPC's 4 MiB default message limit, the newest events first.
     """
     SearchMemory: _grpc.UnaryUnaryMultiCallable[_memory_pb2.SearchMemoryRequest, _memory_pb2.SearchMemoryResponse]
-    """Chains of a tenant's user (agent optional) ranked by cosine similarity to the query.
-    A recall warms the chains it returns.
+    """A tenant's user's memories (agent optional) most relevant to the query, best first: the chains,
+    and the events not in a chain yet (the short-term windows and segments being formed), ranked
+    together by the query's embedding and words (SearchHit.source tells them apart). An event is
+    found as soon as StoreEvent returned. A recall warms the chains it returns.
     """
     GetChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]
     """One chain, active or archived."""
@@ -60,6 +63,12 @@ class MemoryServiceStub:
     what came since). Work of the user queued or in flight before the call never hands anything of
     those events to formation afterwards (tombstone; docs/architecture.md, "Erasure"). Events stored
     after the call start a new, separate memory and are kept, in every store.
+    """
+    FlushWindow: _grpc.UnaryUnaryMultiCallable[_memory_pb2.FlushWindowRequest, _memory_pb2.FlushWindowResponse]
+    """Close the scope's conversation: what its short-term window holds now is cut into a segment and
+    formed, after every task already queued for the scope (a flush task on the same fair queue).
+    Idempotent (a repeat while nothing new was stored queues nothing); a no-op on an empty window.
+    The window is also flushed by itself after STM_IDLE_FLUSH_SECONDS without an event.
     """
 
 @_typing.type_check_only
@@ -76,12 +85,15 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     The batch is validated whole before anything is written.
     """
     GetContext: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetContextRequest, _memory_pb2.GetContextResponse]  # type: ignore[assignment]
-    """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains.
+    """The recent short-term window of a scope, oldest first; with a query, also the most relevant
+    memories (SearchMemory's hits).
     Paged: an answer stays under gRPC's 4 MiB default message limit, the newest events first.
     """
     SearchMemory: _aio.UnaryUnaryMultiCallable[_memory_pb2.SearchMemoryRequest, _memory_pb2.SearchMemoryResponse]  # type: ignore[assignment]
-    """Chains of a tenant's user (agent optional) ranked by cosine similarity to the query.
-    A recall warms the chains it returns.
+    """A tenant's user's memories (agent optional) most relevant to the query, best first: the chains,
+    and the events not in a chain yet (the short-term windows and segments being formed), ranked
+    together by the query's embedding and words (SearchHit.source tells them apart). An event is
+    found as soon as StoreEvent returned. A recall warms the chains it returns.
     """
     GetChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]  # type: ignore[assignment]
     """One chain, active or archived."""
@@ -94,6 +106,12 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     what came since). Work of the user queued or in flight before the call never hands anything of
     those events to formation afterwards (tombstone; docs/architecture.md, "Erasure"). Events stored
     after the call start a new, separate memory and are kept, in every store.
+    """
+    FlushWindow: _aio.UnaryUnaryMultiCallable[_memory_pb2.FlushWindowRequest, _memory_pb2.FlushWindowResponse]  # type: ignore[assignment]
+    """Close the scope's conversation: what its short-term window holds now is cut into a segment and
+    formed, after every task already queued for the scope (a flush task on the same fair queue).
+    Idempotent (a repeat while nothing new was stored queues nothing); a no-op on an empty window.
+    The window is also flushed by itself after STM_IDLE_FLUSH_SECONDS without an event.
     """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -125,7 +143,8 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_pb2.GetContextRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_pb2.GetContextResponse, _abc.Awaitable[_memory_pb2.GetContextResponse]]:
-        """The recent short-term window of a scope, oldest first; with a query, also the most relevant chains.
+        """The recent short-term window of a scope, oldest first; with a query, also the most relevant
+        memories (SearchMemory's hits).
         Paged: an answer stays under gRPC's 4 MiB default message limit, the newest events first.
         """
 
@@ -135,8 +154,10 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_pb2.SearchMemoryRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_pb2.SearchMemoryResponse, _abc.Awaitable[_memory_pb2.SearchMemoryResponse]]:
-        """Chains of a tenant's user (agent optional) ranked by cosine similarity to the query.
-        A recall warms the chains it returns.
+        """A tenant's user's memories (agent optional) most relevant to the query, best first: the chains,
+        and the events not in a chain yet (the short-term windows and segments being formed), ranked
+        together by the query's embedding and words (SearchHit.source tells them apart). An event is
+        found as soon as StoreEvent returned. A recall warms the chains it returns.
         """
 
     @_abc_1.abstractmethod
@@ -167,6 +188,18 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         what came since). Work of the user queued or in flight before the call never hands anything of
         those events to formation afterwards (tombstone; docs/architecture.md, "Erasure"). Events stored
         after the call start a new, separate memory and are kept, in every store.
+        """
+
+    @_abc_1.abstractmethod
+    def FlushWindow(
+        self,
+        request: _memory_pb2.FlushWindowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.FlushWindowResponse, _abc.Awaitable[_memory_pb2.FlushWindowResponse]]:
+        """Close the scope's conversation: what its short-term window holds now is cut into a segment and
+        formed, after every task already queued for the scope (a flush task on the same fair queue).
+        Idempotent (a repeat while nothing new was stored queues nothing); a no-op on an empty window.
+        The window is also flushed by itself after STM_IDLE_FLUSH_SECONDS without an event.
         """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

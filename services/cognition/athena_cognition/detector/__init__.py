@@ -4,9 +4,11 @@
 """
 
 from athena_cognition.detector._decide import Arbiter, Decision, Path, decide, decision_texts, prefetch_embeddings
+from athena_cognition.detector._embedding_match import check_scorer_embedding, embedding_mismatch
 from athena_cognition.detector._gate import Thresholds, fallback_is_break, gate
 from athena_cognition.detector._placement import OpenerModel, load_opener_model
 from athena_cognition.detector._scorers import (
+    AgnosticContinuityScorer,
     ContinuityModel,
     ContinuityScorer,
     PairCosineScorer,
@@ -19,6 +21,7 @@ from athena_cognition.detector._settings import thresholds_from_settings
 from athena_cognition.detector._turns import Turn, is_user_message
 
 __all__ = [
+    "AgnosticContinuityScorer",
     "Arbiter",
     "ContinuityModel",
     "ContinuityScorer",
@@ -29,9 +32,11 @@ __all__ = [
     "Scorer",
     "Thresholds",
     "Turn",
+    "check_scorer_embedding",
     "decide",
     "decision_texts",
     "default_thresholds",
+    "embedding_mismatch",
     "fallback_is_break",
     "gate",
     "is_user_message",

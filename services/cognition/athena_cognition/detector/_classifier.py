@@ -88,9 +88,16 @@ def save_classifier(path: str | Path, classifier: Classifier, **scalars: float) 
 
 
 def load_classifier(
-    path: str | Path, *, scalars: Sequence[str], feature_names: Sequence[str] | None = None
+    path: str | Path,
+    *,
+    scalars: Sequence[str],
+    feature_names: Sequence[str] | None = None,
+    optional_scalars: Sequence[str] = (),
 ) -> tuple[Classifier, Mapping[str, float]]:
-    """Read an artifact; `feature_names`, when given, must match the stored list exactly."""
+    """Read an artifact; `feature_names`, when given, must match the stored list exactly.
+
+    Every name in `scalars` must be stored; a name in `optional_scalars` is returned only when it is
+    (a scalar one model of a kind carries and another does not)."""
     with np.load(path, allow_pickle=False) as z:
         hidden = "hidden_weights" in z.files
         try:
@@ -106,6 +113,7 @@ def load_classifier(
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from exc
         values = {name: float(z[name]) for name in scalars}
+        values.update((name, float(z[name])) for name in optional_scalars if name in z.files)
     if feature_names is not None and classifier.feature_names != tuple(feature_names):
         raise ValueError(f"{path}: trained on a different feature list; retrain it")
     return classifier, values

@@ -1,6 +1,9 @@
 """decide(): the one chain-break decision that both the cognition worker and the evaluation run.
 
-Order of checks (seed "Chain-break detection", steps 1-4):
+Order of checks (seed "Chain-break detection", steps 1-4, after a time gap):
+0. Time gap (not in the seed): the new user message came more than STM_SESSION_GAP_SECONDS after the
+   event before it: the conversation had stopped, so what came before is a finished segment
+   (`time_gap`, starts_at = new_index). Runs first: a session boundary holds whatever the topic.
 1. Fewer than two user messages up to the new one: nothing to compare, the chain continues.
    Both latest user messages carry the same non-empty workflow_id or execution_id: steps of one
    automated execution are never topic breaks, the check is skipped.
@@ -52,6 +55,7 @@ class Path:
     LLM_FALSE = "llm_false"
     LLM_FALLBACK = "llm_fallback"
     AGENT_OPENED = "agent_opened"
+    TIME_GAP = "time_gap"
 
 
 @runtime_checkable
@@ -86,6 +90,13 @@ def _same_run(a: Turn, b: Turn) -> bool:
     return False
 
 
+def _gap(before: Turn, after: Turn) -> float:
+    """Seconds between two turns (0 when either has no time)."""
+    if before.timestamp is None or after.timestamp is None:
+        return 0.0
+    return after.timestamp - before.timestamp
+
+
 def decision_texts(window: Sequence[Turn], new_index: int, scorer: Scorer) -> list[str]:
     """The texts `decide` will embed for this decision (empty when it stops before scoring)."""
     return [window[i].content for i in scorer.needed_indices(window, new_index)]
@@ -107,13 +118,17 @@ async def decide(
     thresholds: Thresholds,
     arbiter: Arbiter | None,
     max_events_before_flush: int,
+    session_gap_seconds: float = 0.0,
 ) -> Decision:
-    """Does the user message at window[new_index] break the current segment? Turns after it are ignored."""
+    """Does the user message at window[new_index] break the current segment? Turns after it are ignored.
+    `session_gap_seconds` 0 turns the time-gap check off."""
     if not 0 <= new_index < len(window):
         raise IndexError(f"new_index {new_index} outside a window of {len(window)} turns")
     if not is_user_message(window[new_index]):
         raise ValueError("decide() is called for user messages only")
     name = scorer.name
+    if session_gap_seconds > 0 and new_index > 0 and _gap(window[new_index - 1], window[new_index]) > session_gap_seconds:
+        return Decision(is_break=True, path=Path.TIME_GAP, score=None, scorer=name, starts_at=new_index)
 
     users = user_message_indices(window, new_index)
     if len(users) < 2:

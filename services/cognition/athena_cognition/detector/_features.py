@@ -7,22 +7,16 @@ never read. Cost: a few dozen dot products over at most a window of 384-d vector
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from athena.text import is_cjk, terms, tokens
+
 from athena_cognition.detector._turns import Turn, message_indices
 
-__all__ = ["EMBEDDING_FEATURE_PREFIX", "HAND_FEATURE_NAMES", "extract_features", "feature_names"]
+__all__ = ["EMBEDDING_FEATURE_PREFIX", "HAND_FEATURE_NAMES", "extract_features", "feature_names", "hand_features"]
 
-_WORD = re.compile(r"[a-z0-9']+")
-_STOP = frozenset(
-    "a an the i you me my your we our is are was were be been to of and or in on at for with it this that "
-    "do does did can could would should will have has had what how when where why who which if not no yes "
-    "so just about as by from there their they he she his her them its im i'm dont don't please thanks "
-    "thank ok okay".split()
-)
 # Message openers; tuples so str.startswith takes them directly.
 _ACK = ("yes", "no", "ok", "okay", "sure", "thanks", "thank", "yeah", "yep", "nope", "great", "alright", "right",
         "correct", "not", "i do", "i am", "i did")
@@ -75,11 +69,14 @@ def feature_names(dim: int) -> list[str]:
 
 
 def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    """The message's tokens (athena.text: any script, casefolded, CJK as bigrams)."""
+    return tokens(text)
 
 
 def _content(text: str) -> set[str]:
-    return {w for w in _words(text) if w not in _STOP and len(w) > 2}
+    """The message's content words: its terms (stop words of its language dropped, stemmed), of three
+    letters or more unless CJK, so that "dogs" meets "dog" and Russian or Chinese words count too."""
+    return {t for t in terms(text) if len(t) > 2 or is_cjk(t)}
 
 
 def _unit(vec: np.ndarray) -> np.ndarray:
@@ -88,11 +85,20 @@ def _unit(vec: np.ndarray) -> np.ndarray:
 
 
 def extract_features(window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> np.ndarray:
-    """Feature row for the user message at `new_index`; `vectors` maps message indices to unit embeddings.
+    """Feature row for the user message at `new_index`: the hand features, then the new message's own
+    embedding; `vectors` maps message indices to unit embeddings.
 
     Needs at least one earlier message in the window (the detector only scores from the second
     user message of a segment on).
     """
+    e = np.asarray(vectors[new_index], dtype=np.float64)
+    return np.concatenate([hand_features(window, new_index, vectors), e])
+
+
+def hand_features(window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> np.ndarray:
+    """The `HAND_FEATURE_NAMES` row alone. The embeddings enter it only through cosines and the length
+    of a mean of unit vectors, so it has the same size whatever the embedding model's dimension
+    (the model-agnostic continuity scorer reads only this)."""
     idx = message_indices(window, new_index)
     if not idx or idx[-1] != new_index:
         raise ValueError("the new turn must be a user or agent message")
@@ -164,4 +170,4 @@ def extract_features(window: Sequence[Turn], new_index: int, vectors: Mapping[in
         float(new_lower.startswith(_FIRST_PERSON)),
         float(roles[-1] == "agent" and "?" in texts[-1] and "?" in new_text),
     ]
-    return np.concatenate([np.asarray(hand, dtype=np.float64), e])
+    return np.asarray(hand, dtype=np.float64)

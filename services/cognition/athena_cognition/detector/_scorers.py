@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -11,13 +12,15 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from athena_cognition.detector._classifier import Classifier, load_classifier, packaged_artifact, save_classifier
-from athena_cognition.detector._features import extract_features, feature_names
+from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_features, feature_names, hand_features
 from athena_cognition.detector._gate import Thresholds
 from athena_cognition.detector._placement import OpenerModel, load_opener_model
 from athena_cognition.detector._turns import Turn, message_indices, user_message_indices
 
 __all__ = [
+    "AGNOSTIC_ARTIFACT",
     "CONTINUITY_ARTIFACT",
+    "AgnosticContinuityScorer",
     "ContinuityModel",
     "ContinuityScorer",
     "EveryUserMessageScorer",
@@ -29,6 +32,7 @@ __all__ = [
 ]
 
 CONTINUITY_ARTIFACT = "continuity_v1.npz"
+AGNOSTIC_ARTIFACT = "continuity_agnostic_v1.npz"
 PAIR_COSINE_THRESHOLDS = Thresholds(high=0.72, low=0.52)  # the seed's CHAIN_SIM_HIGH / CHAIN_SIM_LOW
 
 
@@ -74,40 +78,64 @@ class EveryUserMessageScorer:
 
 @dataclass(frozen=True, slots=True)
 class ContinuityModel:
-    """P(same topic | features) (a `Classifier`) and the gate thresholds calibrated for it."""
+    """P(same topic | features) (a `Classifier`) and the gate thresholds calibrated for it.
+
+    `opener_threshold`: the opener threshold chosen together with this model's gate; None means the
+    opener artifact's own (chosen with the default continuity model), and a value above 1 means no
+    placement (the opener never fires).
+    """
 
     classifier: Classifier
     thresholds: Thresholds
+    opener_threshold: float | None = None
 
     @property
     def feature_names(self) -> tuple[str, ...]:
         return self.classifier.feature_names
 
+    @property
+    def embedding_dim(self) -> int:
+        """How many inputs are the new message's raw embedding: 0 for a model that reads only cosines."""
+        return len(self.feature_names) - len(HAND_FEATURE_NAMES)
+
     def predict(self, features: np.ndarray) -> float:
         return self.classifier.predict(features)
 
     def save(self, path: str | Path) -> None:
-        save_classifier(path, self.classifier, high=self.thresholds.high, low=self.thresholds.low)
+        scalars = {"high": self.thresholds.high, "low": self.thresholds.low}
+        if self.opener_threshold is not None:
+            scalars["opener_threshold"] = self.opener_threshold
+        save_classifier(path, self.classifier, **scalars)
 
     @classmethod
     def load(cls, path: str | Path) -> "ContinuityModel":
-        classifier, scalars = load_classifier(path, scalars=("high", "low"))
-        return cls(classifier=classifier, thresholds=Thresholds(high=scalars["high"], low=scalars["low"]))
+        classifier, scalars = load_classifier(path, scalars=("high", "low"), optional_scalars=("opener_threshold",))
+        return cls(
+            classifier=classifier,
+            thresholds=Thresholds(high=scalars["high"], low=scalars["low"]),
+            opener_threshold=scalars.get("opener_threshold"),
+        )
 
 
 @lru_cache(maxsize=4)
-def load_continuity_model(path: str | None = None) -> ContinuityModel:
-    """The committed artifact next to this module, unless a path is given; loaded once per process."""
+def load_continuity_model(path: str | None = None, *, agnostic: bool = False) -> ContinuityModel:
+    """The committed artifact next to this module (`agnostic`: the model-agnostic one), unless a path
+    is given; loaded once per process."""
     if path is not None:
         return ContinuityModel.load(path)
-    with packaged_artifact(CONTINUITY_ARTIFACT) as p:
+    with packaged_artifact(AGNOSTIC_ARTIFACT if agnostic else CONTINUITY_ARTIFACT) as p:
         return ContinuityModel.load(p)
 
 
 class ContinuityScorer:
-    """The learned continuity model over the whole segment so far (see docs/segmentation.md)."""
+    """The learned continuity model over the whole segment so far (see docs/segmentation.md).
+
+    A model with the raw embedding among its inputs needs vectors of that size (and, to mean
+    anything, of the model it was trained with); a model without it reads only cosines.
+    """
 
     name = "continuity"
+    agnostic = False
 
     def __init__(
         self,
@@ -116,12 +144,16 @@ class ContinuityScorer:
         artifact: str | Path | None = None,
         opener: OpenerModel | None = None,
     ) -> None:
-        self._model = model if model is not None else load_continuity_model(str(artifact) if artifact else None)
+        if model is None:
+            model = load_continuity_model(str(artifact) if artifact else None, agnostic=self.agnostic)
+        self._model = model
         # Boundary placement (detector/_placement.py): None = breaks always open at the new message.
         self.opener = opener
-        dim = len(self._model.feature_names) - len(feature_names(0))
-        if list(self._model.feature_names) != feature_names(dim):
+        dim = model.embedding_dim
+        if dim < 0 or list(model.feature_names) != feature_names(dim):
             raise ValueError("continuity artifact was trained on a different feature list; retrain it")
+        if self.agnostic and dim != 0:
+            raise ValueError("a model-agnostic continuity model has no embedding features; this one reads the raw vector")
         self._dim = dim
 
     @property
@@ -132,20 +164,46 @@ class ContinuityScorer:
         return message_indices(window, new_index)
 
     def score(self, window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> float:
+        if self._dim == 0:
+            return self._model.predict(hand_features(window, new_index, vectors))
         if len(vectors[new_index]) != self._dim:
             raise ValueError(f"continuity model expects {self._dim}-d embeddings, got {len(vectors[new_index])}")
         return self._model.predict(extract_features(window, new_index, vectors))
 
 
-def make_scorer(name: str, *, placement: bool = True) -> Scorer:
-    """"continuity" (default), "pair_cosine" (the seed's rule) or "every_user" (a baseline for evaluation).
+class AgnosticContinuityScorer(ContinuityScorer):
+    """The continuity scorer without the raw embedding among its features: the embedding model's
+    vectors enter it only as cosines, so it runs with any embedding model and dimension
+    (artifact `continuity_agnostic_v1.npz`, trained by `athena train continuity --agnostic`)."""
 
-    `placement` (continuity only): also load the committed opener model, so a break can open at the
-    agent turn before the new message (`Decision.starts_at`); False reproduces the older behaviour.
+    name = "continuity_agnostic"
+    agnostic = True
+
+
+def _opener_for(model: ContinuityModel) -> OpenerModel | None:
+    """The committed opener at the threshold chosen with `model`'s gate (None: no placement)."""
+    opener = load_opener_model()
+    if model.opener_threshold is None:
+        return opener
+    if not math.isfinite(model.opener_threshold) or model.opener_threshold > 1.0:
+        return None
+    return replace(opener, threshold=model.opener_threshold)
+
+
+def make_scorer(name: str, *, placement: bool = True) -> Scorer:
+    """"continuity" (default), "continuity_agnostic" (any embedding model), "pair_cosine" (the seed's
+    rule) or "every_user" (a baseline for evaluation).
+
+    `placement` (the continuity scorers): also load the committed opener model, so a break can open
+    at the agent turn before the new message (`Decision.starts_at`); False reproduces the older
+    behaviour.
     """
     key = getattr(name, "value", name)
     if key == "continuity":
         return ContinuityScorer(opener=load_opener_model() if placement else None)
+    if key == "continuity_agnostic":
+        model = load_continuity_model(agnostic=True)
+        return AgnosticContinuityScorer(model, opener=_opener_for(model) if placement else None)
     if key == "pair_cosine":
         return PairCosineScorer()
     if key == "every_user":
@@ -154,12 +212,14 @@ def make_scorer(name: str, *, placement: bool = True) -> Scorer:
 
 
 def default_thresholds(scorer_name: str) -> Thresholds:
-    """The scorer's calibrated gate: the seed's 0.72 / 0.52 for pair_cosine, the artifact's for continuity."""
+    """The scorer's calibrated gate: the seed's 0.72 / 0.52 for pair_cosine, the artifact's for the continuity scorers."""
     key = getattr(scorer_name, "value", scorer_name)
     if key == "pair_cosine":
         return PAIR_COSINE_THRESHOLDS
     if key == "continuity":
         return load_continuity_model().thresholds
+    if key == "continuity_agnostic":
+        return load_continuity_model(agnostic=True).thresholds
     if key == "every_user":
         return Thresholds(high=1.0, low=1.0)
     raise ValueError(f"unknown chain scorer {scorer_name!r}")

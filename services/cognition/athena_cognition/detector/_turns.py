@@ -18,12 +18,14 @@ def _frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One event of the short-term window: who spoke (role), what kind of event (type), its text."""
+    """One event of the short-term window: who spoke (role), what kind of event (type), its text, and
+    when it happened (epoch seconds; None where the data has no time)."""
 
     role: str
     type: str
     content: str
     metadata: Mapping[str, str] = field(default_factory=dict)
+    timestamp: float | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

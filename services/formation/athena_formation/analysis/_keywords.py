@@ -20,10 +20,11 @@
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from athena.text import pieces, stop_words, tokens
 
 from athena_formation.analysis._gazetteer import FIRST_NAMES
 from athena_formation.analysis._stopwords import SMALLTALK, is_content_word
@@ -48,8 +49,6 @@ _SPECIFIC_BOOST = 1.25
 _MAX_PHRASE_WORDS = 4
 _LONG_RUN_WINDOW = 3
 
-# A token, or a piece of punctuation that breaks a phrase ("-" and "'" inside words do not).
-_TOKEN = re.compile(r"[^\W_][\w'’\-]*[^\W_]|[^\W_]|[^\s\w]|_")
 _BREAKS_AFTER = frozenset(".!?")
 
 
@@ -64,7 +63,7 @@ class KeyPhrase:
 
 @dataclass
 class _Token:
-    word: str  # lowercase, possessive dropped
+    word: str  # casefolded, possessive dropped
     surface: str
     sentence_start: bool
 
@@ -77,7 +76,9 @@ def _tokens(text: str) -> tuple[list[list[_Token]], list[list[_Token]]]:
     current: list[_Token] = []
     pending: list[_Token] | None = None  # left words + bridge word, awaiting the right-hand run
     sentence_start = True
-    raws = _TOKEN.findall(text)
+    # Words as written and each punctuation mark, which breaks a phrase ("-" and "'" inside words do not).
+    raws = pieces(text)
+    stops = stop_words(tokens(text))
     for index, raw in enumerate(raws):
         if raw[0].isalnum() and _vocative(raws, index):
             raw = ","  # "Thanks, Maria!" addresses someone; it is not what the segment is about
@@ -92,10 +93,10 @@ def _tokens(text: str) -> tuple[list[list[_Token]], list[list[_Token]]]:
         surface = raw.replace("’", "'")
         if surface.lower().endswith("'s"):
             surface = surface[:-2]
-        word = surface.lower()
+        word = surface.casefold()
         token = _Token(word, surface, sentence_start)
         sentence_start = False
-        if _candidate_word(word):
+        if word not in stops and _candidate_word(word):
             if not current and pending is not None:
                 bridged.append([*pending, token])
             pending = None

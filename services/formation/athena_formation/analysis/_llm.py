@@ -22,8 +22,9 @@ Validation (`parse_analysis`); the answer is model output, never trusted blindly
     MAX_ENTITY_CHARS; the kind is mapped onto Athena's kinds (synonyms such as "company" ->
     organization, "location" -> place, "software" -> product), anything else is "other". Duplicates
     dropped, at most MAX_ENTITIES kept.
-  - summary: a string of at least three words with letters, whitespace collapsed, not a placeholder; cut
-    to MAX_SUMMARY_CHARS at a sentence end (else a word boundary, with "…").
+  - summary: a string of at least three words with letters (athena.text tokens: a CJK bigram counts
+    as one), whitespace collapsed, not a placeholder; cut to MAX_SUMMARY_CHARS at a sentence end (else
+    a word boundary, with "…").
 
 Fallback (decided in the package's `analyze`):
   - no answer (no LLM, unavailable, timeout, unparseable JSON, not an object) -> all heuristic;
@@ -40,6 +41,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from athena.text import tokens
 
 from athena_formation.analysis._text import Message
 from athena_formation.analysis._types import ENTITY_KINDS, Entity, Topic
@@ -237,7 +240,7 @@ def _summary(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     text = " ".join(value.split())
-    real_words = [w for w in text.split() if any(ch.isalpha() for ch in w)]
+    real_words = [w for w in tokens(text) if any(ch.isalpha() for ch in w)]  # any script (CJK: bigrams)
     if len(real_words) < 3 or text.lower().strip(" .") in _PLACEHOLDERS:
         return None
     if len(text) > MAX_SUMMARY_CHARS:

@@ -1,38 +1,21 @@
 """Word lists for the heuristic analysis and the quality gate.
 
-STOPWORDS split key phrases (RAKE-style): function words, plus the common verbs, adverbs, vague nouns
-and conversational fillers that never name a topic ("help", "thing", "really", "try"). SMALLTALK holds
-greetings, acknowledgements and phatic words: a text made only of these says nothing worth keeping.
-A *content word* is a word in neither list.
+FUNCTION_WORDS are English's stop words (athena.text.STOP_WORDS["en"]). STOPWORDS split key phrases
+(RAKE-style): function words, plus the common English verbs, adverbs, vague nouns and conversational
+fillers that never name a topic ("help", "thing", "really", "try"). SMALLTALK holds greetings,
+acknowledgements and phatic words: a text made only of these says nothing worth keeping. A *content
+word* is a word in neither list (`is_content_word`) nor among the stop words of its text's language
+(athena.text.stop_words, which the callers apply: a word alone does not tell its language).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-__all__ = ["FUNCTION_WORDS", "SMALLTALK", "STOPWORDS", "VERB_FORMS", "is_content_word"]
+from athena.text import STOP_WORDS
 
-_FUNCTION = """
-a about above across after afterwards again against all almost alone along already also although always am
-among amongst an and another any anyhow anyone anything anyway anywhere are aren't around as at be became
-because become becomes becoming been before beforehand behind being below beside besides between beyond
-both but by can can't cannot could couldn't did didn't do does doesn't doing don't done down during each
-either else elsewhere enough etc even ever every everyone everything everywhere except few for former
-formerly from further had hadn't has hasn't have haven't having he he'd he'll he's hence her here here's
-hereafter hereby herein hers herself him himself his how how's however i i'd i'll i'm i've ie if in inc
-indeed into is isn't it it's its itself just least less let's many may maybe me meanwhile might mine more
-moreover most mostly much must mustn't my myself namely neither never nevertheless next no nobody none
-noone nor not nothing now nowhere of off often on once one ones only onto or other others otherwise our ours
-ourselves out over own per perhaps rather same several shall shan't she she'd she'll she's should shouldn't
-since so some somehow someone something sometime sometimes somewhat somewhere still such than that that's
-the their theirs them themselves then thence there there's thereafter thereby therefore therein thereupon
-these they they'd they'll they're they've this those though through throughout thru thus to together too
-toward towards under unless until up upon us very via was wasn't we we'd we'll we're we've were weren't
-what what's whatever when when's whence whenever where where's whereas wherever whether which while whither
-who who's whoever whole whom whose why why's will with within without won't would wouldn't yet you you'd
-you'll you're you've your yours yourself yourselves im ive id dont doesnt didnt cant wont isnt arent wasnt
-youre youve thats theres whats lets gonna wanna gotta kinda sorta ya u ur e.g i.e vs via
-"""
+__all__ = ["CJK_SMALLTALK_PHRASES", "FUNCTION_WORDS", "SMALLTALK", "STOPWORDS", "VERB_FORMS", "is_content_word"]
+
 
 # Verbs, adverbs, adjectives and nouns too general to name a topic on their own.
 _GENERAL = """
@@ -69,7 +52,34 @@ fantastic glad happy hear sounds sound got it noted understood np problem worrie
 definitely totally agreed agree same too also again much very really so just day today have nice
 """
 
-FUNCTION_WORDS: frozenset[str] = frozenset(_FUNCTION.split())
+# The same in the other languages the docs list, as athena.text tokenizes them (casefolded, accents
+# kept, CJK as character bigrams): greetings, thanks, goodbyes, "how are you", "fine", generic offers
+# of help. Without them a greeting in Spanish or Chinese would count as content and pass the gate.
+_SMALLTALK_OTHER = """
+hola buenas buenos días dias tardes noches gracias muchas muchísimas adiós adios hasta luego pronto vale
+bueno genial perfecto claro jaja jajaja qué que tal cómo como estás estas está esta bien muy todo placer
+encantado encantada saludos chao chau nada ayudo ayudar puedo servirte
+bonjour salut bonsoir coucou merci beaucoup revoir bientôt bientot ça ca va vas bien très tres accord
+super génial genial parfait haha mdr plaisir comment allez aider puis rien
+hallo servus moin guten morgen tag abend nacht danke dankeschön schön vielen tschüss tschüs bis bald
+wiedersehen wie geht's gehts geht gut super toll klar okay prima gern gerne geschehen bitte helfen
+привет здравствуйте здравствуй добрый доброе утро день вечер спасибо большое пожалуйста пока свидания
+как дела хорошо отлично ладно окей ок ага хаха чем помочь могу всё все нормально рад рада
+你好 您好 谢谢 多谢 再见 拜拜 好的 哈哈 早上 上好 晚安 晚上 不客 客气 怎么 么样 最近 我很 很好 还好 可以
+什么 有什 帮你 帮您 没事 没问 问题 嗯嗯 不错 こん んに にち ちは ござ ざい いま ます ありが りが がと とう
+"""
+
+CJK_SMALLTALK_PHRASES: tuple[str, ...] = tuple(
+    """
+    有什么可以帮你 有什么可以帮您 有什么能帮你 我也很好 我很好 早上好 晚上好 大家好 不客气 没问题 怎么样
+    你好 您好 谢谢 多谢 感谢 再见 拜拜 好的 哈哈 晚安 没事 最近 还好 不错 请问 こんにちは こんばんは
+    おはよう ありがとう ございます さようなら よろしく
+    """.split()
+)
+"""Chinese and Japanese small-talk phrases, longest first: their character bigrams would otherwise
+read as content (a text has no spaces to say where a greeting ends)."""
+
+FUNCTION_WORDS: frozenset[str] = STOP_WORDS["en"]
 # Common verbs that head clauses, not topics ("convert FSGLI coverage", "wife enjoy"); with their -s
 # and -ing forms (the -ed forms are caught by the key-phrase extractor's past-tense rule).
 _VERBS = """
@@ -91,8 +101,8 @@ def _forms(base: str) -> tuple[str, ...]:
 
 
 VERB_FORMS: frozenset[str] = frozenset(form for base in _VERBS.split() for form in _forms(base))
-STOPWORDS: frozenset[str] = frozenset((_FUNCTION + _GENERAL).split()) | VERB_FORMS
-SMALLTALK: frozenset[str] = frozenset(_SMALLTALK.split())
+STOPWORDS: frozenset[str] = FUNCTION_WORDS | frozenset(_GENERAL.split()) | VERB_FORMS
+SMALLTALK: frozenset[str] = frozenset(_SMALLTALK.split()) | frozenset(_SMALLTALK_OTHER.split())
 
 
 _CONTRACTIONS = ("'d", "'ll", "'re", "'ve", "n't", "'m")

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from athena.memory.v1 import memory_pb2
+from athena.text import is_cjk, stem, stop_words
+from athena.text import tokens as words
 
-from athena_formation.analysis._stopwords import is_content_word
+from athena_formation.analysis._stopwords import CJK_SMALLTALK_PHRASES, is_content_word
 
 __all__ = [
     "AGENT",
@@ -89,13 +91,15 @@ def strip_markup(text: str) -> str:
 _ABBREVIATIONS = frozenset(
     "e.g i.e etc vs mr mrs ms dr prof st jr sr approx no fig inc ltd co corp dept est u.s a.m p.m".split()
 )
-_SENTENCE_END = re.compile(r"([.!?…]+[\"')\]]*)\s+")
+# . ! ? followed by a space; or a full-width 。！？ (Chinese and Japanese put no space after them).
+_SENTENCE_END = re.compile(r"([.!?…]+[\"')\]]*)\s+|[。！？]+[」』”’）]*\s*")
 _WS = re.compile(r"\s+")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of a prose text: split at line breaks and at . ! ? followed by a space, not after
-    common abbreviations ("e.g.", "Dr.") and not inside "v2.3" or "3.5" (no space follows there)."""
+    """Sentences of a prose text: split at line breaks, at . ! ? followed by a space (not after
+    common abbreviations ("e.g.", "Dr.") and not inside "v2.3" or "3.5": no space follows there),
+    and after a full-width 。！？."""
     out: list[str] = []
     for line in text.splitlines():
         line = line.strip()
@@ -136,37 +140,24 @@ def sentences_of(messages: Sequence[Message]) -> list[Sentence]:
 
 
 # --- words ------------------------------------------------------------------------------------------
-
-_WORD = re.compile(r"[^\W_][\w'’\-]*[^\W_]|[^\W_]")  # letters and digits of any script
-
-
-def words(text: str) -> list[str]:
-    """Lowercase word tokens (apostrophes normalized, possessive 's dropped)."""
-    out = []
-    for token in _WORD.findall(text):
-        token = token.lower().replace("’", "'")
-        if token.endswith("'s"):
-            token = token[:-2]
-        out.append(token)
-    return out
-
-
-def stem(word: str) -> str:
-    """A light plural/possessive folding so "benefits" and "benefit" count as one word."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is", "ous", "as")):
-        return word[:-1]
-    return word
+# Words are athena.text's tokens (any script, casefolded, CJK as bigrams), stemmed by its one stemmer:
+# `words` and `stem` here are those, under the names the analysis and the quality gate read.
 
 
 def content_words(text: str) -> list[str]:
-    """The text's content words (see _stopwords), lowercase, in order."""
-    return [w for w in words(text) if is_content_word(w)]
+    """The text's content words (see _stopwords), casefolded, in order: neither the English topic
+    filter's words nor the stop words of the text's language."""
+    found = words(_without_cjk_smalltalk(text))
+    stops = stop_words(found)
+    return [w for w in found if w not in stops and is_content_word(w)]
+
+
+def _without_cjk_smalltalk(text: str) -> str:
+    if not any(is_cjk(ch) for ch in text):
+        return text
+    for phrase in CJK_SMALLTALK_PHRASES:
+        text = text.replace(phrase, " ")
+    return text
 
 
 # --- questions and requests ---------------------------------------------------------------------
@@ -197,7 +188,7 @@ _IMPERATIVE = re.compile(
 
 def _has_substance(sentence: str) -> bool:
     # "How are you?" / "What's up?" are phatic: a question counts only if it carries a content word.
-    return any(is_content_word(w) for w in words(sentence))
+    return bool(content_words(sentence))
 
 
 def is_question_or_request(sentence: str) -> bool:
@@ -207,7 +198,7 @@ def is_question_or_request(sentence: str) -> bool:
     if not s or not _has_substance(s):
         return False
     return (
-        s.rstrip(" \"')]").endswith("?")
+        s.rstrip(" \"')]").endswith(("?", "\uff1f"))  # "？": the full-width mark of Chinese and Japanese
         or bool(_QUESTION_START.match(s) and len(s.split()) >= 3 and not s.endswith("!"))
         or bool(_REQUEST.search(s))
         or bool(_IMPERATIVE.match(s))

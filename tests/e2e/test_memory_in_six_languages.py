@@ -1,0 +1,116 @@
+"""What a user says is found at once and kept after the conversation stops, in six languages.
+
+The whole local stack as real processes, with the idle flush at 3 s (STM_IDLE_FLUSH_SECONDS): each
+user greets, states a fact, gets it acknowledged and leaves. The fact is found by SearchMemory right
+after it was stored (the open window), is in a chain once the window was quiet long enough (nobody
+calls FlushWindow), and is in the top 3 of the user's whole memory at the end. A user who only
+greets and leaves forms no chain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from athena.client import AthenaClient, EventInput
+from athena.memory.v1 import memory_pb2
+from athena_cli.stack import LocalStack, StackPorts
+
+pytestmark = pytest.mark.slow
+
+TENANT = "polyglot"
+
+CONVERSATIONS = {
+    "en": (
+        [("user", "Hi! How are you today?"), ("agent", "Hello! I'm good, thanks. How can I help?")],
+        [("user", "Please remember that I'm allergic to peanuts."), ("agent", "Noted: no peanuts in anything I suggest.")],
+        "What am I allergic to?",
+    ),
+    "es": (
+        [("user", "¡Hola! ¿Qué tal?"), ("agent", "¡Hola! Muy bien, gracias. ¿En qué te ayudo?")],
+        [("user", "Recuerda que soy alérgico a los cacahuetes."), ("agent", "Entendido, nada de cacahuetes.")],
+        "¿A qué soy alérgico?",
+    ),
+    "de": (
+        [("user", "Hallo, wie geht's?"), ("agent", "Gut, danke! Wie kann ich helfen?")],
+        [("user", "Merk dir bitte: Ich bin allergisch gegen Erdnüsse."), ("agent", "Verstanden, keine Erdnüsse.")],
+        "Wogegen bin ich allergisch?",
+    ),
+    "fr": (
+        [("user", "Bonjour, ça va ?"), ("agent", "Bonjour ! Très bien, merci. Comment puis-je vous aider ?")],
+        [("user", "Retiens que je suis allergique aux arachides."), ("agent", "Compris, pas d'arachides.")],
+        "À quoi suis-je allergique ?",
+    ),
+    "ru": (
+        [("user", "Привет! Как дела?"), ("agent", "Привет! Всё хорошо, спасибо. Чем помочь?")],
+        [("user", "Запомни, пожалуйста: у меня аллергия на арахис."), ("agent", "Понял, никакого арахиса.")],
+        "На что у меня аллергия?",
+    ),
+    "zh": (
+        [("user", "你好！最近怎么样？"), ("agent", "你好！我很好，谢谢。有什么可以帮你？")],
+        [("user", "请记住，我对花生过敏。"), ("agent", "好的，我记住了，不放花生。")],
+        "我对什么过敏？",
+    ),
+}
+SMALL_TALK_ONLY = [("user", "Hi there!"), ("agent", "Hello! How can I help?"), ("user", "Just saying hi, thanks! Bye!"), ("agent", "Bye, have a nice day!")]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    s = LocalStack(
+        data_dir=tmp_path_factory.mktemp("polyglot"),
+        ports=StackPorts.free(),
+        env={"STM_IDLE_FLUSH_SECONDS": "3", "QUEUE_BACKOFF_BASE_SECONDS": "0.2", "QUEUE_BACKOFF_MAX_SECONDS": "2", "LLM_BASE_URL": ""},
+    )
+    with s:
+        yield s
+
+
+def _holds(hit: memory_pb2.SearchHit, event_id: str) -> bool:
+    return event_id in hit.event_ids
+
+
+async def _chained(client: AthenaClient, scope: memory_pb2.Scope, event_id: str, *, timeout: float = 90.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(event_id in c.event_ids for c in await client.list_chains(scope)):
+            return True
+        await asyncio.sleep(0.5)
+    return False
+
+
+@pytest.mark.parametrize("language", sorted(CONVERSATIONS))
+async def test_a_stated_fact_is_found_at_once_formed_when_the_user_leaves_and_ranked_in_the_top_3(stack: LocalStack, language: str) -> None:
+    greeting, fact, question = CONVERSATIONS[language]
+    scope = AthenaClient.scope(TENANT, f"user-{language}", "assistant")
+    async with stack.client(tenant_id=TENANT) as client:
+        for role, text in greeting:
+            await client.store_event(scope, EventInput(role, text))
+        stated = await client.store_event(scope, EventInput(*fact[0]))
+        at_once = await client.search_memory(scope, question, limit=3)
+        await client.store_event(scope, EventInput(*fact[1]))
+
+        formed = await _chained(client, scope, stated.event_id)  # nobody flushes: the idle flush does
+        at_the_end = await client.search_memory(AthenaClient.scope(TENANT, f"user-{language}", ""), question, limit=3)
+
+    print(f"{language}: at once {[memory_pb2.HitSource.Name(h.source) for h in at_once if _holds(h, stated.event_id)]}, "
+          f"formed {formed}, at the end rank {[i for i, h in enumerate(at_the_end, 1) if _holds(h, stated.event_id)]}")
+    assert any(_holds(h, stated.event_id) for h in at_once), "the fact was not found right after it was stored"
+    assert formed, "the quiet window was never formed into a chain"
+    assert any(_holds(h, stated.event_id) and h.source == memory_pb2.HIT_SOURCE_CHAIN for h in at_the_end)
+
+
+async def test_a_user_who_only_greets_forms_no_chain(stack: LocalStack) -> None:
+    scope = AthenaClient.scope(TENANT, "just-hello", "assistant")
+    async with stack.client(tenant_id=TENANT) as client:
+        for role, text in SMALL_TALK_ONLY:
+            await client.store_event(scope, EventInput(role, text))
+        deadline = time.monotonic() + 60
+        while await client.get_context(scope) and time.monotonic() < deadline:  # the idle flush empties the window
+            await asyncio.sleep(0.5)
+        assert await client.get_context(scope) == []
+        assert await client.list_chains(scope) == []

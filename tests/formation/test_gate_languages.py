@@ -1,0 +1,72 @@
+"""The quality gate in six languages: a stated fact becomes a chain, small talk does not.
+
+Greetings, thanks and goodbyes are small talk in every language the docs list (their words are in
+the small-talk lists, Chinese and Japanese phrases included); a personal fact (first person and
+something specific: an allergy, a family member, a date) passes in fast and balanced mode.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from athena.embeddings import LocalEmbedder
+from athena.memory.v1 import memory_pb2 as pb
+from athena_formation.analysis import analyze
+from athena_formation.quality_gate import QualityReport, assess_quality
+
+U, A = pb.ROLE_USER, pb.ROLE_AGENT
+
+SMALL_TALK = {
+    "es-hello": [(U, "¡Hola! ¿Qué tal?"), (A, "¡Hola! Muy bien, gracias. ¿En qué te ayudo?")],
+    "es-bye": [(U, "Muchas gracias, adiós"), (A, "¡De nada! Hasta luego.")],
+    "de-hello": [(U, "Hallo, wie geht's?"), (A, "Gut, danke! Wie kann ich helfen?")],
+    "de-bye": [(U, "Danke schön, tschüss!"), (A, "Gern geschehen, bis bald!")],
+    "fr-hello": [(U, "Bonjour, ça va ?"), (A, "Bonjour ! Très bien, merci. Comment puis-je vous aider ?")],
+    "fr-bye": [(U, "Merci beaucoup, au revoir"), (A, "Avec plaisir, à bientôt !")],
+    "ru-hello": [(U, "Привет! Как дела?"), (A, "Привет! Всё хорошо, спасибо. Чем помочь?")],
+    "ru-bye": [(U, "Спасибо большое, пока!"), (A, "Пожалуйста, до свидания!")],
+    "zh-hello": [(U, "你好！最近怎么样？"), (A, "你好！我很好，谢谢。有什么可以帮你？")],
+    "zh-bye": [(U, "谢谢，再见！"), (A, "不客气，再见！")],
+    "en-hello": [(U, "hi, how are you?"), (A, "I'm good, thanks! How can I help?")],
+}
+FACTS = {
+    "es-allergy": [(U, "Soy alérgico a los cacahuetes."), (A, "Entendido, nada de cacahuetes.")],
+    "es-birthday": [(U, "Mi hija Lucía cumple siete años el 3 de marzo."), (A, "¡Qué bonito! Lo recordaré.")],
+    "de-allergy": [(U, "Ich bin allergisch gegen Erdnüsse."), (A, "Verstanden, keine Erdnüsse.")],
+    "de-birthday": [(U, "Meine Tochter Lucia wird am 3. März sieben."), (A, "Schön, ich merke es mir.")],
+    "fr-allergy": [(U, "Je suis allergique aux arachides."), (A, "Compris, pas d'arachides.")],
+    "fr-birthday": [(U, "Ma fille Lucie aura sept ans le 3 mars."), (A, "C'est noté !")],
+    "ru-allergy": [(U, "У меня аллергия на арахис."), (A, "Понял, никакого арахиса.")],
+    "ru-birthday": [(U, "Моей дочери Люсии исполнится семь лет 3 марта."), (A, "Запомню!")],
+    "zh-allergy": [(U, "我对花生过敏。"), (A, "好的，我记住了，不放花生。")],
+    "zh-birthday": [(U, "我女儿露西亚三月三日满七岁。"), (A, "好的，我记住了。")],
+    "en-allergy": [(U, "I'm allergic to peanuts."), (A, "Noted, no peanuts.")],
+}
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+async def _gate(turns: list[tuple[int, str]], mode: str, embedder: LocalEmbedder | None) -> QualityReport:
+    events = [pb.Event(role=role, type=pb.EVENT_TYPE_MESSAGE, content=text) for role, text in turns]  # type: ignore[arg-type]
+    vectors = np.asarray(await embedder.embed([e.content for e in events])) if embedder is not None else None
+    return assess_quality(events, await analyze(events, llm=None), mode=mode, embeddings=vectors)
+
+
+@pytest.mark.parametrize("with_embeddings", [True, False], ids=["embeddings", "lexical"])
+@pytest.mark.parametrize("mode", ["fast", "balanced"])
+@pytest.mark.parametrize("name", sorted(SMALL_TALK))
+async def test_small_talk_forms_no_chain_in_any_language(name: str, mode: str, with_embeddings: bool, embedder: LocalEmbedder) -> None:
+    report = await _gate(SMALL_TALK[name], mode, embedder if with_embeddings else None)
+    assert not report.passed, report
+
+
+@pytest.mark.parametrize("with_embeddings", [True, False], ids=["embeddings", "lexical"])
+@pytest.mark.parametrize("mode", ["fast", "balanced"])
+@pytest.mark.parametrize("name", sorted(FACTS))
+async def test_a_stated_fact_passes_in_any_language(name: str, mode: str, with_embeddings: bool, embedder: LocalEmbedder) -> None:
+    report = await _gate(FACTS[name], mode, embedder if with_embeddings else None)
+    assert report.passed and report.personal_fact, report
