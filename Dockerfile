@@ -38,7 +38,9 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
         > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt
 
-# The project itself (a regular, non-editable install: the image needs no source tree).
+# The project itself (a regular, non-editable install: the image needs no source tree). Only the
+# product: lab/ (athena_lab: bench, load, evaluation, training, and scikit-learn with them) is not
+# copied, so `athena bench`, `load`, `eval` and `train` are absent here and say so if invoked.
 COPY README.md ./
 COPY libs ./libs
 COPY services ./services

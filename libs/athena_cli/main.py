@@ -1,19 +1,28 @@
-"""The `athena` command: run the local stack, the demo, services, the dead-letter tools and evaluations."""
+"""The `athena` command: run the local stack, the demo, services, the dead-letter tools, auth and erasure.
+
+The lab's commands (`athena bench`, `athena load`, `athena eval ...`, `athena train ...`) are not
+defined here: the lab (lab/athena_lab) declares them in the `athena.commands` entry-point group
+(pyproject.toml) and `register_lab_commands` loads that group with importlib.metadata. Each entry
+point names a typer command function, registered under the entry point's name, or a `typer.Typer`
+group, added under it. This module never imports the lab: without it (the service image), those
+commands are absent from `--help` and invoking one prints what is missing (exit 2).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.metadata
 import os
 import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from athena.omp import prefer_passive_omp_wait
 
-prefer_passive_omp_wait()  # before anything loads torch (athena serve, bench, eval)
+prefer_passive_omp_wait()  # before anything loads torch (athena serve, and the lab's bench, eval, train)
 
 import typer  # noqa: E402
 from rich.console import Console
@@ -30,13 +39,57 @@ app.add_typer(dlq_app, name="dlq")
 console = Console()
 err_console = Console(stderr=True)
 
-from athena_cli.commands import auth_cmd, eval_cmd, load_cmd, locomo_cmd, train_cmd  # noqa: E402
+from athena_cli.commands import auth_cmd  # noqa: E402
 
-eval_cmd.app.command("locomo")(locomo_cmd.locomo)
-app.add_typer(eval_cmd.app, name="eval")
-app.add_typer(train_cmd.app, name="train")
 app.add_typer(auth_cmd.app, name="auth")
-app.command("load")(load_cmd.load)
+
+COMMANDS_GROUP = "athena.commands"
+"""Entry-point group through which the lab (or any installed distribution) adds sub-commands."""
+
+LAB_COMMANDS = ("bench", "load", "eval", "train")
+"""The lab's command names, only to answer clearly when one is invoked without the lab installed."""
+
+
+def _lab_missing(name: str, reason: str) -> Any:
+    def missing(ctx: typer.Context) -> None:
+        err_console.print(
+            f"`athena {name}` belongs to the Athena lab (lab/athena_lab: benchmarks, load, evaluation, training), "
+            f"which is not installed here ({reason}). From a source checkout: pip install -e \".[dev,lab]\"",
+            markup=False, highlight=False, soft_wrap=True,
+        )
+        raise typer.Exit(2)
+
+    return missing
+
+
+def register_lab_commands(target: typer.Typer, entry_points: Iterable[importlib.metadata.EntryPoint] | None = None) -> list[str]:
+    """Add the commands of the `athena.commands` entry points to `target`; returns the names added.
+
+    An entry point that cannot be loaded (the lab not installed, e.g. in the service image whose
+    metadata still declares them) and a lab command no entry point declares become hidden commands
+    that say so (exit 2) instead of typer's bare "No such command".
+    """
+    eps = importlib.metadata.entry_points(group=COMMANDS_GROUP) if entry_points is None else entry_points
+    added: list[str] = []
+    missing: dict[str, str] = {name: "no athena.commands entry point declares it" for name in LAB_COMMANDS}
+    for ep in sorted(eps, key=lambda e: e.name):
+        try:
+            obj = ep.load()
+        except ImportError as exc:
+            missing[ep.name] = f"{ep.value}: {exc}"
+            continue
+        if isinstance(obj, typer.Typer):
+            target.add_typer(obj, name=ep.name)
+        elif callable(obj):
+            target.command(ep.name)(obj)
+        else:
+            raise TypeError(f"entry point {ep.name} = {ep.value} is neither a typer.Typer nor a command function")
+        added.append(ep.name)
+        missing.pop(ep.name, None)
+    settings = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+    for name, reason in missing.items():
+        target.command(name, hidden=True, add_help_option=False, context_settings=settings)(_lab_missing(name, reason))
+    return added
 
 
 def _settings() -> Settings:
@@ -266,18 +319,7 @@ def forget(
     console.print(f"tombstone at {receipt.erased_at.ToDatetime().isoformat()}Z")
 
 
-@app.command()
-def bench(
-    quick: bool = typer.Option(False, "--quick", help="Smaller sizes and fewer repeats (under 3 minutes on 2 cores)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON (null for a stage not run)."),
-    stages: str = typer.Option("", "--stages", help="Comma-separated subset of: queue, ingest, search, cognition, e2e."),
-    mongodb_uri: str = typer.Option("", "--mongodb-uri", help="A running MongoDB for the stacks instead of nx-27017 "
-                                    "(each stack uses a database athena_bench_<random>, dropped after it)."),
-) -> None:
-    """Benchmark the pipeline: each figure the median of repeats with min/max, beside a baseline of the same run."""
-    from athena_cli.bench.command import bench_command
-
-    bench_command(quick, as_json, stages, console, err_console, mongodb_uri=mongodb_uri or None)
+register_lab_commands(app)  # after the product's own commands, so that `--help` lists those first
 
 
 def main() -> None:

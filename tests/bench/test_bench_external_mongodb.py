@@ -15,8 +15,8 @@ from pymongo import MongoClient
 from typer.testing import CliRunner
 
 from athena.local import MongoWireServer, free_port
-from athena_cli.bench._ingest import _cpu_seconds
-from athena_cli.bench._stores import BENCH_DATABASE_PREFIX, BenchStores
+from athena_lab.bench._ingest import _cpu_seconds
+from athena_lab.bench._stores import BENCH_DATABASE_PREFIX, BenchStores
 from athena_cli.main import app
 
 

@@ -11,7 +11,7 @@ import math
 
 from typer.testing import CliRunner
 
-from athena_cli.bench.command import REQUIRED_KEYS, STAGES
+from athena_lab.bench.command import REQUIRED_KEYS, STAGES
 from athena_cli.main import app
 
 STAGE_KEYS = {

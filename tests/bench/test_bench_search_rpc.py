@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from athena_cli.bench._search import measure_search_at
+from athena_lab.bench._search import measure_search_at
 
 
 def _positive(v: object) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from athena_cli.bench._targets import TARGETS, judge
+from athena_lab.bench._targets import TARGETS, judge
 
 
 def _full_run(**overrides: Any) -> dict[str, Any]:

@@ -21,12 +21,11 @@ from athena_cognition.detector import (
     decision_texts,
     default_thresholds,
     make_scorer,
+    replay,
     thresholds_from_settings,
 )
 from athena_cognition.detector._classifier import Classifier
 from athena_cognition.detector._placement import OPENER_FEATURE_NAMES, opener_candidate
-from athena_cognition.training.evaluate import segment_dialogue
-from athena_cognition.training.segmentation_data import Dialogue, Utterance
 
 TH = Thresholds(high=0.8, low=0.5)  # midpoint 0.65
 
@@ -344,19 +343,36 @@ async def test_opener_only_for_an_agent_message_right_before() -> None:
     assert not opener_candidate([agent("hello"), user("a")], 1)
 
 
-async def test_evaluation_places_the_boundary_at_starts_at_and_restarts_there() -> None:
+async def test_replay_places_the_boundary_at_starts_at_and_restarts_there() -> None:
     roles = ["user", "agent", "user", "agent", "user", "agent", "user"]
-    dialogue = Dialogue(id="d", utterances=tuple(Utterance(role=r, text=f"t{i}") for i, r in enumerate(roles)),
-                        starts=(0,) * len(roles))
+    turns = [Turn(role=r, type="message", content=f"t{i}") for i, r in enumerate(roles)]
     scorer = OpenerScorer(0.99, constant_opener(5.0))
-    pred = await segment_dialogue(dialogue, scorer=scorer, embedder=CountingEmbedder(), thresholds=TH,  # type: ignore[arg-type]
-                                  max_events_before_flush=20)
+    pred = await replay(turns, scorer=scorer, embedder=CountingEmbedder(), thresholds=TH,  # type: ignore[arg-type]
+                        max_events_before_flush=20)
     # user 2 breaks at agent 1 and the window restarts there: [agent 1, user 2, agent 3, user 4], so
     # starts_at for user 4 is window index 2 (utterance 3); likewise user 6 -> utterance 5.
     assert pred.starts == (0, 1, 0, 1, 0, 1, 0)
     assert [(i, d.path, d.starts_at) for i, d in pred.decisions] == [
         (0, "first_message", None), (2, "agent_opened", 1), (4, "agent_opened", 2), (6, "agent_opened", 2),
     ]
+
+
+async def test_replay_decides_each_user_message_against_the_open_segment_only() -> None:
+    turns = [user("a"), agent("b"), agent("c", type="action"), user("d"), agent("e"), user("f")]
+    scorer = FixedScorer(0.1)  # low: every scored user message breaks
+    pred = await replay(turns, scorer=scorer, embedder=CountingEmbedder(), thresholds=TH, max_events_before_flush=20)  # type: ignore[arg-type]
+    assert pred.starts == (0, 0, 0, 1, 0, 1)
+    assert [(i, d.path, d.starts_at) for i, d in pred.decisions] == [(0, "first_message", None), (3, "low", 3), (5, "low", 2)]
+    assert scorer.seen == [["a", "b", "c", "d"], ["d", "e", "f"]]  # the window restarts at the break, nothing after the new message
+
+
+async def test_replay_passes_the_session_gap_and_the_flush_size_to_decide() -> None:
+    turns = [at(user("a"), 0.0), at(agent("b"), 1.0), at(user("c"), 5000.0), at(agent("d"), 5001.0), at(user("e"), 5002.0)]
+    kwargs = {"scorer": FixedScorer(0.99), "embedder": CountingEmbedder(), "thresholds": TH}
+    gap = await replay(turns, max_events_before_flush=20, session_gap_seconds=3600, **kwargs)  # type: ignore[arg-type]
+    assert [d.path for _, d in gap.decisions] == ["first_message", "time_gap", "high"] and gap.starts == (0, 0, 1, 0, 0)
+    flush = await replay(turns, max_events_before_flush=3, **kwargs)  # type: ignore[arg-type]
+    assert [d.path for _, d in flush.decisions] == ["first_message", "force_flush", "force_flush"] and flush.starts == (0, 0, 1, 0, 1)
 
 
 async def test_real_opener_agent_introduces_the_new_topic(embedder: LocalEmbedder) -> None:

@@ -19,7 +19,7 @@ import pytest
 from athena import keys
 from athena.client import AthenaClient, EventInput
 from athena.config import SettingsError, load_settings
-from athena_cli.commands.eval_cmd import app as eval_app
+from athena_lab.commands.eval_cmd import app as eval_app
 from athena_cognition.detector import (
     AgnosticContinuityScorer,
     Turn,
@@ -28,7 +28,7 @@ from athena_cognition.detector import (
 )
 from athena_cognition.detector._features import HAND_FEATURE_NAMES
 from athena_cognition.server import detector_setup
-from athena_cognition.training.segmentation_data import default_data_dir
+from athena_lab.segmentation.segmentation_data import default_data_dir
 from support.cognition_harness import KYOTO, PYTHON, SCOPE, CognitionProcess, task_result
 from support.fake_openai import FakeOpenAI
 from typer.testing import CliRunner

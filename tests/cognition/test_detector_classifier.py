@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from athena_cognition.detector._classifier import Classifier, load_classifier, save_classifier
-from athena_cognition.training.fitting import ClassifierSpec, fit_classifier
+from athena_lab.segmentation.fitting import ClassifierSpec, fit_classifier
 
 NAMES = tuple(f"f{i}" for i in range(6))
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from athena_cli.commands.eval_cmd import app
-from athena_cognition.training.segmentation_data import default_data_dir, load_dialogues
+from athena_lab.commands.eval_cmd import app
+from athena_lab.segmentation.segmentation_data import default_data_dir, load_dialogues
 
 runner = CliRunner()
 

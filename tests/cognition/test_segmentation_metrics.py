@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from athena_cognition.training.metrics import (
+from athena_lab.segmentation.metrics import (
     boundary_counts,
     pk,
     score_segmentations,
     window_diff,
     window_size,
 )
-from athena_cognition.training.segmentation_data import heldout_split, parse_dialogue, split_dialogues
+from athena_lab.segmentation.segmentation_data import heldout_split, parse_dialogue, split_dialogues
 
 
 def test_window_size_from_reference() -> None:

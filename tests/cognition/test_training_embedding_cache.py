@@ -8,7 +8,7 @@ import numpy as np
 
 from athena.embeddings import LocalEmbedder
 from athena.embeddings._cache import EmbeddingCache
-from athena_cognition.training.embedding_cache import DiskCachedEmbedder
+from athena_lab.segmentation.embedding_cache import DiskCachedEmbedder
 
 TEXTS = [
     "How do I reset my password?",

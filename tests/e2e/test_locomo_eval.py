@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from athena.embeddings import LocalEmbedder
-from athena_cli.locomo import chunk_baseline, load_conversation, run_locomo
+from athena_lab.locomo import chunk_baseline, load_conversation, run_locomo
 from athena_cli.stack import LocalStack
 
 pytestmark = pytest.mark.slow

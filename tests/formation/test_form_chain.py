@@ -10,9 +10,9 @@ import pytest
 
 from athena.errors import DependencyUnavailable
 from athena.internal.v1 import formation_pb2
-from athena_formation.chain_store import epoch
-from athena_formation.former import chain_vector, key_phrases
+from athena_formation.forming.form_chain import chain_vector, key_phrases
 from athena_formation.server import Formation
+from athena_formation.store.chain_store import epoch
 from support.formation_data import KYOTO, KYOTO_AGAIN, PYTHON_BUG, SMALL_TALK, make_segment, milvus_ids
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from athena.embeddings import LocalEmbedder
 from athena.memory.v1 import memory_pb2 as pb
-from athena_formation.analysis import analyze
-from athena_formation.quality_gate import QualityReport, assess_quality
+from athena_formation.forming.analysis import analyze
+from athena_formation.forming.quality_gate import QualityReport, assess_quality
 
 U, A = pb.ROLE_USER, pb.ROLE_AGENT
 

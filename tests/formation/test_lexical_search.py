@@ -10,11 +10,11 @@ import pytest
 from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
 from athena.tombstones import erased_at_now
-from athena_formation.chain_store import ChainStore
-from athena_formation.lexical_index import LexicalIndex, LexiconRow, UserLexicon
-from athena_formation.lexicon import MAX_LEXICON_TERMS, chain_lexicon, query_terms, terms
-from athena_formation.ranking import Ranking
+from athena_formation.search.lexicon import MAX_LEXICON_TERMS, chain_lexicon, query_terms, terms
+from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
+from athena_formation.store.chain_store import ChainStore
+from athena_formation.store.lexical_index import LexicalIndex, LexiconRow, UserLexicon
 from support.formation_data import COOKING, KYOTO, PYTHON_BUG, SCOPE, make_segment
 
 # A long chat about a hike that mentions, once, the name of the new dog; and a focused chat about dog training.

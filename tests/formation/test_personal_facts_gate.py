@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from athena.memory.v1 import memory_pb2 as pb
-from athena_formation.analysis import Analysis, analyze
-from athena_formation.personal_facts import personal_fact_sentences, states_personal_fact
-from athena_formation.quality_gate import QualityReport, assess_quality
+from athena_formation.forming.analysis import Analysis, analyze
+from athena_formation.forming.personal_facts import personal_fact_sentences, states_personal_fact
+from athena_formation.forming.quality_gate import QualityReport, assess_quality
 
 U, A = pb.ROLE_USER, pb.ROLE_AGENT
 LABELLED = Path(__file__).resolve().parent / "data" / "gate_labelled.jsonl"

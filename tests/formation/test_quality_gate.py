@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from athena.config import QualityMode
 from athena.memory.v1 import memory_pb2 as pb
-from athena_formation.analysis import Analysis, Topic, analyze
-from athena_formation.quality_gate import MODES, QualityReport, assess_quality
+from athena_formation.forming.analysis import Analysis, Topic, analyze
+from athena_formation.forming.quality_gate import MODES, QualityReport, assess_quality
 
 U, A = pb.ROLE_USER, pb.ROLE_AGENT
 THOUGHT, ACTION, OBSERVATION = pb.EVENT_TYPE_THOUGHT, pb.EVENT_TYPE_ACTION, pb.EVENT_TYPE_OBSERVATION

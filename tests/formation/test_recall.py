@@ -131,7 +131,7 @@ async def test_search_fills_its_hits_past_chains_whose_documents_say_they_are_no
 
 
 async def test_warm_ups_of_one_chain_gathered_in_an_interval_become_one_write_of_their_count(formation: Formation, stub) -> None:
-    from athena_formation.warm_ups import WarmUps
+    from athena_formation.search.recall_warm_ups import WarmUps
 
     chain_id = await _form(stub, KYOTO)
     warm_ups = WarmUps(formation.store, interval=60.0)

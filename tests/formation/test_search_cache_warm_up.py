@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from athena_formation.vector_index import VectorIndex
+from athena_formation.store.vector_index import VectorIndex
 
 DIM = 8
 

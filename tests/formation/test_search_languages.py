@@ -6,7 +6,7 @@ from typing import Any
 
 from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
-from athena_formation.ranking import Ranking
+from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
 from support.formation_data import COOKING, SCOPE, make_segment
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from athena_formation.vector_index import VectorIndex
+from athena_formation.store.vector_index import VectorIndex
 
 DIM = 8
 HOSTILE_IDS = [

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from athena_formation.user_vectors import UserVectors
-from athena_formation.vector_index import VectorIndex
+from athena_formation.store.user_vectors import UserVectors
+from athena_formation.store.vector_index import VectorIndex
 
 DIM = 8
 
@@ -98,7 +98,7 @@ def test_the_agent_filter_follows_chains_moved_to_another_agent_and_dropped() ->
 
 
 def test_the_search_cache_drops_least_recently_searched_users_past_its_bound() -> None:
-    from athena_formation.user_vectors import UserVectorCache
+    from athena_formation.store.user_vectors import UserVectorCache
 
     rng = np.random.default_rng(7)
     cache = UserVectorCache(DIM, max_chains=5)

@@ -17,7 +17,7 @@ from athena.local import MongoWireServer, RedisServer, free_port
 from athena.memory.v1 import memory_pb2
 from athena.stores import EventLog
 from athena_cli.stack import StackCredentials
-from athena_formation.chain_store import ChainStore
+from athena_formation.store.chain_store import ChainStore
 from athena_ingest.server import build_ingest
 
 LEGACY_METADATA = {

@@ -24,9 +24,9 @@ from athena import keys
 from athena.events import event_to_doc, to_timestamp
 from athena.memory.v1 import memory_pb2
 from athena.stores import EventLog
-from athena_cli.load._driver import Ack, PhaseTraffic
-from athena_cli.load._report import PhaseOutcome, build_report
-from athena_cli.load._verify import events_in_log, wait_decided
+from athena_lab.load._driver import Ack, PhaseTraffic
+from athena_lab.load._report import PhaseOutcome, build_report
+from athena_lab.load._verify import events_in_log, wait_decided
 from athena_cli.main import app
 
 FIGURES = ("throughput_events_per_s", "quiet_queue_wait_p50_ms", "quiet_queue_wait_p95_ms",

@@ -29,7 +29,7 @@ from athena.events import METADATA_PAIRS
 from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
 from athena.stm import ShortTermWindow
-from athena_formation.chain_store import events_with_metadata_query
+from athena_formation.store.chain_store import events_with_metadata_query
 from security_support import Services, StartServices
 from support.formation_data import COOKING, KYOTO, PYTHON_BUG
 from support.hostile import check_refusal, refused_fields

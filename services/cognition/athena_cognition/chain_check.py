@@ -196,7 +196,7 @@ class ChainCheckHandler:
         """ForgetUser ran after this task was queued: it must not touch the window or hand anything off.
         (Its lease was deleted by the erasure, so the worker's ack writes no result either.) A task
         queued after the tombstone may still be of an event stored before it: formation drops such
-        events from any segment it is handed (athena_formation.erasure)."""
+        events from any segment it is handed (athena_formation.lifecycle.erasure)."""
         with redis_unavailable():
             erased_at = await redis_tombstone(self.redis, task.scope.tenant_id, task.scope.user_id)
         if erases(erased_at, task.enqueued_at):

@@ -19,17 +19,17 @@ from athena.metrics import SEARCH_CACHE_WARMING, instrument_llm
 from athena.stores import connect_mongo
 from athena.telemetry import run_service
 from athena.tombstones import MongoTombstones
-from athena_formation.archiver import Archiver
-from athena_formation.chain_cache import ChainDocCache
-from athena_formation.chain_store import ChainStore
-from athena_formation.erasure import FormationEraser
-from athena_formation.former import ChainFormer
-from athena_formation.heat import HeatModel
-from athena_formation.lexical_index import LexicalIndex
-from athena_formation.ranking import Ranking
-from athena_formation.recall import Recall
+from athena_formation.forming.form_chain import ChainFormer
+from athena_formation.lifecycle.archiver import Archiver
+from athena_formation.lifecycle.erasure import FormationEraser
+from athena_formation.lifecycle.heat import HeatModel
+from athena_formation.search.ranking import Ranking
+from athena_formation.search.search_memory import Recall
 from athena_formation.servicer import FormationServicer
-from athena_formation.vector_index import VectorIndex
+from athena_formation.store.chain_cache import ChainDocCache
+from athena_formation.store.chain_store import ChainStore
+from athena_formation.store.lexical_index import LexicalIndex
+from athena_formation.store.vector_index import VectorIndex
 
 __all__ = ["Formation", "build_formation", "main", "serve"]
 

@@ -6,9 +6,9 @@ import grpc
 
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.memory.v1 import memory_pb2
-from athena_formation.erasure import FormationEraser, erased_response
-from athena_formation.former import ChainFormer
-from athena_formation.recall import Recall
+from athena_formation.forming.form_chain import ChainFormer
+from athena_formation.lifecycle.erasure import FormationEraser, erased_response
+from athena_formation.search.search_memory import Recall
 
 __all__ = ["FormationServicer"]
 

@@ -1,12 +1,14 @@
 """Chain-break detection: does the newest user message continue the current topic segment?
 
-`decide()` is the single decision the cognition worker and the offline evaluation both call.
+`decide()` is the single decision the cognition worker makes; `replay()` segments a whole
+conversation with it, the one replay the offline evaluation, training and benchmark (athena_lab) share.
 """
 
 from athena_cognition.detector._decide import Arbiter, Decision, Path, decide, decision_texts, prefetch_embeddings
 from athena_cognition.detector._embedding_match import check_scorer_embedding, embedding_mismatch
 from athena_cognition.detector._gate import Thresholds, fallback_is_break, gate
 from athena_cognition.detector._placement import OpenerModel, load_opener_model
+from athena_cognition.detector._replay import Replay, replay
 from athena_cognition.detector._scorers import (
     AgnosticContinuityScorer,
     ContinuityModel,
@@ -29,6 +31,7 @@ __all__ = [
     "OpenerModel",
     "PairCosineScorer",
     "Path",
+    "Replay",
     "Scorer",
     "Thresholds",
     "Turn",
@@ -44,5 +47,6 @@ __all__ = [
     "load_opener_model",
     "make_scorer",
     "prefetch_embeddings",
+    "replay",
     "thresholds_from_settings",
 ]

@@ -1,0 +1,126 @@
+"""Stage 4, cognition: decide() decisions/s over a replayed conversation, and the share spent embedding.
+
+The demo's sample conversation is replayed the way the worker sees it, by the detector's `replay()`
+(the one the segmentation evaluation and training use): each user message is decided against the
+open segment (the turns since the last break), with the default scorer (continuity, with
+its opener model), its calibrated thresholds, no arbiter (no LLM) and the local embedding model.
+Each repeat starts from an empty embedding cache, so every text is embedded once, as in a worker
+meeting a conversation for the first time. Baseline: the seed's pair_cosine scorer, same replay.
+
+Per worker and per process: a cognition process runs MEMORY_WORKER_COUNT workers (default 2) that
+share one embedder, whose concurrent calls share forward passes. So the replay also runs as that many
+concurrent workers over one LocalEmbedder, each on its own copy of the conversation (texts made
+distinct, so no worker's cache answers another's): decisions/s of the process, and per worker (the
+process's figure over its workers), beside the single worker alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from athena.config import Settings
+from athena.embeddings import EmbeddingCache, LocalEmbedder
+from athena_lab.bench._report import Figure, StageResult, summary
+
+__all__ = ["run_cognition_stage"]
+
+
+class _TimedEmbedder:
+    def __init__(self, inner: LocalEmbedder) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        t = time.perf_counter()
+        try:
+            return await self.inner.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - t
+
+
+async def _replay(scorer_name: str, turns: list, passes: int) -> tuple[int, float, float]:
+    """One worker alone. Returns (decisions, seconds, seconds inside embed())."""
+    embedder = _TimedEmbedder(LocalEmbedder(cache=EmbeddingCache()))
+    t0 = time.perf_counter()
+    decisions = await _decide_all(scorer_name, turns, passes, embedder, salt="")
+    return decisions, time.perf_counter() - t0, embedder.seconds
+
+
+async def _process_replay(turns: list, passes: int, workers: int) -> tuple[int, float]:
+    """`workers` concurrent workers over one embedder, as a cognition process runs them. Returns
+    (decisions of all workers, seconds)."""
+    embedder = LocalEmbedder(cache=EmbeddingCache())
+    t0 = time.perf_counter()
+    counts = await asyncio.gather(*(_decide_all("continuity", turns, passes, embedder, salt=f"w{w} ") for w in range(workers)))
+    return sum(counts), time.perf_counter() - t0
+
+
+async def _decide_all(scorer_name: str, turns: list, passes: int, embedder: "_TimedEmbedder | LocalEmbedder", *, salt: str) -> int:
+    from athena_cognition.detector import Turn, default_thresholds, make_scorer, replay
+
+    scorer = make_scorer(scorer_name)
+    thresholds = default_thresholds(scorer_name)
+    decisions = 0
+    for p in range(passes):
+        # A new pass changes every text, so the cache does not carry over between passes.
+        seq = [Turn(role=t.role, type=t.type, content=f"{t.content} ({salt}{p})") for t in turns]
+        replayed = await replay(seq, scorer=scorer, embedder=embedder, thresholds=thresholds, arbiter=None,
+                                max_events_before_flush=20)
+        decisions += len(replayed.decisions)
+    return decisions
+
+
+async def _measure(repeats: int, passes: int, tick: Callable[[], None], workers: int) -> StageResult:
+    from athena_cli.sample_conversation import sample_conversation
+
+    turns = sample_conversation()
+    await LocalEmbedder(cache=EmbeddingCache()).embed(["load the model"])  # model load outside the timing
+    await _replay("continuity", turns, 1)
+    await _replay("pair_cosine", turns, 1)
+    await _process_replay(turns, 1, workers)
+    dps, share, base_dps, base_share, proc_dps, worker_dps, n_dec = [], [], [], [], [], [], 0
+    for _ in range(repeats):
+        n_dec, el, emb = await _replay("continuity", turns, passes)
+        dps.append(n_dec / el), share.append(emb / el)
+        nb, el, emb = await _replay("pair_cosine", turns, passes)
+        base_dps.append(nb / el), base_share.append(emb / el)
+        n_proc, el = await _process_replay(turns, passes, workers)
+        proc_dps.append(n_proc / el), worker_dps.append(n_proc / el / workers)
+        tick()
+    res = StageResult(stage="cognition")
+    res.figures = [
+        Figure("decide() continuity scorer", "decisions/s", summary(dps), "pair_cosine scorer", summary(base_dps)),
+        Figure("share of time embedding", "fraction", summary(share), "pair_cosine scorer", summary(base_share)),
+        Figure(f"decide() per process, {workers} workers", "decisions/s", summary(proc_dps), "one worker alone", summary(dps)),
+        Figure(f"decide() per worker, {workers} in a process", "decisions/s", summary(worker_dps), "one worker alone", summary(dps)),
+    ]
+    res.keys = {
+        "decisions_per_s": res.figures[0].value["median"],
+        "decision_embedding_share": res.figures[1].value["median"],
+        "decisions_per_s_pair_cosine": res.figures[0].baseline["median"],  # type: ignore[index]
+        "decisions_per_s_per_process": res.figures[2].value["median"],
+        "decisions_per_s_per_worker": res.figures[3].value["median"],
+        "cognition_workers": workers,
+    }
+    res.detail = {"decisions_per_repeat": n_dec, "passes": passes, "repeats": repeats, "turns": len(turns), "workers": workers,
+                  "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures}}
+    res.notes.append(f"sample conversation ({len(turns)} turns) x {passes} passes = {n_dec} decisions per repeat, cold cache, no LLM; "
+                     f"per process: {workers} concurrent workers (MEMORY_WORKER_COUNT's default) sharing one embedder")
+    return res
+
+
+def run_cognition_stage(*, quick: bool, tick: Callable[[], None]) -> StageResult:
+    repeats, passes = (3, 2) if quick else (5, 6)
+    t0 = time.perf_counter()
+    workers = Settings.model_fields["memory_worker_count"].default
+    res = asyncio.run(_measure(repeats, passes, tick, workers))
+    res.seconds = time.perf_counter() - t0
+    return res

@@ -1,0 +1,85 @@
+"""`athena eval locomo`: evidence recall@k of SearchMemory on LoCoMo conversations, beside a chunk baseline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+__all__ = ["locomo"]
+
+
+def locomo(
+    data: Path = typer.Option(..., "--data", help="Folder of LoCoMo conversation files (*.json), or one file."),
+    k: int = typer.Option(5, "--k", min=1, max=100, help="How many chains SearchMemory returns per question."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    timeout: float = typer.Option(1800.0, help="Seconds to wait for the pipeline per conversation."),
+    keep_data: bool = typer.Option(False, help="Keep the stack's data folder."),
+    chains_out: Path | None = typer.Option(None, "--chains-out", help="Write the chains formed (dia_ids per chain) as JSON."),
+) -> None:
+    """Replay each conversation through a fresh local stack and measure what SearchMemory retrieves."""
+    from athena.config import load_settings
+    from athena.embeddings import LocalEmbedder, make_query_embedder
+    from athena_lab.locomo import run_locomo
+    from athena_formation.search.ranking import Ranking
+    from athena_cli.stack import LocalStack, StackPorts
+
+    files = sorted(data.glob("*.json")) if data.is_dir() else [data]
+    settings = load_settings()  # the stack's formation reads the same environment
+    ranking = Ranking(lexical_weight=settings.search_lexical_weight, size_prior=settings.search_size_prior)
+    if not files:
+        raise typer.BadParameter(f"no *.json conversation files in {data}", param_hint="--data")
+    err = Console(stderr=True)
+    data_dir = Path(tempfile.mkdtemp(prefix="athena-locomo-"))
+    stack = LocalStack(data_dir=data_dir, ports=StackPorts.free(), env={"QUEUE_BACKOFF_BASE_SECONDS": "0.5"})
+    try:
+        with err.status("starting the local stack..."):
+            stack.start()
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err, transient=True) as progress:
+            bars: dict[str, int] = {}
+            dumped: list[dict[str, object]] = []
+
+            def update(label: str, done: int, total: int) -> None:
+                if label not in bars:
+                    bars[label] = progress.add_task(label, total=total)
+                progress.update(bars[label], completed=done)
+
+            report = asyncio.run(
+                run_locomo(
+                    stack.client,
+                    stack.redis_url,
+                    files,
+                    k=k,
+                    embedder=(embedder := LocalEmbedder()),
+                    query_embedder=make_query_embedder(settings, embedder=embedder),
+                    timeout=timeout,
+                    progress=update,
+                    dump=dumped,
+                    ranking=ranking,
+                )
+            )
+        if chains_out is not None:
+            chains_out.write_text(json.dumps(dumped, indent=1))
+    finally:
+        stack.stop()
+        if not keep_data:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    result = report.as_json()
+    if as_json:
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    table = Table(title=f"LoCoMo evidence recall@{k}")
+    table.add_column("measure")
+    table.add_column("value")
+    for key, value in result.items():
+        table.add_row(key, str(value))
+    Console().print(table)

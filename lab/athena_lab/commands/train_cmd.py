@@ -1,0 +1,98 @@
+"""`athena train ...`: reproducible training of Athena's learned components from the shared data."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Train Athena's learned components.", no_args_is_help=True)
+_err = Console(stderr=True)
+
+
+@app.callback()
+def _train() -> None:
+    """Training commands."""
+
+
+@app.command("continuity")
+def continuity(
+    out: Annotated[
+        Path | None, typer.Option("--out", file_okay=False, help="Output folder (default: the detector package).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic splices.")] = 0,
+    agnostic: Annotated[
+        bool,
+        typer.Option(
+            "--agnostic",
+            help="The model-agnostic variant (no raw embedding among the features, any embedding model): "
+            "writes continuity_agnostic_v1.npz and its record.",
+        ),
+    ] = False,
+) -> None:
+    """Train the chain-break continuity scorer; writes continuity_v1.npz and continuity_v1.record.json
+    (with --agnostic: continuity_agnostic_v1.npz and continuity_agnostic_v1.record.json)."""
+    from athena_lab.segmentation.train_continuity import DETECTOR_DIR, TrainConfig, train_continuity
+
+    def log(msg: str) -> None:
+        _err.print(msg, markup=False, highlight=False, soft_wrap=True)
+
+    if agnostic:
+        from athena_lab.segmentation.train_continuity_agnostic import AgnosticConfig, train_continuity_agnostic
+
+        config = AgnosticConfig(continuity=TrainConfig(seed=seed))
+        record = asyncio.run(train_continuity_agnostic(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=config, log=log))
+    else:
+        record = asyncio.run(train_continuity(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=TrainConfig(seed=seed), log=log))
+    metrics = record["metrics_no_llm"]
+    assert isinstance(metrics, dict)
+    for name, m in metrics.items():
+        typer.echo(f"{name}: pk {m['pk']} wd {m['wd']} f1 {m['f1']}")
+
+
+@app.command("opener")
+def opener(
+    out: Annotated[
+        Path | None, typer.Option("--out", file_okay=False, help="Output folder (default: the detector package).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
+    ] = None,
+    hidden_units: Annotated[
+        int | None, typer.Option("--hidden-units", min=0, help="Tanh hidden units; 0 = logistic regression (default: 8).")
+    ] = None,
+    alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, help="L2 penalty of the hidden-layer model.")] = None,
+    l2_c: Annotated[float | None, typer.Option("--l2-c", min=0.0, help="Inverse L2 strength of the logistic regression.")] = None,
+) -> None:
+    """Train the boundary-placement opener model; writes opener_v1.npz and opener_v1.record.json.
+
+    The model options exist to reproduce the comparisons in docs/segmentation.md; the defaults
+    are the committed artifact's recipe.
+    """
+    from dataclasses import replace
+
+    from athena_lab.segmentation.train_opener import DETECTOR_DIR, OpenerConfig, train_opener
+
+    config = OpenerConfig()
+    overrides = {k: v for k, v in (("hidden_units", hidden_units), ("alpha", alpha), ("l2_c", l2_c)) if v is not None}
+    config = replace(config, spec=replace(config.spec, **overrides))
+    record = asyncio.run(
+        train_opener(
+            out_dir=out or DETECTOR_DIR,
+            data_dir=data_dir,
+            config=config,
+            log=lambda msg: _err.print(msg, markup=False, highlight=False, soft_wrap=True),
+        )
+    )
+    metrics = record["metrics_no_llm"]
+    assert isinstance(metrics, dict)
+    for name, m in metrics.items():
+        typer.echo(f"{name}: pk {m['pk']} wd {m['wd']} f1 {m['f1']}")

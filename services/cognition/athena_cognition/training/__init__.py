@@ -1,1 +1,0 @@
-"""Offline training and evaluation of the chain-break detector on public segmentation data."""

@@ -1,0 +1,250 @@
+"""Personal facts: does a message state something specific about its speaker or their world?
+
+The quality gate's metrics reward exchanges (a question and its answer, a topic carried over several
+turns). "My wife's name is Ana and our anniversary is June 12", "I prefer answers in bullet points" or
+"Call me Sam, not Samuel" have neither, yet they are what a memory is most for. This module recognises
+such statements so that the gate can admit them (quality_gate.py, the personal-fact signal).
+
+A sentence *states a personal fact* when all three hold:
+
+1. it is not a question: it does not end with "?", nor open like one and end without "." or "!"
+   ("Can i use this tool to check my claim"); "Can you check my order 1234?" asks, it tells nothing;
+2. it refers to its speaker: a first-person word ("I", "me", "my", "we", "our", ...; also the Spanish,
+   French, German, Portuguese and Italian forms, a French "j'", Chinese 我, Japanese 私/僕);
+3. it carries a specific, one of:
+   - a number: "June 12", "order 1234", "5月3日";
+   - a date word: a month, a weekday, "yesterday", "tomorrow", "tonight", "next week", "3 days ago";
+   - a name that is not a form of address: a capitalised word after the sentence's first word that is
+     neither a first name nor a function word ("Lisbon", "Honda", "Shopify"; not "Unfortunately We
+     can't"), or any name after a naming cue ("my name is Ana", "call me Sam", "I'm Lucía");
+     "Thanks, Maria!" and "Hey Mel," name the person spoken to;
+   - a cue word of a kind of personal fact: family, relationships and pets ("wife", "cousin", "dog"),
+     diet and health ("allergic", "vegetarian", "gluten"), preferences ("prefer", "favorite",
+     "dislike", "I'd rather", "don't like"), identity, home and work ("name", "birthday", "born",
+     "live", "moved", "job", "rent");
+   - a liking with an object: "like", "love", "enjoy" after "I"/"we" with a content word within the
+     next three words ("I like my coffee black", not "I love that!");
+   - or at least FACT_MIN_CONTENT_WORDS content words (first names aside) in a sentence in the
+     singular first person ("I had to shut down my bank account"). Plural "we"/"us"/"our" need one
+     of the specifics above: alone they mostly make generic statements ("pushing boundaries is how we
+     grow").
+
+Small talk fails on 2 or 3: "Thanks, Maria! Your support means a lot." has no first person; "I'm doing
+well, thanks for asking!" and "I really appreciate it" carry nothing specific.
+
+Language: numbers and capitalised names work in any Latin script; the pronoun, month, weekday and cue
+lists cover English, Spanish, French, German, Portuguese and Italian, with a few Chinese and Japanese
+words (the content-word count leaves CJK out: its character bigrams are not words). Words come from
+athena.text, the one Unicode tokenizer, through the analysis's `content_words` and `split_sentences`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from athena.text import STOP_WORDS, pieces, tokens
+
+from athena_formation.forming.analysis._gazetteer import FIRST_NAMES
+from athena_formation.forming.analysis._stopwords import SMALLTALK, is_content_word
+from athena_formation.forming.analysis._text import content_words, split_sentences, strip_markup
+
+__all__ = ["FACT_MIN_CONTENT_WORDS", "personal_fact_sentences", "states_personal_fact"]
+
+FACT_MIN_CONTENT_WORDS = 3
+"""A sentence in the singular first person with this many content words states a fact without a cue,
+a number or a name. Chosen, with the rule's other options, by leave-one-conversation-out
+cross-validation on the shared LoCoMo conversations (docs/formation.md)."""
+
+_SINGULAR = frozenset(
+    """
+    i i'm im i've ive i'd i'll me my mine myself
+    yo mi mis mío mía míos mías conmigo soy estoy tengo
+    je moi mon ma mes suis
+    ich mich mir mein meine meinen meinem meiner meines bin
+    eu meu minha meus minhas sou tenho moro
+    io mio mia miei mie sono
+    я меня мне мной мой моя моё мое мои моего моей моему мою моим моих моими
+    """.split()
+)
+"""Singular first-person words, casefolded (Spanish, Portuguese and Italian often drop the pronoun, so
+their commonest first-person verbs are here too: "soy", "tengo", "sou", "sono")."""
+_PLURAL = frozenset(
+    """
+    we we're we've we'd we'll us our ours ourselves nosotros nosotras nuestro nuestra nuestros nuestras
+    nous notre nos wir uns unser unsere unseren unserem nós nosso nossa nossos nossas noi nostro nostra
+    nostri nostre мы нас нам наш наша наше наши нашего нашей
+    """.split()
+)
+_CJK_FIRST_PERSON = ("我", "私", "僕", "俺")
+
+_DATE_WORDS = frozenset(
+    """
+    january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec
+    monday tuesday wednesday thursday friday saturday sunday yesterday tomorrow tonight weekend
+    enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre
+    lunes martes miércoles jueves viernes sábado domingo mañana ayer
+    janvier février mars avril mai juin juillet août septembre octobre novembre décembre
+    lundi mardi mercredi jeudi vendredi samedi dimanche demain hier
+    januar februar märz juni juli oktober dezember montag dienstag mittwoch donnerstag freitag
+    samstag sonntag morgen gestern
+    janeiro fevereiro março maio junho julho setembro outubro novembro dezembro amanhã ontem
+    gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre domani ieri
+    января февраля марта апреля мая июня июля августа сентября октября ноября декабря понедельник
+    вторник среда четверг пятница суббота воскресенье завтра вчера
+    """.split()
+)
+"""Months, weekdays and day words, casefolded ("may" and "march" are verbs too; with a first person
+and no question they are rarely small talk)."""
+_RELATIVE_DATE = re.compile(
+    r"\b(?:next|last|this)\s+(?:week|month|year|summer|winter|spring|fall|autumn)\b"
+    r"|\b\d+\s+(?:days?|weeks?|months?|years?)\s+ago\b",
+    re.IGNORECASE,
+)
+
+_CUES = frozenset(
+    """
+    wife husband spouse partner fiance fiancé fiancée boyfriend girlfriend son sons daughter daughters kid kids
+    child children baby mom mum mother dad father parents brother brothers sister sisters cousin cousins aunt
+    uncle niece nephew grandma grandpa grandmother grandfather grandson granddaughter grandkids in-laws
+    dog dogs cat cats puppy kitten pet pets
+    allergic allergy allergies intolerant intolerance vegetarian vegan pescatarian gluten lactose kosher halal
+    diabetes diabetic celiac pregnant diet
+    prefer prefers preferred preference favorite favourite favorites favourites dislike hate
+    name named called birthday born anniversary live lived moved job career employer salary landlord rent
+    mortgage
+    esposa esposo marido mujer hijo hija hijos hijas madre padre hermano hermana mascota perro gato
+    alérgico alérgica alergia vegetariano vegetariana vegano vegana prefiero favorito favorita llamo nombre
+    cumpleaños vivo trabajo
+    femme mari fils fille enfants mère père frère sœur chien chat allergique allergie végétarien végétarienne
+    végane préfère préféré préférée appelle nom anniversaire habite travaille
+    frau mann sohn tochter kinder mutter vater bruder schwester hund katze allergisch allergie vegetarier
+    vegetarierin vegetarisch bevorzuge lieblings heiße geburtstag wohne arbeite
+    filho filha filhos mãe pai irmão irmã cachorro alérgica prefiro chamo nome aniversário
+    moglie marito figlio figlia figli fratello sorella cane gatto allergico preferisco chiamo compleanno
+    abito lavoro
+    жена муж сын сына дочь дочери дочка дети ребёнок ребенок мама мать папа отец брат сестра собака кошка
+    аллергия аллергии аллергик вегетарианец вегетарианка веган предпочитаю люблю любимый любимая зовут
+    имя рождения живу работаю
+    """.split()
+)
+"""Cue words of the kinds of personal fact, casefolded."""
+_CJK_CUES = (
+    "过敏", "素食", "名字", "叫", "生日", "喜欢", "妻子", "丈夫", "老婆", "老公", "儿子", "女儿", "住在",
+    "アレルギー", "ベジタリアン", "名前", "誕生日", "好き", "息子", "娘", "住んで",
+)
+_PREFERENCE = re.compile(r"\b(?:don't|do not|doesn't|never)\s+(?:like|eat|drink|want)\b|\bi'?d\s+rather\b|\bcan't stand\b", re.IGNORECASE)
+_LIKING = frozenset("like likes love loves enjoy enjoys adore".split())
+_LIKING_SUBJECTS = frozenset(("i", "we"))
+_NAMING = re.compile(
+    r"\b(?:name\s+is|name's|call\s+me|called|named|i\s+am|i'm|soy|me\s+llamo|je\s+m'appelle|ich\s+heiße|"
+    r"mi\s+chiamo|me\s+chamo)\s+$",
+    re.IGNORECASE,
+)
+"""Words just before a name that make it a fact about the speaker: "my name is", "call me", "I'm"."""
+_QUESTION_END = re.compile(r"[?？]\W*$")
+_QUESTION_START = re.compile(
+    r"^(?:can|could|would|will|should|shall|do|does|did|is|are|am|was|were|have|has|how|what|when|where|why|who|which)\b",
+    re.IGNORECASE,
+)
+_STATEMENT_END = re.compile(r"[.!。！]\W*$")
+_FUNCTION_WORDS = frozenset().union(*(STOP_WORDS[lang] for lang in ("en", "es", "fr", "de")))
+"""Capitalised, these are not names: "Unfortunately We can't", "My HealtheVet"."""
+_ADDRESSED_I = frozenset(("I", "I'm", "I've", "I'd", "I'll"))
+
+
+def _is_question(sentence: str) -> bool:
+    """Ends with "?", or opens like a question ("Can i use this tool to check my claim") and does not
+    end like a statement."""
+    text = sentence.strip()
+    return bool(_QUESTION_END.search(text) or (_QUESTION_START.match(text) and not _STATEMENT_END.search(text)))
+
+
+def _elided_je(sentence: str) -> bool:
+    """French "j'habite", "j'ai": the tokenizer drops the elided "j'", the written pieces keep it."""
+    return any(p.lower().startswith(("j'", "j’")) for p in pieces(sentence))
+
+
+def _singular_first_person(sentence: str, found: list[str]) -> bool:
+    return any(t in _SINGULAR for t in found) or _elided_je(sentence) or any(ch in sentence for ch in _CJK_FIRST_PERSON)
+
+
+def _first_person(sentence: str, found: list[str]) -> bool:
+    return _singular_first_person(sentence, found) or any(t in _PLURAL for t in found)
+
+
+def _named(sentence: str) -> bool:
+    """A capitalised word after the sentence's first word that names something rather than someone
+    addressed: a first name counts only after a naming cue, a name right after a greeting or thanks
+    ("Hey Gina", "Thanks Maria") does not, nor does a capitalised word of small talk ("LOL")."""
+    found = pieces(sentence)
+    seen_word = False
+    for k, piece in enumerate(found):
+        if not piece[:1].isalpha():
+            continue
+        first, seen_word = not seen_word, True
+        lower = piece.lower()
+        if first or not piece[:1].isupper() or piece in _ADDRESSED_I or lower in SMALLTALK or lower in _FUNCTION_WORDS:
+            continue
+        if _NAMING.search(" ".join(found[max(0, k - 3) : k]) + " "):
+            return True
+        if lower.removesuffix("'s") in FIRST_NAMES or (k > 0 and found[k - 1].lower() in SMALLTALK):
+            continue
+        return True
+    return False
+
+
+def _likes(found: list[str]) -> bool:
+    """A liking verb after "I"/"we" (within three words: "I really don't like") with a content word in
+    the next three words."""
+    return any(
+        t in _LIKING
+        and any(s in _LIKING_SUBJECTS for s in found[max(0, k - 3) : k])
+        and any(is_content_word(w) for w in found[k + 1 : k + 4])
+        for k, t in enumerate(found)
+    )
+
+
+def _has_cjk(word: str) -> bool:
+    return any("\u3040" <= ch <= "\u30ff" or "\u3400" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" for ch in word)
+
+
+def _enough_content(sentence: str, found: list[str]) -> bool:
+    """FACT_MIN_CONTENT_WORDS content words (not first names, not CJK bigrams) in the singular first
+    person."""
+    if not _singular_first_person(sentence, found):
+        return False
+    counted = [w for w in content_words(sentence) if not _has_cjk(w) and w not in FIRST_NAMES]
+    return len(counted) >= FACT_MIN_CONTENT_WORDS
+
+
+def _specific(sentence: str, found: list[str]) -> bool:
+    """Condition 3 of the module docstring."""
+    return (
+        any(ch.isdigit() for ch in sentence)
+        or any(t in _DATE_WORDS or t in _CUES for t in found)
+        or any(cue in sentence for cue in _CJK_CUES)
+        or bool(_RELATIVE_DATE.search(sentence) or _PREFERENCE.search(sentence))
+        or _likes(found)
+        or _named(sentence)
+        or _enough_content(sentence, found)
+    )
+
+
+def personal_fact_sentences(text: str) -> list[str]:
+    """The sentences of `text` that state a personal fact (see the module docstring)."""
+    out = []
+    for sentence in split_sentences(strip_markup(text)):
+        if _is_question(sentence):
+            continue
+        found = tokens(sentence)
+        if _first_person(sentence, found) and _specific(sentence, found):
+            out.append(sentence)
+    return out
+
+
+def states_personal_fact(texts: str | Iterable[str]) -> bool:
+    """Whether any of the texts states a personal fact."""
+    items = [texts] if isinstance(texts, str) else texts
+    return any(personal_fact_sentences(t) for t in items)

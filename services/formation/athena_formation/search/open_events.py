@@ -1,0 +1,200 @@
+"""The events of a search's scope that are in no chain yet, as search candidates beside the chains.
+
+Ingest sends them with each search (athena.internal.v1.SearchRequest.open_segments): the short-term
+windows and the parked segments, which cognition cut and formation has not accepted yet. Without
+them a fact said a moment ago would not be found until its segment is formed.
+
+They are searched per turn, a user message with what followed it up to the next user message (the
+events before the first user message of a window or segment are a turn of their own): the evidence a
+question asks for is usually one turn, and a turn with its reply reads as what was said. A turn is
+filtered like a chain (it holds an event with every metadata pair asked for), and its words are
+scored by the same BM25 as the chains' lexicons, against the user's chain statistics with the turns
+added as further documents (`lexical_scores`), so the two kinds of hits are ranked on one scale
+(ranking.py). The cosine needs an embedding per turn, which costs a model call, so search_memory.py
+embeds only the few turns whose words score best.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message
+from athena.internal.v1 import formation_pb2
+from athena.memory.v1 import memory_pb2
+from athena_formation.search.lexicon import chain_lexicon, lexicon_length
+from athena_formation.search.ranking import RankedChain, Ranking
+from athena_formation.store.lexical_index import EMPTY_CORPUS, K1, B, Corpus
+
+__all__ = ["OPEN_EMBEDDED_TURNS", "EventTerms", "OpenTurn", "best_turns", "lexical_scores", "open_turns", "rank_turns", "turn_as_chain"]
+
+OPEN_EMBEDDED_TURNS = 5
+"""Most turns embedded for one search (the best by their words): a turn not yet embedded costs a
+model call, and only a turn that is embedded can be a hit. Embeddings are cached by text, so a turn
+costs its call once (and once more when it grows, e.g. by the agent's reply)."""
+
+
+@dataclass(frozen=True)
+class OpenTurn:
+    """One turn of open events, oldest first."""
+
+    events: tuple[memory_pb2.Event, ...]
+    lexicon: Mapping[str, int] = field(compare=False)
+    """Term counts over the events' contents, as a chain's lexicon counts them."""
+
+    @property
+    def event_ids(self) -> list[str]:
+        return [e.id for e in self.events]
+
+    @property
+    def content(self) -> str:
+        """What is embedded: the events' contents, one a line."""
+        return "\n".join(e.content for e in self.events)
+
+
+class EventTerms:
+    """The term counts of open events by event id, kept for the next searches: the same window is
+    sent with every search of its scope, and reading an event's words costs more than the rest of
+    its part of the search. An event never changes under its id (ids are ingest's, never reused).
+    Bounded by `max_events` (the least recently used go first); a user's are dropped when the user
+    is erased (`forget_user`)."""
+
+    def __init__(self, max_events: int = 20_000) -> None:
+        self.max_events = max_events
+        self._counts: OrderedDict[str, tuple[tuple[str, str], Counter[str]]] = OrderedDict()
+
+    def of(self, event: memory_pb2.Event) -> Counter[str]:
+        kept = self._counts.get(event.id)
+        if kept is not None:
+            self._counts.move_to_end(event.id)
+            return kept[1]
+        counts = Counter(chain_lexicon([event.content]))
+        if self.max_events > 0:
+            self._counts[event.id] = ((event.scope.tenant_id, event.scope.user_id), counts)
+            if len(self._counts) > self.max_events:
+                self._counts.popitem(last=False)
+        return counts
+
+    def forget_user(self, tenant_id: str, user_id: str) -> None:
+        for event_id in [k for k, (user, _) in self._counts.items() if user == (tenant_id, user_id)]:
+            del self._counts[event_id]
+
+
+def open_turns(
+    segments: Iterable[formation_pb2.Segment], scope: memory_pb2.Scope, filters: Mapping[str, str], terms: EventTerms | None = None
+) -> list[OpenTurn]:
+    """The turns of the open segments that belong to `scope` (its tenant and user, and its agent when
+    given) and pass the metadata `filters`. An event sent twice counts once, where it came first.
+    `terms`: where the events' term counts are kept between searches (None: read each time)."""
+    terms = terms or EventTerms(max_events=0)
+    seen: set[str] = set()
+    turns: list[OpenTurn] = []
+    for segment in segments:
+        current: list[memory_pb2.Event] = []
+        for event in segment.events:
+            if event.id in seen or not _of_scope(event, scope):
+                continue
+            seen.add(event.id)
+            if current and is_user_message(event):
+                turns.append(_turn(current, terms))
+                current = []
+            current.append(event)
+        if current:
+            turns.append(_turn(current, terms))
+    return [t for t in turns if _passes(t, filters)] if filters else turns
+
+
+def lexical_scores(turns: Sequence[OpenTurn], query_terms: Sequence[str], corpus: Corpus | None) -> np.ndarray:
+    """BM25 of each turn for the query terms, scaled to [0, 1] as lexical_index.py scales a chain's:
+    the turns are scored as further documents of the user's chain `corpus` (None: the turns alone)."""
+    scores = np.zeros(len(turns), dtype=np.float64)
+    if not turns or not query_terms:
+        return scores
+    corpus = corpus or EMPTY_CORPUS
+    documents = corpus.documents + len(turns)
+    lengths = [float(lexicon_length(t.lexicon)) for t in turns]
+    average = max(1e-9, (corpus.total_length + sum(lengths)) / documents)
+    ceiling = 0.0
+    for term in dict.fromkeys(query_terms):
+        counts = [t.lexicon.get(term, 0) for t in turns]
+        df = corpus.document_frequency.get(term, 0) + sum(1 for c in counts if c)
+        idf = math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
+        ceiling += idf * (K1 + 1.0)
+        for i, tf in enumerate(counts):
+            if tf:
+                scores[i] += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lengths[i] / average))
+    return scores / ceiling if ceiling > 0 else scores
+
+
+def turn_as_chain(turn: OpenTurn) -> memory_pb2.Chain:
+    """A turn shown as SearchHit.chain: what a caller needs to show it, nothing that only a stored chain has."""
+    first, last = turn.events[0], turn.events[-1]
+    chain = memory_pb2.Chain(
+        scope=first.scope,
+        summary="\n".join(_line(e) for e in turn.events),
+        event_ids=turn.event_ids,
+        event_count=len(turn.events),
+    )
+    if first.HasField("timestamp"):
+        chain.first_event_at.CopyFrom(first.timestamp)
+    if last.HasField("timestamp"):
+        chain.last_event_at.CopyFrom(last.timestamp)
+    return chain
+
+
+def _turn(events: list[memory_pb2.Event], terms: EventTerms) -> OpenTurn:
+    lexicon: Counter[str] = Counter()
+    for event in events:
+        lexicon.update(terms.of(event))
+    return OpenTurn(events=tuple(events), lexicon=lexicon)
+
+
+def _of_scope(event: memory_pb2.Event, scope: memory_pb2.Scope) -> bool:
+    s = event.scope
+    return s.tenant_id == scope.tenant_id and s.user_id == scope.user_id and (not scope.agent_id or s.agent_id == scope.agent_id)
+
+
+def _passes(turn: OpenTurn, filters: Mapping[str, str]) -> bool:
+    """Like a chain's filter: some event of the turn carries every pair (exact key and value)."""
+    return any(all(k in e.metadata and e.metadata[k] == v for k, v in filters.items()) for e in turn.events)
+
+
+def _line(event: memory_pb2.Event) -> str:
+    role = ROLE_NAMES.get(event.role, "system").capitalize()
+    kind = TYPE_NAMES.get(event.type, "message")
+    return f"{role}: {event.content}" if kind == "message" else f"{role} ({kind}): {event.content}"
+
+
+def best_turns(turns: Sequence[OpenTurn], lexical: np.ndarray, ranking: Ranking, *, most: int) -> list[int]:
+    """The turns worth embedding, best first: those the query's words meet, by the score their words
+    alone give them (the cosine counted as 0), at most `most`."""
+    scored = [
+        (ranking.rank(chain_id="", similarity=0.0, lexical=float(lexical[i]), event_count=len(t.events)).score, float(lexical[i]), i)
+        for i, t in enumerate(turns)
+        if lexical[i] > 0
+    ]
+    scored.sort(key=lambda s: (-s[0], -s[1], s[2]))
+    return [i for _, _, i in scored[: max(0, most)]]
+
+
+def rank_turns(
+    turns: Sequence[OpenTurn], candidates: Sequence[int], lexical: np.ndarray, vectors: np.ndarray, query_vector: np.ndarray, ranking: Ranking
+) -> list[tuple[RankedChain, OpenTurn]]:
+    """The candidate turns (`vectors`: their embeddings, in the same order) scored as chains are, best
+    first; each ranked under its first event's id."""
+    ranked = [
+        (
+            ranking.rank(
+                chain_id=turns[i].events[0].id, similarity=float(np.dot(vectors[k], query_vector)),
+                lexical=float(lexical[i]), event_count=len(turns[i].events),
+            ),
+            turns[i],
+        )
+        for k, i in enumerate(candidates)
+    ]
+    ranked.sort(key=lambda pair: -pair[0].score)
+    return ranked

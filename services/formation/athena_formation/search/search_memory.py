@@ -1,0 +1,311 @@
+"""Finding memories: SearchMemory (hybrid: embedding and words, ranking.py; the chains and the events
+in no chain yet, open_events.py), GetChain, ListChains. A recall warms the chains it returns."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from athena.embeddings import Embedder
+from athena.errors import FieldViolation, InvalidArgument, NotFound
+from athena.internal.v1 import formation_pb2
+from athena.memory.v1 import memory_pb2
+from athena.metrics import CHAIN_HEAT, SEARCH_HITS
+from athena.text import found_words
+from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_strength
+from athena_formation.search.chain_message import chain_to_proto
+from athena_formation.search.lexicon import query_terms, terms
+from athena_formation.search.open_events import (
+    OPEN_EMBEDDED_TURNS, EventTerms, OpenTurn, best_turns, lexical_scores, open_turns, rank_turns, turn_as_chain,
+)
+from athena_formation.search.ranking import RankedChain, Ranking
+from athena_formation.search.recall_warm_ups import WarmUps
+from athena_formation.store.chain_store import ChainStore, epoch
+from athena_formation.store.lexical_index import LexicalIndex, LexicalScores, UserLexicon
+from athena_formation.store.vector_index import VectorIndex
+
+__all__ = ["Recall", "matched_terms"]
+
+_STATUS_NAMES = {memory_pb2.CHAIN_STATUS_ACTIVE: "active", memory_pb2.CHAIN_STATUS_ARCHIVED: "archived"}
+
+
+def _searchable(doc: Mapping[str, Any], scope: memory_pb2.Scope) -> bool:
+    """An active, indexed chain of the scope (the tenant and user always; the agent when given)."""
+    return (
+        doc.get("status") == "active"
+        and doc.get("embedding_state") == "indexed"
+        and doc.get("tenant_id") == scope.tenant_id
+        and doc.get("user_id") == scope.user_id
+        and (not scope.agent_id or doc.get("agent_id") == scope.agent_id)
+    )
+
+
+def matched_terms(query: str, doc: Mapping[str, Any], chain_terms: set[str] | None) -> list[str]:
+    """The query's words (as written) found in the chain: by their terms among `chain_terms` (the
+    query terms its lexicon holds), or for a chain the lexical index does not know, in its topic,
+    summary and entities. Words of any script (athena.text.found_words: CJK by its found stretches)."""
+    if chain_terms is not None:
+        return found_words(query, lambda word: any(t in chain_terms for t in terms(word)))
+    text = " ".join([doc.get("topic", ""), doc.get("summary", ""), *(e["text"] for e in doc.get("entities", []))]).casefold()
+    return found_words(query, lambda word: word in text)
+
+
+class Recall:
+    def __init__(
+        self,
+        *,
+        store: ChainStore,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        heat: HeatModel,
+        lexical: LexicalIndex | None = None,
+        ranking: Ranking | None = None,
+    ) -> None:
+        self.store = store
+        self.vectors = vectors
+        self.embedder = embedder
+        self.heat = heat
+        self.lexical = lexical
+        self.ranking = ranking or Ranking()
+        self.warm_ups = WarmUps(store)
+        """The recalls' warm-ups, written behind the answers (recall_warm_ups.py)."""
+        self.open_terms = EventTerms()
+        """The open events' term counts, kept between searches (open_events.py)."""
+
+    async def search(
+        self, request: memory_pb2.SearchMemoryRequest, open_segments: Sequence[formation_pb2.Segment] = ()
+    ) -> memory_pb2.SearchMemoryResponse:
+        """Hybrid search (ranking.py): the best chains by cosine and by the query's words, each scored
+        on both and on its size, then hydrated from MongoDB, filtered and warmed; and the turns of
+        the `open_segments` (events in no chain yet, open_events.py), scored the same way, among them."""
+        scope = request.scope
+        limit = request.limit or 5
+        query = query_terms(request.query)
+        turns = open_turns(open_segments, scope, dict(request.metadata_filters), self.open_terms)
+        # The query is embedded (in a thread) while the user's lexical index is read (first search)
+        # and the query's words are scored: the two sides of the search overlap.
+        embedding = asyncio.ensure_future(self.embedder.embed([request.query]))
+        lexicon_task = asyncio.ensure_future(self._lexicon(scope))
+        turn_embedding: asyncio.Future[np.ndarray] | None = None
+        turn_vectors: np.ndarray | None = None
+        try:
+            allowed: set[str] | None = None
+            if request.metadata_filters:
+                allowed = await self.store.events_with_metadata(
+                    tenant_id=scope.tenant_id, user_id=scope.user_id, filters=dict(request.metadata_filters)
+                )
+            lexicon = await lexicon_task
+            lexical = lexicon.query(query, agent_id=scope.agent_id or None) if lexicon is not None else None
+            turn_lexical = lexical_scores(turns, query, lexical.corpus if lexical is not None else None)
+            candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS)
+            if candidates:  # embedded after the query (one model), while the chains' vectors are scanned
+                turn_embedding = asyncio.ensure_future(self.embedder.embed([turns[i].content for i in candidates]))
+            query_vec = (await embedding)[0]
+            pool = self.ranking.candidates(limit) if allowed is None else min(1000, max(self.ranking.candidates(limit), limit * 4 + 20))
+            vector_hits = await self.vectors.search(
+                query_vec, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=pool
+            )
+            if turn_embedding is not None:
+                turn_vectors = await turn_embedding
+        finally:
+            tasks: list[asyncio.Future[Any]] = [lexicon_task, embedding, *([turn_embedding] if turn_embedding is not None else [])]
+            for task in tasks:
+                if not task.done():
+                    task.cancel()  # a lexicon read itself is shielded in LexicalIndex and goes on
+                elif not task.cancelled():
+                    task.exception()  # retrieved: a search that failed earlier never awaited it
+        similarity = {h.chain_id: h.similarity for h in vector_hits}
+        if lexical is not None:
+            # Found by their words alone: scored on their embedding too (a chain without one is not searchable).
+            word_hits = [c for c, _ in lexical.top(pool) if c not in similarity]
+            similarity.update(await self.vectors.similarities(query_vec, word_hits, tenant_id=scope.tenant_id, user_id=scope.user_id))
+        most = limit + 10 if allowed is None else min(1000, limit * 4 + 20)
+        provisional = self._rank_candidates([c for c in similarity if allowed is None or c in allowed], similarity, lexical, lexicon, most=most)
+        out = await self._hydrate(request, provisional, lexical, limit=limit)
+        open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec)
+        found: list[tuple[RankedChain, dict[str, Any] | OpenTurn]] = [*out, *open_hits]
+        best = sorted(found, key=lambda pair: -pair[0].score)[:limit]
+        SEARCH_HITS.observe(len(best))
+        warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(timezone.utc)))
+        response = memory_pb2.SearchMemoryResponse()
+        for hit, doc in best:
+            if isinstance(doc, OpenTurn):
+                response.hits.append(_open_hit(request.query, hit, doc, query))
+                continue
+            warm = next(warmed)
+            known = lexicon is not None and lexicon.row_of(hit.chain_id) is not None
+            words = matched_terms(request.query, doc, lexical.terms_in(hit.chain_id) if known and lexical is not None else None)
+            why = f"cosine similarity {hit.similarity:.2f} to the chain's embedding"
+            if words:
+                why += f"; words {', '.join(words[:8])} (lexical score {hit.lexical:.2f})"
+            response.hits.append(
+                memory_pb2.SearchHit(
+                    chain=chain_to_proto(warm), similarity=hit.similarity, why=why, matched_terms=words,
+                    lexical_score=hit.lexical, score=hit.score, source=memory_pb2.HIT_SOURCE_CHAIN, event_ids=doc.get("event_ids", []),
+                )
+            )
+        return response
+
+    def _open_hits(
+        self,
+        request: memory_pb2.SearchMemoryRequest,
+        chains: list[tuple[RankedChain, dict[str, Any]]],
+        turns: list[OpenTurn],
+        candidates: list[int],
+        lexical: np.ndarray,
+        vectors: np.ndarray | None,
+        query_vector: np.ndarray,
+    ) -> list[tuple[RankedChain, OpenTurn]]:
+        """The embedded turns that may be hits: scored, above the similarity threshold, and holding no
+        event of a chain found (a segment formed while its hand-off was still parked: its chain is the hit)."""
+        if vectors is None:
+            return []
+        chained = {e for _, doc in chains for e in doc.get("event_ids", [])}
+        return [
+            (ranked, turn)
+            for ranked, turn in rank_turns(turns, candidates, lexical, vectors, query_vector, self.ranking)
+            if not (request.HasField("similarity_threshold") and ranked.similarity < request.similarity_threshold)
+            and chained.isdisjoint(turn.event_ids)
+        ]
+
+    async def _hydrate(
+        self, request: memory_pb2.SearchMemoryRequest, provisional: list[RankedChain], lexical: LexicalScores | None, *, limit: int
+    ) -> list[tuple[RankedChain, dict[str, Any]]]:
+        """The best `limit` of the `provisional` candidates (best first) that pass the checks on their
+        documents, reading as few documents as it can: `limit` first, then more only when some fail.
+
+        A candidate's provisional score assumed the size the lexical index knows (1 if none); its
+        document's size can only lower it, so a read candidate is taken once its final score is at
+        least the provisional score of every candidate not read yet."""
+        scope = request.scope
+        read: list[tuple[RankedChain, dict[str, Any]]] = []  # read and passing, not yet taken
+        out: list[tuple[RankedChain, dict[str, Any]]] = []
+        start = 0
+        while len(out) < limit:
+            next_score = provisional[start].score if start < len(provisional) else None
+            read.sort(key=lambda pair: -pair[0].score)
+            if read and (next_score is None or read[0][0].score >= next_score):
+                out.append(read.pop(0))
+                continue
+            if next_score is None:
+                break
+            chunk = provisional[start:start + limit - len(out)]
+            start += len(chunk)
+            docs = await self.store.get_for_search([r.chain_id for r in chunk])
+            for r in chunk:
+                doc = docs.get(r.chain_id)
+                if doc is None or not _searchable(doc, scope):
+                    continue
+                final = self._rank(r.chain_id, r.similarity, lexical, int(doc.get("event_count", 1)))
+                if request.HasField("similarity_threshold") and final.similarity < request.similarity_threshold:
+                    continue
+                read.append((final, doc))
+        return out
+
+    def _rank_candidates(
+        self, chain_ids: list[str], similarity: dict[str, float], lexical: LexicalScores | None, lexicon: UserLexicon | None, *, most: int
+    ) -> list[RankedChain]:
+        """The best `most` candidates by their provisional score (the size the lexical index knows, 1 if none)."""
+        n = len(chain_ids)
+        return self.ranking.rank_many(
+            chain_ids,
+            np.fromiter((similarity[c] for c in chain_ids), np.float64, n),
+            lexical.of_many(chain_ids) if lexical is not None else np.zeros(n),
+            lexicon.event_counts(chain_ids) if lexicon is not None else np.ones(n, dtype=np.int64),
+            most=most,
+        )
+
+    def _rank(self, chain_id: str, similarity: float, lexical: LexicalScores | None, event_count: int | None) -> RankedChain:
+        return self.ranking.rank(
+            chain_id=chain_id, similarity=similarity, lexical=lexical.of(chain_id) if lexical is not None else 0.0, event_count=event_count or 1
+        )
+
+    async def _lexicon(self, scope: memory_pb2.Scope) -> UserLexicon | None:
+        if self.lexical is None or self.ranking.lexical_weight <= 0:
+            return None
+        return await self.lexical.user(scope.tenant_id, scope.user_id)
+
+    def _warm(self, docs: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+        """The chains as warmed by this recall; their writes go out behind the answer (recall_warm_ups.py)."""
+        warmed = []
+        for doc in docs:
+            # What MongoDB has, the recalls still on their way there, and this one.
+            recalls = int(doc.get("recall_count", 0)) + self.warm_ups.unwritten(doc["_id"]) + 1
+            heat = self.heat.heat(importance=float(doc.get("importance", 0.5)), recall_count=recalls, last_accessed_at=now, now=now)
+            CHAIN_HEAT.observe(heat)
+            fields = {"last_accessed_at": epoch(now), "recall_strength": recall_strength(recalls), "heat_score": heat, "lifecycle": lifecycle_of(heat)}
+            self.warm_ups.record(doc["_id"], fields)
+            warmed.append({**doc, **fields, "recall_count": recalls})
+        return warmed
+
+    async def settle(self) -> None:
+        """Write the warm-ups gathered behind earlier answers (shutdown, tests)."""
+        await self.warm_ups.settle()
+
+    async def get_chain(self, request: memory_pb2.GetChainRequest) -> memory_pb2.Chain:
+        doc = await self.store.get(request.chain_id)
+        scope = request.scope
+        # Another tenant's or user's chain is indistinguishable from a missing one.
+        if (
+            doc is None
+            or doc.get("tenant_id") != scope.tenant_id
+            or doc.get("user_id") != scope.user_id
+            or (scope.agent_id and doc.get("agent_id") != scope.agent_id)
+        ):
+            raise NotFound(f"chain {request.chain_id!r} not found")
+        return chain_to_proto(doc)
+
+    async def list_chains(self, request: memory_pb2.ListChainsRequest) -> memory_pb2.ListChainsResponse:
+        scope = request.scope
+        size = request.page_size or 20
+        offset = _decode_token(request.page_token)
+        query: dict[str, Any] = {"tenant_id": scope.tenant_id, "user_id": scope.user_id}
+        if scope.agent_id:
+            query["agent_id"] = scope.agent_id
+        if request.status in _STATUS_NAMES:
+            query["status"] = _STATUS_NAMES[request.status]
+        docs = await self.store.list(query=query, skip=offset, limit=size + 1)
+        more = len(docs) > size
+        return memory_pb2.ListChainsResponse(
+            chains=[chain_to_proto(d) for d in docs[:size]],
+            next_page_token=_encode_token(offset + size) if more else "",
+        )
+
+
+def _open_hit(query: str, hit: RankedChain, turn: OpenTurn, query_terms: list[str]) -> memory_pb2.SearchHit:
+    """A turn of open events as a WINDOW hit."""
+    words = matched_terms(query, {}, {t for t in query_terms if t in turn.lexicon})
+    why = f"not in a chain yet; cosine similarity {hit.similarity:.2f} to its events' embedding"
+    if words:
+        why += f"; words {', '.join(words[:8])} (lexical score {hit.lexical:.2f})"
+    return memory_pb2.SearchHit(
+        chain=turn_as_chain(turn), similarity=hit.similarity, why=why, matched_terms=words, lexical_score=hit.lexical,
+        score=hit.score, source=memory_pb2.HIT_SOURCE_WINDOW, event_ids=turn.event_ids,
+    )
+
+
+_MAX_OFFSET = 2**31 - 1
+
+
+def _encode_token(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode()
+
+
+def _decode_token(token: str) -> int:
+    if not token:
+        return 0
+    try:
+        offset = int(json.loads(base64.urlsafe_b64decode(token.encode()))["o"])
+        # A forged offset past int64 overflows MongoDB's skip (INTERNAL); no real page is past int32.
+        if not 0 <= offset <= _MAX_OFFSET:
+            raise ValueError
+        return offset
+    except Exception:
+        raise InvalidArgument([FieldViolation("page_token", "is not a token this service issued")]) from None
+
+

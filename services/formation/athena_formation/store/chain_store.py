@@ -1,0 +1,339 @@
+"""MongoDB side of formation: `cognitive_chains`, the formation records, and the events' back-references.
+
+`formation_outcomes` holds one record per segment (its id is the segment id): first the plan
+(create / merge into X / reject, with the analysis and quality scores), then `state: done`. That
+record is what makes FormChain idempotent and resumable: a retried call returns the recorded outcome,
+and a call that died half-way carries out the same plan again. Rejections stay there with their
+scores and reason, so an operator can see why a segment was not remembered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from typing import Any, Mapping, Sequence
+
+import pymongo
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument, UpdateOne
+from pymongo.errors import DuplicateKeyError
+
+from athena.events import METADATA_PAIRS, metadata_pair
+from athena.stores import mongo_unavailable
+from athena_formation.store.chain_cache import ChainDocCache
+from athena_formation.store.lexical_index import LexiconRow, row_from_doc
+
+__all__ = ["CHAINS", "ChainStore", "OUTCOMES", "SEARCH_SKIPS", "cutoff", "epoch", "events_with_metadata_query", "from_epoch"]
+
+CHAINS = "cognitive_chains"
+OUTCOMES = "formation_outcomes"
+EVENTS = "cognitive_events"
+_FULL_READ_SECONDS = 600.0
+SEARCH_SKIPS = ("lexicon",)
+"""Fields of a chain document a search does not read (the lexical index holds the lexicon)."""
+
+
+class ChainStore:
+    def __init__(self, client: AsyncMongoClient[dict[str, Any]], database: str, *, search_cache: ChainDocCache | None = None) -> None:
+        self.search_cache = search_cache
+        """Documents as searches read them (chain_cache.py); every chain write here drops its chain from it."""
+        db = client[database]
+        self.chains = db[CHAINS]
+        self.outcomes = db[OUTCOMES]
+        self.events = db[EVENTS]
+        self._indexes_ready = False
+
+    async def ensure_indexes(self) -> None:
+        if self._indexes_ready:
+            return
+        with mongo_unavailable():
+            await self.chains.create_index(
+                [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("agent_id", ASCENDING), ("status", ASCENDING), ("last_event_at", DESCENDING)],
+                name="ix_scope_status_recent",
+            )
+            await self.chains.create_index([("status", ASCENDING), ("last_accessed_at", ASCENDING)], name="ix_status_access")
+            await self.chains.create_index([("tenant_id", ASCENDING), ("user_id", ASCENDING), ("updated_at", ASCENDING)], name="ix_user_updated")
+            await self.outcomes.create_index([("tenant_id", ASCENDING), ("user_id", ASCENDING), ("outcome", ASCENDING)], name="ix_scope_outcome")
+        self._indexes_ready = True
+
+    # --- formation records -----------------------------------------------------------------------
+    async def outcome(self, segment_id: str) -> dict[str, Any] | None:
+        with mongo_unavailable():
+            return await self.outcomes.find_one({"_id": segment_id})
+
+    async def record_plan(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """Insert the plan; if another call recorded one first, return that one instead."""
+        await self.ensure_indexes()
+        with mongo_unavailable():
+            try:
+                await self.outcomes.insert_one(dict(record))
+                return dict(record)
+            except DuplicateKeyError:
+                existing = await self.outcomes.find_one({"_id": record["_id"]})
+                assert existing is not None
+                return existing
+
+    async def finish(self, segment_id: str, updates: Mapping[str, Any]) -> None:
+        with mongo_unavailable():
+            await self.outcomes.update_one({"_id": segment_id}, {"$set": {"state": "done", **updates}})
+
+    # --- chains ----------------------------------------------------------------------------------
+    async def get(self, chain_id: str) -> dict[str, Any] | None:
+        with mongo_unavailable():
+            return await self.chains.find_one({"_id": chain_id})
+
+    async def get_many(self, chain_ids: Sequence[str], *, without: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+        """The chains with these ids, by id; `without` names fields not to read."""
+        if not chain_ids:
+            return {}
+        projection = {f: 0 for f in without} or None
+        with mongo_unavailable():
+            return {d["_id"]: d async for d in self.chains.find({"_id": {"$in": list(chain_ids)}}, projection)}
+
+    async def get_for_search(self, chain_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The chains a search answers with (no lexicon), from the search cache where it has them."""
+        cache = self.search_cache
+        if cache is None:
+            return await self.get_many(chain_ids, without=SEARCH_SKIPS)
+        found, missing = cache.lookup(chain_ids)
+        if missing:
+            stamp = cache.begin_read()
+            read: dict[str, dict[str, Any]] = {}
+            try:
+                read = await self.get_many(missing, without=SEARCH_SKIPS)
+            finally:
+                cache.end_read(stamp, read.values())
+            found.update(read)
+        return found
+
+    @contextmanager
+    def _writing(self, chain_ids: Sequence[str]) -> Iterator[None]:
+        """Around a write of these chains: they leave the search cache once it is done (or failed,
+        since it may have landed), so no read from before it is kept (chain_cache.py)."""
+        try:
+            yield
+        finally:
+            self.forget_cached(chain_ids)
+
+    def forget_cached(self, chain_ids: Sequence[str]) -> None:
+        """These chains were written (here, or deleted by erasure): searches read them again."""
+        if self.search_cache is not None:
+            self.search_cache.drop(chain_ids)
+
+    async def insert_new(self, doc: Mapping[str, Any]) -> None:
+        """Insert a new chain; a retry that finds it already there leaves it as it is."""
+        with self._writing([doc["_id"]]), mongo_unavailable():
+            await self.chains.update_one({"_id": doc["_id"]}, {"$setOnInsert": dict(doc)}, upsert=True)
+
+    async def apply_merge(self, chain: Mapping[str, Any], segment_id: str, updates: Mapping[str, Any], event_ids: Sequence[str]) -> bool:
+        """Fold a segment into a chain once. The lists are rebuilt here and the write is guarded by the
+        chain's version (array operators differ between MongoDB and the MongoDB-wire server)."""
+        if segment_id in chain.get("segment_ids", []):
+            return False
+        held = set(chain.get("event_ids", []))
+        event_ids = [e for e in event_ids if e not in held]  # a segment re-formed after an erasure may repeat some
+        fields = {
+            **updates,
+            "event_ids": [*chain.get("event_ids", []), *event_ids],
+            "segment_ids": [*chain.get("segment_ids", []), segment_id],
+            "merge_count": int(chain.get("merge_count", 0)) + 1,
+            "event_count": int(chain.get("event_count", 0)) + len(event_ids),
+            "version": int(chain.get("version", 0)) + 1,
+        }
+        with self._writing([chain["_id"]]), mongo_unavailable():
+            result = await self.chains.update_one({"_id": chain["_id"], "version": int(chain.get("version", 0))}, {"$set": fields})
+        return result.modified_count == 1
+
+    async def rewrite(self, chain: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
+        """Set fields of a chain as it was read (guarded by its version, which this bumps). False when
+        the chain changed or went since."""
+        version = int(chain.get("version", 0))
+        with self._writing([chain["_id"]]), mongo_unavailable():
+            result = await self.chains.update_one({"_id": chain["_id"], "version": version}, {"$set": {**fields, "version": version + 1}})
+        return result.modified_count == 1
+
+    async def delete_chain(self, chain: Mapping[str, Any]) -> bool:
+        """Delete a chain as it was read (guarded by its version). False when it changed or went since."""
+        with self._writing([chain["_id"]]), mongo_unavailable():
+            result = await self.chains.delete_one({"_id": chain["_id"], "version": int(chain.get("version", 0))})
+        return result.deleted_count == 1
+
+    async def set_fields(self, chain_id: str, fields: Mapping[str, Any]) -> dict[str, Any] | None:
+        with self._writing([chain_id]), mongo_unavailable():
+            return await self.chains.find_one_and_update(
+                {"_id": chain_id}, {"$set": dict(fields)}, return_document=ReturnDocument.AFTER
+            )
+
+    async def record_recalls(self, recalls: Sequence[tuple[str, int, Mapping[str, Any]]]) -> None:
+        """Recalls of chains, each (chain id, how many, the warmed fields): one round trip for all of
+        them. An archived chain is left as it is (its lifecycle stays archived)."""
+        if not recalls:
+            return
+        ops = [UpdateOne({"_id": c, "status": "active"}, {"$set": dict(fields), "$inc": {"recall_count": n}}) for c, n, fields in recalls]
+        try:
+            with mongo_unavailable():
+                await self.chains.bulk_write(ops, ordered=False)
+        except BaseException:
+            self.forget_cached([c for c, _, _ in recalls])  # it may have landed: read them again
+            raise
+        if self.search_cache is not None:
+            for chain_id, count, fields in recalls:
+                self.search_cache.add_recalls(chain_id, count, fields)
+
+    async def merge_candidates(
+        self, *, tenant_id: str, user_id: str, agent_id: str, since: datetime, limit: int
+    ) -> list[dict[str, Any]]:
+        with mongo_unavailable():
+            cursor = (
+                self.chains.find(
+                    {
+                        "tenant_id": tenant_id,
+                        "user_id": user_id,
+                        "agent_id": agent_id,
+                        "status": "active",
+                        "embedding_state": "indexed",
+                        "last_event_at": {"$gte": epoch(since)},
+                    }
+                )
+                .sort("last_event_at", DESCENDING)
+                .limit(limit)
+            )
+            return [d async for d in cursor]
+
+    async def list(
+        self, *, query: Mapping[str, Any], skip: int, limit: int
+    ) -> list[dict[str, Any]]:
+        with mongo_unavailable():
+            cursor = self.chains.find(dict(query)).sort([("last_event_at", DESCENDING), ("_id", ASCENDING)]).skip(skip).limit(limit)
+            return [d async for d in cursor]
+
+    async def lexicon_rows(self, *, tenant_id: str, user_id: str, updated_since: float | None = None) -> list[LexiconRow]:
+        """The user's active chains as lexical index rows; with `updated_since` (epoch seconds), only the
+        chains written since then, archived ones included (so the index drops them)."""
+        query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id}
+        if updated_since is None:
+            query["status"] = "active"
+        else:
+            query["updated_at"] = {"$gte": updated_since}
+        projection = {"agent_id": 1, "lexicon": 1, "event_count": 1, "status": 1}
+        # A user's first read may hold 10^5 chains: bounded as a whole, not by MONGODB_TIMEOUT_MS per
+        # round trip (the MongoDB-wire server prepares a whole result before its first batch).
+        with mongo_unavailable(), pymongo.timeout(_FULL_READ_SECONDS):
+            return [row_from_doc(d) async for d in self.chains.find(query, projection)]
+
+    async def all_lexicon_rows(self, *, batch_rows: int = 2000) -> AsyncIterator[tuple[tuple[str, str], LexiconRow]]:
+        """Every active chain as (its (tenant_id, user_id), its lexical index row), in no set order, for
+        the lexical index's warm-up: one read of the collection, however many users it holds."""
+        projection = {"tenant_id": 1, "user_id": 1, "agent_id": 1, "lexicon": 1, "event_count": 1, "status": 1}
+        cursor = self.chains.find({"status": "active"}, projection, batch_size=batch_rows)
+        try:
+            while True:
+                # The bound is entered per batch, never across a yield (it would hold for the caller's
+                # own reads too); the MongoDB-wire server prepares the whole result before the first.
+                with mongo_unavailable(), pymongo.timeout(_FULL_READ_SECONDS):
+                    batch = await cursor.to_list(batch_rows)
+                if not batch:
+                    return
+                for d in batch:
+                    yield (d.get("tenant_id", ""), d.get("user_id", "")), row_from_doc(d)
+        finally:
+            with mongo_unavailable():
+                await cursor.close()
+
+    async def chain_count_estimate(self) -> int:
+        """The collection's document count from its metadata (archived chains included): no scan."""
+        with mongo_unavailable():
+            return await self.chains.estimated_document_count()
+
+    async def pending_embeddings(self, *, older_than: datetime) -> list[dict[str, Any]]:
+        with mongo_unavailable():
+            cursor = self.chains.find({"embedding_state": "pending", "updated_at": {"$lt": epoch(older_than)}}).limit(100)
+            return [d async for d in cursor]
+
+    async def cold_candidates(self, *, accessed_before: datetime, limit: int = 500) -> list[dict[str, Any]]:
+        with mongo_unavailable():
+            cursor = self.chains.find({"status": "active", "last_accessed_at": {"$lt": epoch(accessed_before)}}).limit(limit)
+            return [d async for d in cursor]
+
+    # --- one user's records (erasure) -------------------------------------------------------------
+    async def user_chains(self, tenant_id: str, user_id: str) -> list[dict[str, Any]]:
+        """The user's chains (all agents, any status), without their lexicons."""
+        with mongo_unavailable():
+            return [d async for d in self.chains.find({"tenant_id": tenant_id, "user_id": user_id}, {"lexicon": 0})]
+
+    async def user_outcomes(self, tenant_id: str, user_id: str) -> list[dict[str, Any]]:
+        projection = {"event_ids": 1, "state": 1, "chain_id": 1}
+        with mongo_unavailable():
+            return [d async for d in self.outcomes.find({"tenant_id": tenant_id, "user_id": user_id}, projection)]
+
+    async def delete_outcomes(self, segment_ids: Sequence[str]) -> int:
+        if not segment_ids:
+            return 0
+        with mongo_unavailable():
+            return int((await self.outcomes.delete_many({"_id": {"$in": list(segment_ids)}})).deleted_count)
+
+    async def cut_outcome(self, segment_id: str, event_ids: Sequence[str]) -> None:
+        """A finished record keeps only these events; its analysis (text of the others) goes."""
+        with mongo_unavailable():
+            await self.outcomes.update_one({"_id": segment_id}, {"$set": {"event_ids": list(event_ids)}, "$unset": {"analysis": ""}})
+
+    async def event_times(self, *, event_ids: Sequence[str] = (), user: tuple[str, str] | None = None) -> dict[str, datetime]:
+        """`stored_at` of events by id: of these ids, or of every event of a (tenant, user)."""
+        query: dict[str, Any] = {"tenant_id": user[0], "user_id": user[1]} if user else {"_id": {"$in": list(event_ids)}}
+        if not user and not event_ids:
+            return {}
+        with mongo_unavailable():
+            return {d["_id"]: d["stored_at"] async for d in self.events.find(query, {"stored_at": 1})}
+
+    # --- events ----------------------------------------------------------------------------------
+    async def events_of(self, event_ids: Sequence[str]) -> list[dict[str, Any]]:
+        with mongo_unavailable():
+            docs = {d["_id"]: d async for d in self.events.find({"_id": {"$in": list(event_ids)}})}
+        return [docs[i] for i in event_ids if i in docs]
+
+    async def mark_events(self, event_ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+        with mongo_unavailable():
+            await self.events.update_many({"_id": {"$in": list(event_ids)}}, {"$set": dict(fields)})
+
+    async def events_with_metadata(self, *, tenant_id: str, user_id: str, filters: Mapping[str, str]) -> set[str]:
+        """Chain ids of the user's events carrying every metadata pair in `filters`."""
+        query = events_with_metadata_query(tenant_id=tenant_id, user_id=user_id, filters=filters)
+        with mongo_unavailable():
+            return {d["chain_id"] async for d in self.events.find(query, {"chain_id": 1})}
+
+
+def events_with_metadata_query(*, tenant_id: str, user_id: str, filters: Mapping[str, str]) -> dict[str, Any]:
+    """The `cognitive_events` query of the user's chained events carrying every pair of `filters`.
+
+    Every field name in it is a constant: the caller's keys and values reach it only inside
+    `metadata_pair` strings, compared by value with the event's `metadata_pairs`. A `metadata.<key>`
+    path would hand the key to the server's query language, and nx-27017 pastes paths into SQL
+    unescaped (a quote in a key was an SQL error, a crafted key an oracle on other tenants' events).
+    `$all`, not an equality per pair: nx-27017 compares a plain equality on an indexed array field with
+    the whole array; `$all` it turns into one `EXISTS (... json_each ... = ?)` per pair, the string bound.
+    """
+    query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "chain_id": {"$exists": True}}
+    if filters:
+        query[METADATA_PAIRS] = {"$all": [metadata_pair(k, v) for k, v in filters.items()]}
+    return query
+
+
+def cutoff(now: datetime, hours: float) -> datetime:
+    return now - timedelta(hours=hours)
+
+
+def epoch(dt: datetime) -> float:
+    """Times on chain and formation documents are stored as epoch seconds (float).
+
+    Why not BSON dates: the MongoDB-wire server used locally stores a date written by `$set` as a
+    string, and compares dates only to the whole second; numbers behave the same on both servers.
+    """
+    return dt.timestamp()
+
+
+def from_epoch(value: float | int | datetime | None) -> datetime:
+    if value is None:
+        return datetime.fromtimestamp(0, timezone.utc)
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return datetime.fromtimestamp(float(value), timezone.utc)
