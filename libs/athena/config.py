@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from enum import Enum
-from functools import lru_cache
 from typing import Annotated
 
 from pydantic import AwareDatetime, Field, ValidationError, model_validator
@@ -293,7 +292,3 @@ def load_settings(**overrides: object) -> Settings:
             problems.append(f"{name}: {err['msg']} (got {err.get('input')!r})")
         raise SettingsError("invalid configuration: " + "; ".join(problems)) from None
 
-
-@lru_cache(maxsize=1)
-def settings_from_env() -> Settings:
-    return load_settings()

@@ -21,15 +21,13 @@ from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
 from athena import keys
+from athena.collection_names import ERASURES
 from athena.stores import insert_own, mongo_unavailable
 
-__all__ = ["ERASURES", "MongoTombstones", "erased_at_now", "erases", "millis", "redis_tombstone", "write_redis_tombstone"]
+__all__ = ["MongoTombstones", "erased_at_now", "erases", "millis", "redis_tombstone", "write_redis_tombstone"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
-ERASURES = "erasures"
-"""MongoDB collection of tombstones: one record per ForgetUser call (tenant_id, user_id, erased_at,
-state erasing/done, the receipt once done)."""
 
 
 def erased_at_now() -> float:

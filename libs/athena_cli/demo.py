@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import time
-from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
@@ -13,7 +10,7 @@ from rich.table import Table
 
 from athena import keys
 from athena.client import AthenaClient
-from athena.queue import FairQueue
+from athena.queue import FairQueue, TaskResult, wait_for_results
 from athena.redis_util import connect_redis
 from athena_cli.sample_conversation import SAMPLE_SCOPE, sample_conversation
 from athena_cli.stack import LocalStack
@@ -21,21 +18,13 @@ from athena_cli.stack import LocalStack
 __all__ = ["run_demo", "wait_until_processed"]
 
 
-async def wait_until_processed(redis_url: str, scope: str, task_ids: list[str], *, timeout: float) -> dict[str, dict[str, Any]]:
-    """Poll the task results until every task has a final outcome (or the timeout passes)."""
+async def wait_until_processed(redis_url: str, scope: str, task_ids: list[str], *, timeout: float) -> dict[str, TaskResult]:
+    """The final results of these tasks of one scope (athena.queue.wait_for_results), or what there is at `timeout`."""
     redis = connect_redis(redis_url)
-    results: dict[str, dict[str, Any]] = {}
-    deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline:
-            raws = await redis.mget([keys.task_result_key(scope, t) for t in task_ids])
-            results = {t: json.loads(r) for t, r in zip(task_ids, raws) if r}
-            if all(results.get(t, {}).get("status") in ("done", "dead_lettered") for t in task_ids):
-                break
-            await asyncio.sleep(0.3)
+        return await wait_for_results(redis, [(scope, t) for t in task_ids], timeout=timeout)
     finally:
         await redis.aclose()
-    return results
 
 
 async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> None:

@@ -158,13 +158,6 @@ class LocalStack:
             return grpc.ssl_channel_credentials(roots, key, chain)
         return grpc.ssl_channel_credentials(roots)
 
-    def call_metadata(self, *, tenant_id: str | None = None) -> tuple[tuple[str, str], ...]:
-        """Metadata authorising a raw MemoryService stub for `tenant_id` (the dev tenant when None)."""
-        if tenant_id is None:
-            return bearer_metadata(self.credentials.dev_api_key)
-        return bearer_metadata(self.credentials.token_for(tenant_id))
-
-    @property
     def internal_metadata(self) -> tuple[tuple[str, str], ...]:
         """Metadata authorising a raw FormationService stub (the internal token)."""
         return bearer_metadata(self.credentials.internal_token)

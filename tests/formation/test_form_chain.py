@@ -29,7 +29,7 @@ async def test_a_substantive_segment_becomes_a_chain_with_one_embedding(formatio
     assert chain["event_ids"] == [e.id for e in segment.events]
     assert (chain["tenant_id"], chain["user_id"], chain["agent_id"]) == ("acme", "alice", "helper")
     assert await milvus_ids(formation) == {response.chain_id}
-    events = await formation.store.events_of(chain["event_ids"])
+    events = await formation.store.event_log.docs(chain["event_ids"])
     assert all(e.get("chain_id") == response.chain_id for e in events) or events == []  # events are in the log only via ingest
 
 

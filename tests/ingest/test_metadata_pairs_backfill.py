@@ -52,7 +52,7 @@ async def _seed_legacy(client: AsyncMongoClient, database: str) -> None:  # type
 
 
 async def _chains_with(store: ChainStore, filters: dict[str, str]) -> set[str]:
-    return await store.events_with_metadata(tenant_id="acme", user_id="alice", filters=filters)
+    return await store.event_log.chains_with_metadata(tenant_id="acme", user_id="alice", filters=filters)
 
 
 async def test_the_backfill_makes_legacy_events_findable_by_their_metadata_and_records_itself_done(mongo, mongo_db_name: str) -> None:

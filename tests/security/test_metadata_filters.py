@@ -29,7 +29,7 @@ from athena.events import METADATA_PAIRS
 from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
 from athena.stm import ShortTermWindow
-from athena_formation.store.chain_store import events_with_metadata_query
+from athena.stores import metadata_filter_query
 from security_support import Services, StartServices
 from support.formation_data import COOKING, KYOTO, PYTHON_BUG
 from support.hostile import check_refusal, refused_fields
@@ -219,7 +219,7 @@ def _leaves(node: Any) -> Iterator[Any]:
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
 @given(filters=st.dictionaries(st.one_of(hostile_strings, st.text()), st.one_of(hostile_strings, st.text()), max_size=8))
 def test_the_mongodb_query_of_any_filters_has_constant_field_names_and_the_users_strings_only_as_string_values(filters: dict[str, str]) -> None:
-    query = events_with_metadata_query(tenant_id="acme", user_id="alice", filters=filters)
+    query = metadata_filter_query(tenant_id="acme", user_id="alice", filters=filters)
     assert set(_field_names(query)) <= _CONSTANT_FIELDS  # no user string is ever a field name or a path
     assert all(type(v) is str or v is True for v in _leaves(query))  # plain strings: no operator document, no regex
     if filters:

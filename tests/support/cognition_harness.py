@@ -4,7 +4,6 @@ and waiting for a task's result."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -14,8 +13,8 @@ from pathlib import Path
 
 import grpc
 
-from athena import keys
 from athena.client import AthenaClient
+from athena.queue import TaskResult, wait_for_results
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.local import free_port
 from athena_cli.stack import StackCredentials
@@ -102,12 +101,9 @@ class CognitionProcess:
                 self.proc.kill()
 
 
-async def task_result(redis, task_id: str, *, timeout: float = 180.0, scope_id: str = SCOPE_ID) -> dict:
+async def task_result(redis, task_id: str, *, timeout: float = 180.0, scope_id: str = SCOPE_ID) -> TaskResult:  # type: ignore[no-untyped-def]
     """The task's result once it is done (the worker acknowledged it)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        raw = await redis.get(keys.task_result_key(scope_id, task_id))
-        if raw and json.loads(raw).get("status") == "done":
-            return json.loads(raw)
-        await asyncio.sleep(0.2)
-    raise TimeoutError(f"no result for {task_id}")
+    result = (await wait_for_results(redis, [(scope_id, task_id)], timeout=timeout, poll=0.2)).get(task_id)
+    if result is None or result.get("status") != "done":
+        raise TimeoutError(f"no result for {task_id}: {result}")
+    return result

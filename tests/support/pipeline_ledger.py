@@ -18,9 +18,7 @@ Fault-injection tests use it to prove "nothing lost, nothing duplicated" from wh
 from __future__ import annotations
 
 import asyncio
-import json
 import re
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Iterable, Sequence
@@ -30,7 +28,7 @@ from redis.asyncio import Redis
 
 from athena import keys
 from athena.client import AthenaClient, ClientOptions, EventInput
-from athena.queue import ExponentialFullJitter
+from athena.queue import ExponentialFullJitter, TaskResult, read_results, wait_for_results
 from athena.stm import parse_event
 from athena_cli.stack import LocalStack
 
@@ -108,30 +106,17 @@ async def drive(
     return acked, errors
 
 
-async def task_results(redis: Redis, acked: Iterable[Acked]) -> dict[str, dict[str, Any]]:
-    checks = [a for a in acked if a.task_id]
-    raws = await redis.mget([keys.task_result_key(a.scope, a.task_id) for a in checks]) if checks else []
-    return {a.task_id: json.loads(r) for a, r in zip(checks, raws) if r}
+def _checks(acked: Iterable[Acked]) -> list[tuple[str, str]]:
+    return [(a.scope, a.task_id) for a in acked if a.task_id]
 
 
-async def wait_decided(redis_url: str, acked: Sequence[Acked], *, timeout: float = 90.0) -> dict[str, dict[str, Any]]:
+async def wait_decided(redis_url: str, acked: Sequence[Acked], *, timeout: float = 90.0) -> dict[str, TaskResult]:
     """Until every acknowledged user message has a final result (done or dead-lettered), or timeout."""
     redis = Redis.from_url(redis_url)
-    deadline = time.monotonic() + timeout
-    results: dict[str, dict[str, Any]] = {}
     try:
-        while time.monotonic() < deadline:
-            try:
-                results = await task_results(redis, acked)
-            except (ConnectionError, OSError):
-                pass
-            else:
-                if all(results.get(a.task_id, {}).get("status") in ("done", "dead_lettered") for a in acked if a.task_id):
-                    break
-            await asyncio.sleep(0.3)
+        return await wait_for_results(redis, _checks(acked), timeout=timeout)
     finally:
         await redis.aclose()
-    return results
 
 
 @dataclass
@@ -140,7 +125,7 @@ class Ledger:
 
     acked: list[Acked]
     logged: set[str]
-    results: dict[str, dict[str, Any]]
+    results: dict[str, TaskResult]
     outcomes: list[dict[str, Any]]
     chains: list[dict[str, Any]]
     windows: dict[str, list[str]]
@@ -225,7 +210,7 @@ async def read_ledger(stack: LocalStack, *, tenant_id: str, acked: Sequence[Acke
             windows[scope] = [parse_event(raw).id for raw in await redis.lrange(keys.stm_window_key(scope), 0, -1)]
         handoffs = [k.decode() async for k in redis.scan_iter(match=f"{keys.STM_HANDOFF_PREFIX}{tenant_id}:*")]
         dead = await redis.llen(keys.QUEUE_DEAD_LETTERS)
-        results = await task_results(redis, acked)
+        results = await read_results(redis, _checks(acked))
     finally:
         await redis.aclose()
         await mongo.close()

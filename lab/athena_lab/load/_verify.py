@@ -10,8 +10,6 @@ In the log means the acknowledged event id is a document of `cognitive_events`.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
@@ -20,13 +18,13 @@ from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
 from athena import keys
+from athena.queue import FINAL_STATUSES, wait_for_results
 from athena.stores import EventLog
 from athena_lab.load._driver import Ack
 
 __all__ = ["NOT_IN_WINDOW", "Decisions", "events_in_log", "wait_decided"]
 
 _BATCH = 500
-_FINAL = ("done", "dead_lettered")
 NOT_IN_WINDOW = "not_in_window"
 """The path of a check whose message was no longer in the window (chain_check.py)."""
 
@@ -61,30 +59,12 @@ async def wait_decided(
     poll: float = 0.5,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Decisions:
-    """Poll the task results of the user messages in `acks` until all are final or `timeout` passes."""
-    checks = [(keys.task_result_key(keys.scope_id(a.tenant_id, a.user_id, a.agent_id), a.task_id), a.task_id) for a in acks if a.task_id]
-    waiting = list(checks)
-    out = Decisions()
+    """Wait for the task results of the user messages in `acks` (athena.queue.wait_for_results)."""
+    tasks = [(keys.scope_id(a.tenant_id, a.user_id, a.agent_id), a.task_id) for a in acks if a.task_id]
     started = time.monotonic()
-    deadline = started + timeout
-    while waiting:
-        still: list[tuple[str, str]] = []
-        for batch in _chunks(waiting):
-            raws = await redis.mget([k for k, _ in batch])
-            for (key, task_id), raw in zip(batch, raws):
-                result = json.loads(raw) if raw else None
-                if result is not None and result.get("status") in _FINAL:
-                    out.results[task_id] = result
-                else:
-                    still.append((key, task_id))
-        waiting = still
-        if on_progress:
-            on_progress(len(checks) - len(waiting), len(checks))
-        if not waiting or time.monotonic() >= deadline:
-            break
-        await asyncio.sleep(poll)
-    out.seconds = time.monotonic() - started
-    return out
+    results = await wait_for_results(redis, tasks, timeout=timeout, poll=poll, on_progress=on_progress)
+    final = {t: dict(r) for t, r in results.items() if r.get("status") in FINAL_STATUSES}
+    return Decisions(results=final, seconds=time.monotonic() - started)
 
 
 async def events_in_log(mongo: AsyncMongoClient[dict[str, Any]], database: str, event_ids: Sequence[str]) -> set[str]:

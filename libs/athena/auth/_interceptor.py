@@ -16,7 +16,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 from athena.auth._authenticator import Authenticator
 from athena.auth._tenancy import TenantLocator, bind_tenant
 from athena.errors import PermissionDenied
-from athena.grpc_util._wrapping import UnaryBehaviour, UnaryWrappingInterceptor
+from athena.grpc_util import UnaryBehaviour, UnaryWrappingInterceptor
 
 __all__ = ["AuthInterceptor"]
 

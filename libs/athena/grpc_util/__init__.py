@@ -2,11 +2,14 @@
 
 from athena.grpc_util._errors import ErrorMappingInterceptor, bad_request_violations, error_from_rpc, status_code_for
 from athena.grpc_util._server import DependencyCheck, ServiceHost
+from athena.grpc_util._wrapping import UnaryBehaviour, UnaryWrappingInterceptor
 
 __all__ = [
     "DependencyCheck",
     "ErrorMappingInterceptor",
     "ServiceHost",
+    "UnaryBehaviour",
+    "UnaryWrappingInterceptor",
     "bad_request_violations",
     "error_from_rpc",
     "status_code_for",

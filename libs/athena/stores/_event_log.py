@@ -23,22 +23,20 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pymongo
 from pymongo import ASCENDING, AsyncMongoClient, UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from athena.collection_names import COMMITS, EVENTS, MIGRATIONS
 from athena.errors import DependencyUnavailable
-from athena.events import METADATA_PAIRS, doc_to_event, event_to_doc, metadata_pairs
+from athena.events import METADATA_PAIRS, doc_to_event, event_to_doc, metadata_pair, metadata_pairs
 from athena.memory.v1 import memory_pb2
 from athena.stores._mongo import insert_own, mongo_unavailable
 
-__all__ = ["COMMITS", "EventLog", "InsertOutcome", "MIGRATIONS", "OpenCommit"]
+__all__ = ["EventLog", "InsertOutcome", "OpenCommit", "metadata_filter_query"]
 
-EVENTS = "cognitive_events"
-COMMITS = "ingest_commits"
-MIGRATIONS = "athena_migrations"
 """One record per one-time data migration that completed (its `_id` names it)."""
 _METADATA_PAIRS_DONE = "metadata_pairs_backfill"
 _BACKFILL_BATCH = 500
@@ -247,3 +245,45 @@ class EventLog:
     async def count(self, query: dict[str, Any]) -> int:
         with mongo_unavailable():
             return int(await self.collection.count_documents(query))
+
+    # --- what formation reads and marks ---------------------------------------------------------
+    async def docs(self, event_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The stored documents of these events, in the order given (those no longer stored skipped)."""
+        with mongo_unavailable():
+            found = {d["_id"]: d async for d in self.collection.find({"_id": {"$in": list(event_ids)}})}
+        return [found[i] for i in event_ids if i in found]
+
+    async def mark(self, event_ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+        """Set fields on these events (formation: which chain or rejected segment took them)."""
+        with mongo_unavailable():
+            await self.collection.update_many({"_id": {"$in": list(event_ids)}}, {"$set": dict(fields)})
+
+    async def stored_times(self, *, event_ids: Sequence[str] = (), user: tuple[str, str] | None = None) -> dict[str, datetime]:
+        """`stored_at` of events by id: of these ids, or of every event of a (tenant, user)."""
+        if not user and not event_ids:
+            return {}
+        query: dict[str, Any] = {"tenant_id": user[0], "user_id": user[1]} if user else {"_id": {"$in": list(event_ids)}}
+        with mongo_unavailable():
+            return {d["_id"]: d["stored_at"] async for d in self.collection.find(query, {"stored_at": 1})}
+
+    async def chains_with_metadata(self, *, tenant_id: str, user_id: str, filters: Mapping[str, str]) -> set[str]:
+        """Chain ids of the user's events carrying every metadata pair in `filters`."""
+        query = metadata_filter_query(tenant_id=tenant_id, user_id=user_id, filters=filters)
+        with mongo_unavailable():
+            return {d["chain_id"] async for d in self.collection.find(query, {"chain_id": 1})}
+
+
+def metadata_filter_query(*, tenant_id: str, user_id: str, filters: Mapping[str, str]) -> dict[str, Any]:
+    """The `cognitive_events` query of the user's chained events carrying every pair of `filters`.
+
+    Every field name in it is a constant: the caller's keys and values reach it only inside
+    `metadata_pair` strings, compared by value with the event's `metadata_pairs`. A `metadata.<key>`
+    path would hand the key to the server's query language, and nx-27017 pastes paths into SQL
+    unescaped (a quote in a key was an SQL error, a crafted key an oracle on other tenants' events).
+    `$all`, not an equality per pair: nx-27017 compares a plain equality on an indexed array field with
+    the whole array; `$all` it turns into one `EXISTS (... json_each ... = ?)` per pair, the string bound.
+    """
+    query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "chain_id": {"$exists": True}}
+    if filters:
+        query[METADATA_PAIRS] = {"$all": [metadata_pair(k, v) for k, v in filters.items()]}
+    return query

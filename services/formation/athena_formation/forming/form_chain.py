@@ -297,13 +297,13 @@ class ChainFormer:
         outcome = record["outcome"]
         chain_id = record.get("chain_id", "")
         if outcome == "rejected":
-            await self.store.mark_events(event_ids, {"formation": "rejected", "segment_id": segment.id})
+            await self.store.event_log.mark(event_ids, {"formation": "rejected", "segment_id": segment.id})
         elif outcome == "created":
             await self._create(segment, record)
         else:
             chain_id, outcome = await self._merge(segment, record)
         if outcome != "rejected":
-            await self.store.mark_events(event_ids, {"formation": "chained", "chain_id": chain_id, "segment_id": segment.id})
+            await self.store.event_log.mark(event_ids, {"formation": "chained", "chain_id": chain_id, "segment_id": segment.id})
         await self._step("events_marked")
         await self.store.finish(segment.id, {"finished_at": epoch(datetime.now(timezone.utc)), "chain_id": chain_id, "outcome": outcome})
         FORMATION_OUTCOMES.labels(outcome, record.get("reason") or "").inc()
@@ -388,7 +388,7 @@ class ChainFormer:
             return fresh_id, "created"
         new_events = list(segment.events)
         already = segment.id in chain.get("segment_ids", [])
-        old_events = [doc_to_event(d) for d in await self.store.events_of(chain.get("event_ids", []))]
+        old_events = [doc_to_event(d) for d in await self.store.event_log.docs(chain.get("event_ids", []))]
         new_ids = {n.id for n in new_events}
         combined = old_events if already else [e for e in old_events if e.id not in new_ids] + new_events
         if not already:

@@ -45,9 +45,9 @@ from collections.abc import Iterable
 
 from athena.text import STOP_WORDS, pieces, tokens
 
-from athena_formation.forming.analysis._gazetteer import FIRST_NAMES
-from athena_formation.forming.analysis._stopwords import SMALLTALK, is_content_word
-from athena_formation.forming.analysis._text import content_words, split_sentences, strip_markup
+from athena_formation.text.gazetteer import FIRST_NAMES
+from athena_formation.text.stopwords import SMALLTALK, is_content_word
+from athena_formation.text.messages import content_words, split_sentences, strip_markup
 
 __all__ = ["FACT_MIN_CONTENT_WORDS", "personal_fact_sentences", "states_personal_fact"]
 

@@ -84,8 +84,8 @@ import numpy as np
 from athena.memory.v1 import memory_pb2
 
 from athena_formation.forming.analysis import SMALL_TALK, Analysis
-from athena_formation.forming.analysis._gazetteer import FIRST_NAMES
-from athena_formation.forming.analysis._text import (
+from athena_formation.text.gazetteer import FIRST_NAMES
+from athena_formation.text.messages import (
     AGENT,
     USER,
     Message,

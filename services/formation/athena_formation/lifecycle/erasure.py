@@ -55,7 +55,7 @@ class _EventTimes:
     async def learn(self, event_ids: Sequence[str]) -> None:
         unknown = [e for e in event_ids if e not in self.known]
         if unknown:
-            self.known.update(await self.store.event_times(event_ids=unknown))
+            self.known.update(await self.store.event_log.stored_times(event_ids=unknown))
 
     async def kept(self, event_ids: Sequence[str]) -> list[str]:
         """Those of the ids not erased, in order (an id missing from the log was erased before)."""
@@ -121,7 +121,7 @@ class FormationEraser:
         erased_at = await self.tombstones.latest(tenant_id, user_id)
         if erased_at is None:
             return memory_pb2.ForgetUserResponse()  # no tombstone: ingest writes it first, so nothing to erase
-        times = _EventTimes(self.store, erased_at, await self.store.event_times(user=(tenant_id, user_id)))
+        times = _EventTimes(self.store, erased_at, await self.store.event_log.stored_times(user=(tenant_id, user_id)))
         tally = _Tally()
         records = {r["_id"]: r for r in await self.store.user_outcomes(tenant_id, user_id)}
         chains = await self.store.user_chains(tenant_id, user_id)
@@ -156,7 +156,7 @@ class FormationEraser:
                     tally.chains += 1
                     return
             else:
-                events = [doc_to_event(d) for d in await self.store.events_of(kept)]
+                events = [doc_to_event(d) for d in await self.store.event_log.docs(kept)]
                 if await self.former.reform(current, events, segment_ids=await _kept_segments(current, records, times, self.store)):
                     tally.chains_rebuilt += 1
                     return

@@ -96,7 +96,7 @@ class Recall:
         try:
             allowed: set[str] | None = None
             if request.metadata_filters:
-                allowed = await self.store.events_with_metadata(
+                allowed = await self.store.event_log.chains_with_metadata(
                     tenant_id=scope.tenant_id, user_id=scope.user_id, filters=dict(request.metadata_filters)
                 )
             lexicon = await lexicon_task

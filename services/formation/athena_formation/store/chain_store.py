@@ -18,16 +18,13 @@ import pymongo
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument, UpdateOne
 from pymongo.errors import DuplicateKeyError
 
-from athena.events import METADATA_PAIRS, metadata_pair
-from athena.stores import mongo_unavailable
+from athena.collection_names import CHAINS, OUTCOMES
+from athena.stores import EventLog, mongo_unavailable
 from athena_formation.store.chain_cache import ChainDocCache
 from athena_formation.store.lexical_index import LexiconRow, row_from_doc
 
-__all__ = ["CHAINS", "ChainStore", "OUTCOMES", "SEARCH_SKIPS", "cutoff", "epoch", "events_with_metadata_query", "from_epoch"]
+__all__ = ["ChainStore", "SEARCH_SKIPS", "cutoff", "epoch", "from_epoch"]
 
-CHAINS = "cognitive_chains"
-OUTCOMES = "formation_outcomes"
-EVENTS = "cognitive_events"
 _FULL_READ_SECONDS = 600.0
 SEARCH_SKIPS = ("lexicon",)
 """Fields of a chain document a search does not read (the lexical index holds the lexicon)."""
@@ -40,7 +37,8 @@ class ChainStore:
         db = client[database]
         self.chains = db[CHAINS]
         self.outcomes = db[OUTCOMES]
-        self.events = db[EVENTS]
+        self.event_log = EventLog(client, database)
+        """The event log (athena.stores), through which formation reads and marks events."""
         self._indexes_ready = False
 
     async def ensure_indexes(self) -> None:
@@ -245,11 +243,6 @@ class ChainStore:
         with mongo_unavailable():
             return await self.chains.estimated_document_count()
 
-    async def pending_embeddings(self, *, older_than: datetime) -> list[dict[str, Any]]:
-        with mongo_unavailable():
-            cursor = self.chains.find({"embedding_state": "pending", "updated_at": {"$lt": epoch(older_than)}}).limit(100)
-            return [d async for d in cursor]
-
     async def cold_candidates(self, *, accessed_before: datetime, limit: int = 500) -> list[dict[str, Any]]:
         with mongo_unavailable():
             cursor = self.chains.find({"status": "active", "last_accessed_at": {"$lt": epoch(accessed_before)}}).limit(limit)
@@ -276,46 +269,6 @@ class ChainStore:
         """A finished record keeps only these events; its analysis (text of the others) goes."""
         with mongo_unavailable():
             await self.outcomes.update_one({"_id": segment_id}, {"$set": {"event_ids": list(event_ids)}, "$unset": {"analysis": ""}})
-
-    async def event_times(self, *, event_ids: Sequence[str] = (), user: tuple[str, str] | None = None) -> dict[str, datetime]:
-        """`stored_at` of events by id: of these ids, or of every event of a (tenant, user)."""
-        query: dict[str, Any] = {"tenant_id": user[0], "user_id": user[1]} if user else {"_id": {"$in": list(event_ids)}}
-        if not user and not event_ids:
-            return {}
-        with mongo_unavailable():
-            return {d["_id"]: d["stored_at"] async for d in self.events.find(query, {"stored_at": 1})}
-
-    # --- events ----------------------------------------------------------------------------------
-    async def events_of(self, event_ids: Sequence[str]) -> list[dict[str, Any]]:
-        with mongo_unavailable():
-            docs = {d["_id"]: d async for d in self.events.find({"_id": {"$in": list(event_ids)}})}
-        return [docs[i] for i in event_ids if i in docs]
-
-    async def mark_events(self, event_ids: Sequence[str], fields: Mapping[str, Any]) -> None:
-        with mongo_unavailable():
-            await self.events.update_many({"_id": {"$in": list(event_ids)}}, {"$set": dict(fields)})
-
-    async def events_with_metadata(self, *, tenant_id: str, user_id: str, filters: Mapping[str, str]) -> set[str]:
-        """Chain ids of the user's events carrying every metadata pair in `filters`."""
-        query = events_with_metadata_query(tenant_id=tenant_id, user_id=user_id, filters=filters)
-        with mongo_unavailable():
-            return {d["chain_id"] async for d in self.events.find(query, {"chain_id": 1})}
-
-
-def events_with_metadata_query(*, tenant_id: str, user_id: str, filters: Mapping[str, str]) -> dict[str, Any]:
-    """The `cognitive_events` query of the user's chained events carrying every pair of `filters`.
-
-    Every field name in it is a constant: the caller's keys and values reach it only inside
-    `metadata_pair` strings, compared by value with the event's `metadata_pairs`. A `metadata.<key>`
-    path would hand the key to the server's query language, and nx-27017 pastes paths into SQL
-    unescaped (a quote in a key was an SQL error, a crafted key an oracle on other tenants' events).
-    `$all`, not an equality per pair: nx-27017 compares a plain equality on an indexed array field with
-    the whole array; `$all` it turns into one `EXISTS (... json_each ... = ?)` per pair, the string bound.
-    """
-    query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "chain_id": {"$exists": True}}
-    if filters:
-        query[METADATA_PAIRS] = {"$all": [metadata_pair(k, v) for k, v in filters.items()]}
-    return query
 
 
 def cutoff(now: datetime, hours: float) -> datetime:

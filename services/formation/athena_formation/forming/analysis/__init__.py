@@ -33,7 +33,7 @@ from athena.memory.v1 import memory_pb2
 from athena_formation.forming.analysis._entities import extract_entities
 from athena_formation.forming.analysis._heuristic import SMALL_TALK, heuristic_analysis
 from athena_formation.forming.analysis._llm import SCHEMA_HINT, analysis_system, parse_analysis, transcript
-from athena_formation.forming.analysis._text import Message, conversation
+from athena_formation.text.messages import Message, conversation
 from athena_formation.forming.analysis._types import ENTITY_KINDS, Analysis, Entity, Topic
 
 __all__ = ["ENTITY_KINDS", "SMALL_TALK", "Analysis", "Entity", "Topic", "analyze"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from athena_formation.forming.analysis._gazetteer import (
+from athena_formation.text.gazetteer import (
     AMBIGUOUS,
     FIRST_NAMES,
     NOT_NAMES,
@@ -34,8 +34,8 @@ from athena_formation.forming.analysis._gazetteer import (
     PRODUCTS,
     TECH_TERMS,
 )
-from athena_formation.forming.analysis._stopwords import FUNCTION_WORDS, SMALLTALK, STOPWORDS
-from athena_formation.forming.analysis._text import Message
+from athena_formation.text.stopwords import FUNCTION_WORDS, SMALLTALK, STOPWORDS
+from athena_formation.text.messages import Message
 from athena_formation.forming.analysis._types import Entity
 
 __all__ = ["MAX_ENTITIES", "MAX_ENTITY_CHARS", "extract_entities"]

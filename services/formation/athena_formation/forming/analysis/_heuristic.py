@@ -28,7 +28,7 @@ from athena_formation.forming.analysis._summary import (
     render,
     select,
 )
-from athena_formation.forming.analysis._text import Message, content_words, stem
+from athena_formation.text.messages import Message, content_words, stem
 from athena_formation.forming.analysis._types import Analysis, Topic
 
 __all__ = ["SMALL_TALK", "heuristic_analysis", "heuristic_summary", "heuristic_topics"]

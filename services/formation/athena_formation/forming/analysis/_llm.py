@@ -44,7 +44,7 @@ from typing import Any
 
 from athena.text import tokens
 
-from athena_formation.forming.analysis._text import Message
+from athena_formation.text.messages import Message
 from athena_formation.forming.analysis._types import ENTITY_KINDS, Entity, Topic
 
 __all__ = [

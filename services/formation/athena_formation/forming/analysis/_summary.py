@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from athena_formation.forming.analysis._text import (
+from athena_formation.text.messages import (
     AGENT,
     USER,
     Message,

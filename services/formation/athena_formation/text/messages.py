@@ -10,7 +10,7 @@ from athena.memory.v1 import memory_pb2
 from athena.text import is_cjk, stem, stop_words
 from athena.text import tokens as words
 
-from athena_formation.forming.analysis._stopwords import CJK_SMALLTALK_PHRASES, is_content_word
+from athena_formation.text.stopwords import CJK_SMALLTALK_PHRASES, is_content_word
 
 __all__ = [
     "AGENT",
@@ -145,7 +145,7 @@ def sentences_of(messages: Sequence[Message]) -> list[Sentence]:
 
 
 def content_words(text: str) -> list[str]:
-    """The text's content words (see _stopwords), casefolded, in order: neither the English topic
+    """The text's content words (see athena_formation.text.stopwords), casefolded, in order: neither the English topic
     filter's words nor the stop words of the text's language."""
     found = words(_without_cjk_smalltalk(text))
     stops = stop_words(found)
