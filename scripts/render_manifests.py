@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["RenderError", "render", "render_yaml", "strategic_merge", "json_merge"]
+__all__ = ["RenderError", "json_merge", "render", "render_yaml", "strategic_merge"]
 
 Resource = dict[str, Any]
 
@@ -133,7 +133,9 @@ def strategic_merge(target: Any, patch: Any, field: str | None = None) -> Any:
             return copy.deepcopy(patch)
         result = copy.deepcopy(target)
         for item in patch:
-            match = next((i for i, old in enumerate(result) if isinstance(old, dict) and old.get(key) == item.get(key)), None)
+            match = next(
+                (i for i, old in enumerate(result) if isinstance(old, dict) and old.get(key) == item.get(key)), None
+            )
             if match is None:
                 result.append(copy.deepcopy(item))
             else:
@@ -141,15 +143,15 @@ def strategic_merge(target: Any, patch: Any, field: str | None = None) -> Any:
         return result
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    merged: dict[str, Any] = copy.deepcopy(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if key.startswith("$"):
             raise RenderError(f"strategic-merge directive {key!r} is not supported inside a resource")
         if value is None:
-            result.pop(key, None)
+            merged.pop(key, None)
         else:
-            result[key] = strategic_merge(result.get(key), value, key)
-    return result
+            merged[key] = strategic_merge(merged.get(key), value, key)
+    return merged
 
 
 # --- loading ---------------------------------------------------------------------------------------
@@ -174,15 +176,15 @@ def _matches(resource: Resource, patch: Resource) -> bool:
         return False
     if "namespace" in pmeta and meta.get("namespace") != pmeta["namespace"]:
         return False
-    if "apiVersion" in patch and _group(resource.get("apiVersion", "")) != _group(patch["apiVersion"]):
-        return False
-    return True
+    return "apiVersion" not in patch or _group(resource.get("apiVersion", "")) == _group(patch["apiVersion"])
 
 
 def _apply_patch(resources: list[Resource], patch: Resource, source: Path) -> list[Resource]:
     hits = [i for i, r in enumerate(resources) if _matches(r, patch)]
     if len(hits) != 1:
-        raise RenderError(f"{source}: patch {patch['kind']}/{patch['metadata'].get('name')} matches {len(hits)} resources")
+        raise RenderError(
+            f"{source}: patch {patch['kind']}/{patch['metadata'].get('name')} matches {len(hits)} resources"
+        )
     index = hits[0]
     directive = patch.get("$patch")
     if directive == "delete":

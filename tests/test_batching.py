@@ -61,7 +61,9 @@ async def test_a_failed_batch_fails_its_callers_and_the_next_batch_still_runs() 
     assert await later == ["B"]
 
 
-async def test_with_a_second_stage_the_next_batch_starts_while_this_one_finishes_and_second_stages_keep_their_order() -> None:
+async def test_with_a_second_stage_the_next_batch_starts_while_this_one_finishes_and_second_stages_keep_their_order() -> (
+    None
+):
     log: list[str] = []
     release = asyncio.Event()
 

@@ -30,7 +30,7 @@ SEED_DEFAULTS = {
 
 
 def test_seed_variables_have_the_documented_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(SEED_DEFAULTS) + ["memory_os_mtm_quality_mode"]:
+    for name in [*SEED_DEFAULTS, "memory_os_mtm_quality_mode"]:
         monkeypatch.delenv(name.upper(), raising=False)
     s = load_settings()
     assert {k: getattr(s, k) for k in SEED_DEFAULTS} == SEED_DEFAULTS
@@ -47,9 +47,16 @@ def test_environment_variables_are_read(monkeypatch: pytest.MonkeyPatch) -> None
 
 @pytest.mark.parametrize(
     ("variable", "value"),
-    [("MEMORY_WORKER_COUNT", "zero"), ("CHAIN_SIM_LOW", "1.5"), ("MEMORY_OS_MTM_QUALITY_MODE", "sloppy"), ("INGEST_GRPC_PORT", "70000")],
+    [
+        ("MEMORY_WORKER_COUNT", "zero"),
+        ("CHAIN_SIM_LOW", "1.5"),
+        ("MEMORY_OS_MTM_QUALITY_MODE", "sloppy"),
+        ("INGEST_GRPC_PORT", "70000"),
+    ],
 )
-def test_a_bad_value_stops_start_up_with_the_variable_named(monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
+def test_a_bad_value_stops_start_up_with_the_variable_named(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
     monkeypatch.setenv(variable, value)
     with pytest.raises(SettingsError, match=variable):
         load_settings()

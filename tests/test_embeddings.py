@@ -53,11 +53,18 @@ async def test_cache_hit_does_not_reencode(local: LocalEmbedder) -> None:
     assert (await local.embed([])).shape == (0, 384)
 
 
-async def test_the_torchscript_encoder_gives_the_eager_models_vectors_for_short_long_and_padded_batches(local: LocalEmbedder) -> None:
+async def test_the_torchscript_encoder_gives_the_eager_models_vectors_for_short_long_and_padded_batches(
+    local: LocalEmbedder,
+) -> None:
     from athena.embeddings._local import _compiled
 
     eager = LocalEmbedder(cache=EmbeddingCache(), torchscript=False)
-    texts = ["hi", "Which Kyoto temples need a reservation?", " ".join(["word"] * 400), f"a one-off text {uuid.uuid4()}"]
+    texts = [
+        "hi",
+        "Which Kyoto temples need a reservation?",
+        " ".join(["word"] * 400),
+        f"a one-off text {uuid.uuid4()}",
+    ]
 
     together = await local.embed(texts)
     one_by_one = np.vstack([await LocalEmbedder(cache=EmbeddingCache()).embed([t]) for t in texts])
@@ -121,6 +128,7 @@ async def test_a_search_query_is_encoded_on_one_torch_thread_and_chains_keep_tor
     assert seen["chain"] == loop_threads  # the query's one thread was not left behind on the encoder thread
     assert torch.get_num_threads() == loop_threads  # the caller's (the vector scan's) count is its own
 
+
 def test_lru_cache_evicts_oldest() -> None:
     cache = EmbeddingCache(max_entries=2)
     for key in (b"a", b"b", b"c"):
@@ -141,8 +149,14 @@ class _FakeEmbeddings:
 
 async def test_openai_embedder_orders_normalizes_and_caches() -> None:
     fake = _FakeEmbeddings()
-    emb = OpenAIEmbedder(base_url="http://unused/v1", model="m", dim=3, batch_size=2,
-                         client=SimpleNamespace(embeddings=fake), cache=EmbeddingCache())
+    emb = OpenAIEmbedder(
+        base_url="http://unused/v1",
+        model="m",
+        dim=3,
+        batch_size=2,
+        client=SimpleNamespace(embeddings=fake),
+        cache=EmbeddingCache(),
+    )
     vecs = await emb.embed(["a", "bbb", "cc", "a"])
     np.testing.assert_allclose(vecs[1], normalize_rows(np.array([[3.0, 1.0, 0.0]]))[0], rtol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-6)
@@ -153,8 +167,13 @@ async def test_openai_embedder_orders_normalizes_and_caches() -> None:
 
 
 async def test_openai_embedder_rejects_wrong_dim() -> None:
-    emb = OpenAIEmbedder(base_url="http://unused/v1", model="m", dim=8,
-                         client=SimpleNamespace(embeddings=_FakeEmbeddings()), cache=EmbeddingCache())
+    emb = OpenAIEmbedder(
+        base_url="http://unused/v1",
+        model="m",
+        dim=8,
+        client=SimpleNamespace(embeddings=_FakeEmbeddings()),
+        cache=EmbeddingCache(),
+    )
     with pytest.raises(ValueError):
         await emb.embed(["x"])
 

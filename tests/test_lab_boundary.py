@@ -33,8 +33,15 @@ def _imported_roots(path: Path) -> set[str]:
             roots.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             roots.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("import_module", "__import__"):
-            roots.update(arg.value.split(".")[0] for arg in node.args[:1] if isinstance(arg, ast.Constant) and isinstance(arg.value, str))
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+            "import_module",
+            "__import__",
+        ):
+            roots.update(
+                arg.value.split(".")[0]
+                for arg in node.args[:1]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            )
     return roots
 
 
@@ -93,7 +100,12 @@ def test_without_the_lab_its_commands_are_absent_and_say_so() -> None:
     runner = CliRunner(env={"COLUMNS": "200"})
     help_text = runner.invoke(cli, ["--help"]).output
     assert "serve" in help_text and not any(name in help_text for name in LAB_COMMANDS)
-    for args in (["bench", "--quick"], ["eval", "segmentation", "--data", "x.jsonl"], ["train", "opener"], ["load", "--help"]):
+    for args in (
+        ["bench", "--quick"],
+        ["eval", "segmentation", "--data", "x.jsonl"],
+        ["train", "opener"],
+        ["load", "--help"],
+    ):
         result = runner.invoke(cli, args)
         assert result.exit_code == 2, (args, result.output)
         assert f"athena {args[0]}" in result.output and "lab" in result.output and ".[dev,lab]" in result.output

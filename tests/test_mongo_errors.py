@@ -13,9 +13,8 @@ from athena.stores import mongo_unavailable
 
 
 def _raised_inside(exc: Exception) -> BaseException:
-    with pytest.raises(BaseException) as caught:
-        with mongo_unavailable():
-            raise exc
+    with pytest.raises(BaseException) as caught, mongo_unavailable():
+        raise exc
     return caught.value
 
 
@@ -43,7 +42,9 @@ def test_a_passing_server_state_is_dependency_unavailable(exc: Exception) -> Non
     [
         DuplicateKeyError("E11000 duplicate key", code=11000),
         OperationFailure("unknown operator: $foo", code=2),
-        BulkWriteError({"writeErrors": [{"index": 0, "code": 11000, "errmsg": "E11000 duplicate key"}], "nInserted": 0}),
+        BulkWriteError(
+            {"writeErrors": [{"index": 0, "code": 11000, "errmsg": "E11000 duplicate key"}], "nInserted": 0}
+        ),
     ],
     ids=["duplicate key", "bad query", "bulk write of duplicates"],
 )

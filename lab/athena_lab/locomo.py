@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,11 +26,19 @@ from athena import keys
 from athena.client import AthenaClient, EventInput
 from athena.embeddings import Embedder
 from athena_cli.demo import wait_until_processed
-from athena_formation.store.lexical_index import LexiconRow, UserLexicon
 from athena_formation.search.lexicon import chain_lexicon, query_terms
 from athena_formation.search.ranking import Ranking
+from athena_formation.store.lexical_index import LexiconRow, UserLexicon
 
-__all__ = ["BaselineResult", "Conversation", "LocomoReport", "chunk_baseline", "evidence_recall", "load_conversation", "run_locomo"]
+__all__ = [
+    "BaselineResult",
+    "Conversation",
+    "LocomoReport",
+    "chunk_baseline",
+    "evidence_recall",
+    "load_conversation",
+    "run_locomo",
+]
 
 _SESSION = re.compile(r"^session_(\d+)$")
 TENANT = "locomo-eval"
@@ -50,7 +60,7 @@ class Conversation:
 
 
 def _parse_when(text: str) -> datetime:
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def load_conversation(path: Path) -> Conversation:
@@ -65,9 +75,18 @@ def load_conversation(path: Path) -> Conversation:
             text = t["text"]
             if t.get("blip_caption"):
                 text += f" [shares a photo: {t['blip_caption']}]"
-            turns.append(Turn(t["dia_id"], "user" if t["speaker"] == speaker_a else "agent", text, start + timedelta(seconds=30 * i)))
+            turns.append(
+                Turn(
+                    t["dia_id"],
+                    "user" if t["speaker"] == speaker_a else "agent",
+                    text,
+                    start + timedelta(seconds=30 * i),
+                )
+            )
     questions = [
-        {**q, "evidence": _evidence_ids(q["evidence"])} for q in data.get("qa", []) if q.get("category") in (1, 2, 3, 4) and q.get("evidence")
+        {**q, "evidence": _evidence_ids(q["evidence"])}
+        for q in data.get("qa", [])
+        if q.get("category") in (1, 2, 3, 4) and q.get("evidence")
     ]
     return Conversation(path.stem, turns, questions)
 
@@ -85,7 +104,7 @@ def evidence_recall(hits: Sequence[set[str]], evidence: set[str]) -> bool:
 def _chunks(n: int, size: int, offset: int) -> list[tuple[int, int]]:
     """Consecutive chunks of `size` turns, the first one `offset` turns long (0: all full)."""
     cuts = sorted({0, *range(offset, n, size), n})
-    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    return [(a, b) for a, b in pairwise(cuts) if b > a]
 
 
 @dataclass
@@ -101,7 +120,13 @@ class BaselineResult:
 
 
 async def chunk_baseline(
-    conv: Conversation, *, size: int, k: int, embedder: Embedder, ranking: Ranking | None = None, query_embedder: Embedder | None = None
+    conv: Conversation,
+    *,
+    size: int,
+    k: int,
+    embedder: Embedder,
+    ranking: Ranking | None = None,
+    query_embedder: Embedder | None = None,
 ) -> BaselineResult:
     """Fixed-size chunks of consecutive turns, each the mean of its turns' embeddings, ranked by cosine.
 
@@ -125,7 +150,14 @@ async def chunk_baseline(
         sets = [{t.dia_id for t in conv.turns[a:b]} for a, b in chunks]
         lexicon = UserLexicon()
         for j, (a, b) in enumerate(chunks):
-            lexicon.put(LexiconRow(chain_id=str(j), agent_id="", lexicon=chain_lexicon(t.text for t in conv.turns[a:b]), event_count=b - a))
+            lexicon.put(
+                LexiconRow(
+                    chain_id=str(j),
+                    agent_id="",
+                    lexicon=chain_lexicon(t.text for t in conv.turns[a:b]),
+                    event_count=b - a,
+                )
+            )
         recalled = hybrid_recalled = 0
         for i, (q, v) in enumerate(zip(conv.questions, qv)):
             sims = mat @ v
@@ -134,7 +166,12 @@ async def chunk_baseline(
             turns_per_hit[i] += float(np.mean([len(sets[j]) for j in top])) / size
             recalled += evidence_recall([sets[j] for j in top], evidence)
             lexical = lexicon.query(query_terms_of[i])
-            scores = [ranking.rank(chain_id=str(j), similarity=float(sims[j]), lexical=lexical.of(str(j)), event_count=len(sets[j])).score for j in range(len(chunks))]
+            scores = [
+                ranking.rank(
+                    chain_id=str(j), similarity=float(sims[j]), lexical=lexical.of(str(j)), event_count=len(sets[j])
+                ).score
+                for j in range(len(chunks))
+            ]
             hybrid_top = np.argsort(-np.asarray(scores), kind="stable")[:k]
             hybrid_turns_per_hit[i] += float(np.mean([len(sets[j]) for j in hybrid_top])) / size
             hybrid_recalled += evidence_recall([sets[j] for j in hybrid_top], evidence)
@@ -180,10 +217,14 @@ class LocomoReport:
             "mean_turns_per_hit": round(float(np.mean(self.turns_per_hit)) if self.turns_per_hit else 0.0, 2),
             "baseline_recall_at_k": round(self.baseline_recalled / q, 4),
             "baseline_recall_at_k_aligned_at_start": round(self.baseline_recalled_aligned_at_start / q, 4),
-            "baseline_mean_turns_per_hit": round(float(np.mean(self.baseline_turns_per_hit)) if self.baseline_turns_per_hit else 0.0, 2),
+            "baseline_mean_turns_per_hit": round(
+                float(np.mean(self.baseline_turns_per_hit)) if self.baseline_turns_per_hit else 0.0, 2
+            ),
             "baseline_chunk_sizes": self.baseline_chunk_sizes,
             "baseline_hybrid_recall_at_k": round(self.baseline_hybrid_recalled / q, 4),
-            "baseline_hybrid_mean_turns_per_hit": round(float(np.mean(self.baseline_hybrid_turns_per_hit)) if self.baseline_hybrid_turns_per_hit else 0.0, 2),
+            "baseline_hybrid_mean_turns_per_hit": round(
+                float(np.mean(self.baseline_hybrid_turns_per_hit)) if self.baseline_hybrid_turns_per_hit else 0.0, 2
+            ),
             "chains": self.chains,
             "merges": self.merges,
             "rejections": self.rejections,
@@ -219,10 +260,19 @@ async def run_locomo(
             task_ids: list[str] = []
             batch = 25
             for start in range(0, len(conv.turns), batch):
-                part = conv.turns[start:start + batch]
+                part = conv.turns[start : start + batch]
                 resp = await client.store_events(
                     scope,
-                    [EventInput(t.role, t.text, timestamp=t.timestamp, metadata={"dia_id": t.dia_id}, event_id=f"{conv.name}-{t.dia_id.replace(':', '.')}") for t in part],
+                    [
+                        EventInput(
+                            t.role,
+                            t.text,
+                            timestamp=t.timestamp,
+                            metadata={"dia_id": t.dia_id},
+                            event_id=f"{conv.name}-{t.dia_id.replace(':', '.')}",
+                        )
+                        for t in part
+                    ],
                 )
                 for t, r in zip(part, resp.results):
                     event_to_dia[r.event_id] = t.dia_id
@@ -233,7 +283,9 @@ async def run_locomo(
             # The conversation is over: FlushWindow forms its last topic, after every check queued before it.
             flush = await client.flush_window(scope)
             task_ids += [flush.task_id] if flush.task_id else []
-            results = await wait_until_processed(redis_url, keys.scope_id(TENANT, f"conv-{conv.name}", "locomo"), task_ids, timeout=timeout)
+            results = await wait_until_processed(
+                redis_url, keys.scope_id(TENANT, f"conv-{conv.name}", "locomo"), task_ids, timeout=timeout
+            )
             outcomes = [r.get("formation_outcome", "") for r in results.values()]
             report.merges += outcomes.count("FORM_OUTCOME_MERGED")
             report.rejections += outcomes.count("FORM_OUTCOME_REJECTED")
@@ -273,8 +325,10 @@ async def run_locomo(
                     progress(f"questions of {conv.name}", i + 1, len(conv.questions))
             report.questions += len(conv.questions)
             report.conversations += 1
-            size = max(1, int(round(float(np.mean([c.event_count for c in chains]))))) if chains else 10
-            base = await chunk_baseline(conv, size=size, k=k, embedder=embedder, ranking=ranking, query_embedder=query_embedder)
+            size = max(1, round(float(np.mean([c.event_count for c in chains])))) if chains else 10
+            base = await chunk_baseline(
+                conv, size=size, k=k, embedder=embedder, ranking=ranking, query_embedder=query_embedder
+            )
             report.baseline_recalled += base.recall * len(conv.questions)
             report.baseline_recalled_aligned_at_start += base.recall_aligned_at_start * len(conv.questions)
             report.baseline_turns_per_hit.extend(base.turns_per_hit)
@@ -282,5 +336,3 @@ async def run_locomo(
             report.baseline_hybrid_turns_per_hit.extend(base.hybrid_turns_per_hit)
             report.baseline_chunk_sizes.append(size)
     return report
-
-

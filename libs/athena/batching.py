@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Awaitable, Callable, Generic, Sequence, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
 
 __all__ = ["Coalescer"]
 
@@ -78,11 +79,15 @@ class Coalescer(Generic[T, R]):
                 _resolve(groups, results)
                 continue
             previous = self._second
-            self._second = asyncio.create_task(self._second_stage(previous, groups, items, results), name="coalescer second stage")
+            self._second = asyncio.create_task(
+                self._second_stage(previous, groups, items, results), name="coalescer second stage"
+            )
             if previous is not None:
                 await asyncio.wait({previous})  # the next batch's first stage overlaps this one's second only
 
-    async def _second_stage(self, previous: "asyncio.Task[None] | None", groups: _Groups, items: list[T], results: list[R]) -> None:
+    async def _second_stage(
+        self, previous: asyncio.Task[None] | None, groups: _Groups, items: list[T], results: list[R]
+    ) -> None:
         assert self._then is not None
         try:
             if previous is not None:

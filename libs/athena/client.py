@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
@@ -98,17 +99,22 @@ class AthenaClient:
         credential = api_key or bearer_token
         base = options or ClientOptions()
         if credential:
-            base = replace(base, metadata=(*[m for m in base.metadata if m[0].lower() != AUTHORIZATION], *bearer_metadata(credential)))
+            base = replace(
+                base,
+                metadata=(*[m for m in base.metadata if m[0].lower() != AUTHORIZATION], *bearer_metadata(credential)),
+            )
         self.options = base
         if channel is not None:
             self._channel = channel
         elif tls or root_certificates is not None:
-            self._channel = grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(root_certificates=root_certificates))
+            self._channel = grpc.aio.secure_channel(
+                target, grpc.ssl_channel_credentials(root_certificates=root_certificates)
+            )
         else:
             self._channel = grpc.aio.insecure_channel(target)
         self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
 
-    async def __aenter__(self) -> "AthenaClient":
+    async def __aenter__(self) -> AthenaClient:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -132,7 +138,9 @@ class AthenaClient:
                     raise
                 await asyncio.sleep(self.options.backoff.compute(attempt))
 
-    async def store_event(self, scope: memory_pb2.Scope, event: EventInput | memory_pb2.NewEvent) -> memory_pb2.StoreEventResponse:
+    async def store_event(
+        self, scope: memory_pb2.Scope, event: EventInput | memory_pb2.NewEvent
+    ) -> memory_pb2.StoreEventResponse:
         proto = event.to_proto() if isinstance(event, EventInput) else event
         return await self._call(self._stub.StoreEvent, memory_pb2.StoreEventRequest(scope=scope, event=proto))
 
@@ -174,7 +182,9 @@ class AthenaClient:
         similarity_threshold: float | None = None,
         metadata_filters: Mapping[str, str] | None = None,
     ) -> list[memory_pb2.SearchHit]:
-        request = memory_pb2.SearchMemoryRequest(scope=scope, query=query, limit=limit, metadata_filters=dict(metadata_filters or {}))
+        request = memory_pb2.SearchMemoryRequest(
+            scope=scope, query=query, limit=limit, metadata_filters=dict(metadata_filters or {})
+        )
         if similarity_threshold is not None:
             request.similarity_threshold = similarity_threshold
         return list((await self._call(self._stub.SearchMemory, request)).hits)
@@ -183,14 +193,19 @@ class AthenaClient:
         return await self._call(self._stub.GetChain, memory_pb2.GetChainRequest(scope=scope, chain_id=chain_id))
 
     async def list_chains(
-        self, scope: memory_pb2.Scope, *, status: int = memory_pb2.CHAIN_STATUS_UNSPECIFIED, page_size: int = 200
+        self,
+        scope: memory_pb2.Scope,
+        *,
+        status: memory_pb2.ChainStatus.ValueType = memory_pb2.CHAIN_STATUS_UNSPECIFIED,
+        page_size: int = 200,
     ) -> list[memory_pb2.Chain]:
         """Every chain of the scope, following the pages."""
         chains: list[memory_pb2.Chain] = []
         token = ""
         while True:
             page = await self._call(
-                self._stub.ListChains, memory_pb2.ListChainsRequest(scope=scope, status=status, page_size=page_size, page_token=token)
+                self._stub.ListChains,
+                memory_pb2.ListChainsRequest(scope=scope, status=status, page_size=page_size, page_token=token),
             )
             chains.extend(page.chains)
             token = page.next_page_token
@@ -204,4 +219,6 @@ class AthenaClient:
 
     async def forget_user(self, tenant_id: str, user_id: str) -> memory_pb2.ForgetUserResponse:
         """Erase everything Athena holds about the user in the tenant; returns the receipt (counts per store)."""
-        return await self._call(self._stub.ForgetUser, memory_pb2.ForgetUserRequest(tenant_id=tenant_id, user_id=user_id))
+        return await self._call(
+            self._stub.ForgetUser, memory_pb2.ForgetUserRequest(tenant_id=tenant_id, user_id=user_id)
+        )

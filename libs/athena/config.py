@@ -7,7 +7,7 @@ defaults exactly.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Annotated
 
@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     """Longest metadata key, in UTF-8 bytes."""
     event_max_metadata_value_bytes: int = Field(default=1024, ge=1)
     """Longest metadata value (and SearchMemory metadata filter value), in UTF-8 bytes."""
-    event_earliest_timestamp: AwareDatetime = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    event_earliest_timestamp: AwareDatetime = datetime(2000, 1, 1, tzinfo=UTC)
     """Event timestamps before this are refused as absurd (ISO 8601 with a zone, e.g. 2000-01-01T00:00:00Z)."""
     event_max_future_skew_seconds: float = Field(default=86400.0, ge=0)
     """How far in the future an event timestamp may be; beyond it the timestamp is refused as absurd (clock skew and time-zone slips stay inside a day)."""
@@ -267,8 +267,12 @@ class Settings(BaseSettings):
     """Python log level of every service."""
 
     @model_validator(mode="after")
-    def _check_thresholds(self) -> "Settings":
-        if self.chain_sim_high is not None and self.chain_sim_low is not None and self.chain_sim_low > self.chain_sim_high:
+    def _check_thresholds(self) -> Settings:
+        if (
+            self.chain_sim_high is not None
+            and self.chain_sim_low is not None
+            and self.chain_sim_low > self.chain_sim_high
+        ):
             raise ValueError("CHAIN_SIM_LOW must not exceed CHAIN_SIM_HIGH")
         if self.queue_backoff_max_seconds < self.queue_backoff_base_seconds:
             raise ValueError("QUEUE_BACKOFF_MAX_SECONDS must be at least QUEUE_BACKOFF_BASE_SECONDS")
@@ -291,4 +295,3 @@ def load_settings(**overrides: object) -> Settings:
             name = ".".join(str(p) for p in err["loc"]).upper() or "settings"
             problems.append(f"{name}: {err['msg']} (got {err.get('input')!r})")
         raise SettingsError("invalid configuration: " + "; ".join(problems)) from None
-

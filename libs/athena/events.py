@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -65,7 +66,7 @@ def scope_key(scope: memory_pb2.Scope) -> str:
 
 def utc(dt: datetime) -> datetime:
     """MongoDB hands back naive datetimes in UTC; make every datetime aware."""
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
 def to_timestamp(dt: datetime) -> Timestamp:
@@ -83,7 +84,7 @@ def epoch_to_timestamp(seconds: float) -> Timestamp:
 
 
 def timestamp_of(ts: Timestamp) -> datetime:
-    return ts.ToDatetime(tzinfo=timezone.utc)
+    return ts.ToDatetime(tzinfo=UTC)
 
 
 METADATA_PAIRS = "metadata_pairs"

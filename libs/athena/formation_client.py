@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 
@@ -37,11 +38,15 @@ class FormationClient:
         self.attempts = attempts
         self.backoff = backoff or ExponentialFullJitter(base=0.2, cap=2.0)
         self.metadata = metadata
-        self._channel = grpc.aio.secure_channel(target, credentials) if credentials is not None else grpc.aio.insecure_channel(target)
+        self._channel = (
+            grpc.aio.secure_channel(target, credentials)
+            if credentials is not None
+            else grpc.aio.insecure_channel(target)
+        )
         self.stub = formation_pb2_grpc.FormationServiceStub(self._channel)
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, timeout: float = 30.0) -> "FormationClient":
+    def from_settings(cls, settings: Settings, *, timeout: float = 30.0) -> FormationClient:
         """The client ingest and cognition use: FORMATION_ADDRESS, the internal token, mTLS when configured."""
         metadata = internal_call_metadata(settings)
         if not metadata and not settings.auth_disabled:

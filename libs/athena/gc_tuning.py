@@ -2,10 +2,10 @@
 
 CPython's full (generation 2) collection walks every container object it tracks, and the process
 stops meanwhile: every call in flight waits. The imports of torch, transformers and pymilvus alone
-are about 270,000 of them (a full collection of those took 232 ms), formation tracks about 600,000
-before its first call, and its search caches and chain documents add more: a full collection
-stopped formation for 0.4-0.6 s at 100,000 chains (docs/benchmarks.md, tenth round). Those objects
-live as long as the process: walking them again and again frees nothing.
+are hundreds of thousands of them, and formation's search caches and chain documents add more, so
+a full collection stops formation for a noticeable fraction of a second at 100,000 chains
+(docs/benchmarks.md, "Profiles"). Those objects live as long as the process: walking them again and
+again frees nothing.
 
 `freeze_long_lived` moves everything tracked at that moment into the permanent generation
 (`gc.freeze`), which collections skip. Frozen objects are still freed by reference counting when
@@ -57,6 +57,10 @@ def freeze_long_lived(*, full_collection_first: bool, reason: str) -> int:
     gc.freeze()
     frozen = gc.get_freeze_count()
     GC_FROZEN_OBJECTS.set(frozen)
-    log.info("froze %d long-lived objects after %s (%.0f ms): full collections no longer walk them",
-             frozen, reason, (time.perf_counter() - t0) * 1000)
+    log.info(
+        "froze %d long-lived objects after %s (%.0f ms): full collections no longer walk them",
+        frozen,
+        reason,
+        (time.perf_counter() - t0) * 1000,
+    )
     return frozen

@@ -8,22 +8,22 @@ Redis primary (not Redis Cluster): keys are built from these names inside script
 from __future__ import annotations
 
 __all__ = [
+    "CLAIMING_PREFIX",
     "DISPATCHER",
-    "STM_ACTIVITY",
+    "ERASURE_TTL_SECONDS",
+    "LEASE_PREFIX",
+    "PERSISTENCE_REWRITE_ATTEMPT",
+    "PERSISTENCE_REWRITE_LOCK",
+    "PERSISTENCE_REWRITE_WANTED",
     "QUEUE_DEAD_LETTERS",
     "QUEUE_DELAYED",
     "QUEUE_DELIVERIES",
     "QUEUE_LEASES",
     "QUEUE_REAPER_LOCK",
     "QUEUE_WORKERS",
-    "ERASURE_TTL_SECONDS",
-    "PERSISTENCE_REWRITE_ATTEMPT",
-    "PERSISTENCE_REWRITE_LOCK",
-    "PERSISTENCE_REWRITE_WANTED",
+    "STM_ACTIVITY",
     "claiming_key",
     "erasure_key",
-    "user_key_patterns",
-    "user_scope_prefix",
     "lease_key",
     "scope_id",
     "scope_queue_key",
@@ -36,8 +36,8 @@ __all__ = [
     "stm_window_key",
     "task_dedup_key",
     "task_result_key",
-    "CLAIMING_PREFIX",
-    "LEASE_PREFIX",
+    "user_key_patterns",
+    "user_scope_prefix",
 ]
 
 # --- the seed's names ------------------------------------------------------------------------------

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 from prometheus_client import Counter, Gauge, Histogram
 
 __all__ = [
+    "CHAINS_ARCHIVED",
     "CHAIN_BREAK_DECISIONS",
     "CHAIN_BREAK_SCORE",
+    "CHAIN_HEAT",
     "EMBEDDING_CACHE",
     "EMBEDDING_SECONDS",
     "EVENTS_STORED",
@@ -21,15 +23,13 @@ __all__ = [
     "FORMATION_SECONDS",
     "GC_FROZEN_OBJECTS",
     "GC_PAUSE_SECONDS",
-    "CHAINS_ARCHIVED",
-    "CHAIN_HEAT",
     "GRPC_HANDLED",
     "GRPC_HANDLING_SECONDS",
     "GRPC_STARTED",
     "LLM_BREAKER_OPEN",
     "LLM_CALLS",
-    "LLM_SECONDS",
     "LLM_RATE_LIMIT_WAITS",
+    "LLM_SECONDS",
     "PERSISTENCE_REWRITES_STARTED",
     "PERSISTENCE_REWRITE_FAILURES",
     "PERSISTENCE_REWRITE_LAST_STARTED",
@@ -48,16 +48,24 @@ _WAIT = (0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300
 _UNIT = tuple(i / 20 for i in range(1, 21))
 
 # --- gRPC (every service; go-grpc-prometheus names, prefixed) -----------------------------------------
-GRPC_STARTED = Counter("memos_grpc_server_started_total", "RPCs started on the server.", ["grpc_service", "grpc_method"])
+GRPC_STARTED = Counter(
+    "memos_grpc_server_started_total", "RPCs started on the server.", ["grpc_service", "grpc_method"]
+)
 GRPC_HANDLED = Counter(
-    "memos_grpc_server_handled_total", "RPCs completed on the server, by status code.", ["grpc_service", "grpc_method", "grpc_code"]
+    "memos_grpc_server_handled_total",
+    "RPCs completed on the server, by status code.",
+    ["grpc_service", "grpc_method", "grpc_code"],
 )
 GRPC_HANDLING_SECONDS = Histogram(
     "memos_grpc_server_handling_seconds", "Time to handle an RPC.", ["grpc_service", "grpc_method"], buckets=_LATENCY
 )
 
 # --- ingest ------------------------------------------------------------------------------------------
-EVENTS_STORED = Counter("memos_events_stored_total", "Events stored, by role, type and whether they were repeats.", ["role", "type", "duplicate"])
+EVENTS_STORED = Counter(
+    "memos_events_stored_total",
+    "Events stored, by role, type and whether they were repeats.",
+    ["role", "type", "duplicate"],
+)
 
 # --- erasure: Redis's files on disk (athena_ingest.persistence_rewrite) --------------------------------
 PERSISTENCE_REWRITE_WANTED = Gauge(
@@ -65,7 +73,9 @@ PERSISTENCE_REWRITE_WANTED = Gauge(
     "1 while an erasure waits for Redis to rewrite its append-only file (and RDB snapshot): erased text may still be on Redis's disk.",
 )
 PERSISTENCE_REWRITES_STARTED = Counter(
-    "memos_persistence_rewrites_started_total", "Rewrites this process had Redis start after erasures, by kind (aof: BGREWRITEAOF, rdb: BGSAVE).", ["kind"]
+    "memos_persistence_rewrites_started_total",
+    "Rewrites this process had Redis start after erasures, by kind (aof: BGREWRITEAOF, rdb: BGSAVE).",
+    ["kind"],
 )
 PERSISTENCE_REWRITE_FAILURES = Counter(
     "memos_persistence_rewrite_failures_total",
@@ -78,8 +88,12 @@ PERSISTENCE_REWRITE_LAST_STARTED = Gauge(
 )
 
 # --- queue -------------------------------------------------------------------------------------------
-QUEUE_DEPTH = Gauge("memos_queue_depth", "Work queue depth by state (ready scopes, leased, delayed, dead-lettered).", ["state"])
-QUEUE_WAIT_SECONDS = Histogram("memos_queue_wait_seconds", "Time from enqueue to the start of a task's attempt.", buckets=_WAIT)
+QUEUE_DEPTH = Gauge(
+    "memos_queue_depth", "Work queue depth by state (ready scopes, leased, delayed, dead-lettered).", ["state"]
+)
+QUEUE_WAIT_SECONDS = Histogram(
+    "memos_queue_wait_seconds", "Time from enqueue to the start of a task's attempt.", buckets=_WAIT
+)
 TASK_OUTCOMES = Counter("memos_task_outcomes_total", "Task attempts by outcome.", ["type", "outcome"])
 TASK_RETRIES = Counter("memos_task_retries_total", "Task attempts that failed and were scheduled again.", ["type"])
 TASK_SECONDS = Histogram("memos_task_seconds", "Time one task attempt took.", ["type"], buckets=_LATENCY)
@@ -91,23 +105,34 @@ CHAIN_BREAK_DECISIONS = Counter(
     ["scorer", "path"],
 )
 CHAIN_BREAK_SCORE = Histogram("memos_chain_break_score", "Continuity scores the gate saw.", ["scorer"], buckets=_UNIT)
-EMBEDDING_SECONDS = Histogram("memos_embedding_seconds", "Time to embed one batch of texts.", ["provider"], buckets=_LATENCY)
+EMBEDDING_SECONDS = Histogram(
+    "memos_embedding_seconds", "Time to embed one batch of texts.", ["provider"], buckets=_LATENCY
+)
 EMBEDDING_CACHE = Counter("memos_embedding_cache_total", "Embedding cache lookups by result.", ["result"])
 LLM_CALLS = Counter("memos_llm_calls_total", "LLM calls by operation and outcome.", ["operation", "outcome"])
 LLM_SECONDS = Histogram("memos_llm_seconds", "LLM call latency.", ["operation"], buckets=_LATENCY)
 LLM_RATE_LIMIT_WAITS = Gauge(
-    "memos_llm_rate_limit_waits", "LLM calls so far that had to wait for LLM_RATE_LIMIT_PER_MINUTE (cumulative, from the limiter)."
+    "memos_llm_rate_limit_waits",
+    "LLM calls so far that had to wait for LLM_RATE_LIMIT_PER_MINUTE (cumulative, from the limiter).",
 )
 LLM_BREAKER_OPEN = Gauge("memos_llm_breaker_open", "1 while the LLM circuit breaker is open or half-open.")
 
 # --- formation ---------------------------------------------------------------------------------------
 FORMATION_OUTCOMES = Counter(
-    "memos_formation_outcomes_total", "Segments by formation outcome (created, merged, rejected) and reason.", ["outcome", "reason"]
+    "memos_formation_outcomes_total",
+    "Segments by formation outcome (created, merged, rejected) and reason.",
+    ["outcome", "reason"],
 )
 FORMATION_SECONDS = Histogram("memos_formation_seconds", "Time to form a chain from a segment.", buckets=_LATENCY)
-CHAIN_HEAT = Histogram("memos_chain_heat", "Heat of chains when formed, merged, recalled or swept.", buckets=(0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0))
+CHAIN_HEAT = Histogram(
+    "memos_chain_heat",
+    "Heat of chains when formed, merged, recalled or swept.",
+    buckets=(0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0),
+)
 CHAINS_ARCHIVED = Counter("memos_chains_archived_total", "Chains archived for being cold.")
-SEARCH_HITS = Histogram("memos_search_hits", "Hits returned per SearchMemory.", buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100))
+SEARCH_HITS = Histogram(
+    "memos_search_hits", "Hits returned per SearchMemory.", buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100)
+)
 GC_PAUSE_SECONDS = Histogram(
     "memos_gc_pause_seconds",
     "Pauses of the process's Python garbage collector (every call in flight waits), by generation (2: a full collection).",
@@ -119,11 +144,12 @@ GC_FROZEN_OBJECTS = Gauge(
     "Long-lived objects moved out of the garbage collector's walks (gc.freeze) after start-up and formation's warm-up.",
 )
 SEARCH_CACHE_WARMING = Gauge(
-    "memos_search_cache_warming", "1 while formation reads every user's vectors and lexicons into its search caches at start (Milvus Lite)."
+    "memos_search_cache_warming",
+    "1 while formation reads every user's vectors and lexicons into its search caches at start (Milvus Lite).",
 )
 
 
-def instrument_llm(llm: "LLMClient | None") -> "LLMClient | None":
+def instrument_llm(llm: LLMClient | None) -> LLMClient | None:
     """Wire an LLM client's hooks and counters into the metrics above."""
     if llm is None:
         return None

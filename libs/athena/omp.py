@@ -3,8 +3,7 @@
 By default OpenMP threads spin for a while after each parallel region, waiting for the next one. In
 formation, torch runs in two OS threads in turn (the embedding model in a worker thread, the search's
 vector scan on the event loop's): each has its own team of threads, and a team spinning on the cores
-the other one needs slowed both (a query embedding 12.2 -> 15.7 ms p50 and the scan 4.6 -> 8 ms
-interleaved, docs/benchmarks.md). PASSIVE makes idle threads sleep instead. Set only where no one chose
+the other one needs slowed both (docs/benchmarks.md, "Measured choices in the code"). PASSIVE makes idle threads sleep instead. Set only where no one chose
 otherwise (an operator's OMP_WAIT_POLICY wins), and only by processes' entry points: OpenMP reads it once.
 """
 

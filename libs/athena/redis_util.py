@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+from typing import cast
 
 from redis.asyncio import Redis
 from redis.backoff import ExponentialBackoff
@@ -13,7 +14,7 @@ from redis.retry import Retry
 
 from athena.errors import DependencyUnavailable
 
-__all__ = ["connect_redis", "redis_unavailable"]
+__all__ = ["connect_redis", "redis_unavailable", "reply_bytes", "reply_bytes_list"]
 
 
 def connect_redis(url: str, *, socket_timeout: float | None = 5.0) -> Redis:
@@ -34,3 +35,15 @@ def redis_unavailable() -> Iterator[None]:
         yield
     except (RedisConnectionError, RedisTimeoutError, ConnectionError, OSError) as exc:
         raise DependencyUnavailable("redis", type(exc).__name__) from exc
+
+
+# connect_redis never sets decode_responses, so every string reply is bytes; redis-py types them
+# `bytes | str` because that option decides at run time. These say so to the type checker (no-ops).
+def reply_bytes(reply: bytes | str) -> bytes:
+    """A string reply (GET, HGET, LINDEX, ...) of a client that does not decode responses."""
+    return cast(bytes, reply)
+
+
+def reply_bytes_list(replies: list[bytes | str]) -> list[bytes]:
+    """A list reply (LRANGE, ...) of a client that does not decode responses."""
+    return cast(list[bytes], replies)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from redis.asyncio import Redis
 
@@ -12,6 +12,7 @@ from athena.errors import DependencyUnavailable
 from athena.events import scope_key
 from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
+from athena.redis_util import reply_bytes, reply_bytes_list
 
 __all__ = [
     "APPEND_TO_WINDOW_FN",
@@ -70,7 +71,7 @@ class ShortTermWindow:
 
     async def read(self, scope: memory_pb2.Scope, *, limit: int = 0) -> list[memory_pb2.Event]:
         start = -limit if limit > 0 else 0
-        raws: Sequence[bytes] = await self.redis.lrange(keys.stm_window_key(scope_key(scope)), start, -1)
+        raws = reply_bytes_list(await self.redis.lrange(keys.stm_window_key(scope_key(scope)), start, -1))
         return [parse_event(raw) for raw in raws]
 
     async def read_newest(self, scope: memory_pb2.Scope, *, count: int) -> WindowSlice:
@@ -85,14 +86,16 @@ class ShortTermWindow:
             length, raws = await pipe.execute()
         return WindowSlice(start=length - len(raws), events=[parse_event(raw) for raw in raws])
 
-    async def read_before(self, scope: memory_pb2.Scope, *, anchor_id: str, hint: int, count: int) -> WindowSlice | None:
+    async def read_before(
+        self, scope: memory_pb2.Scope, *, anchor_id: str, hint: int, count: int
+    ) -> WindowSlice | None:
         """The `count` events just before the event `anchor_id` (fewer when the window starts sooner),
         oldest first; None when the anchor is no longer in the window. `hint` is the anchor's index
         when it was read: events enter a window only at its end and leave it anywhere, so the
         anchor is at `hint` still, or nearer the head. Paging (GetContext) reads backwards this way."""
         window = keys.stm_window_key(scope_key(scope))
         low = max(0, hint - count)
-        raws: list[bytes] = await self.redis.lrange(window, low, hint)
+        raws = reply_bytes_list(await self.redis.lrange(window, low, hint))
         if len(raws) == hint - low + 1 and parse_event(raws[-1]).id == anchor_id:
             return WindowSlice(start=low, events=[parse_event(raw) for raw in raws[:-1]])
         return await self._find_before(window, anchor_id=anchor_id, hint=hint, count=count)
@@ -100,7 +103,7 @@ class ShortTermWindow:
     async def _find_before(self, window: str, *, anchor_id: str, hint: int, count: int) -> WindowSlice | None:
         """read_before when events before the anchor left the window since `hint`: one read of
         everything up to `hint`, which holds the anchor if the window still does."""
-        raws: list[bytes] = await self.redis.lrange(window, 0, hint)
+        raws = reply_bytes_list(await self.redis.lrange(window, 0, hint))
         for at in range(len(raws) - 1, -1, -1):
             if parse_event(raws[at]).id == anchor_id:
                 low = max(0, at - count)
@@ -108,7 +111,7 @@ class ShortTermWindow:
         return None
 
     async def read_raw(self, scope: memory_pb2.Scope) -> list[bytes]:
-        return list(await self.redis.lrange(keys.stm_window_key(scope_key(scope)), 0, -1))
+        return reply_bytes_list(await self.redis.lrange(keys.stm_window_key(scope_key(scope)), 0, -1))
 
     async def newest(self, scope_id: str) -> tuple[memory_pb2.Event | None, int]:
         """The window's newest event (None when empty) and how many events it holds, in one round trip."""
@@ -123,7 +126,7 @@ class ShortTermWindow:
         """Remove the window's events for which `erased` is true, keeping the others in order
         (REMOVE_EVENTS: appends and cuts around it stay atomic). Returns how many were removed."""
         window = keys.stm_window_key(scope_id)
-        doomed = [raw for raw in await self.redis.lrange(window, 0, -1) if erased(parse_event(raw))]
+        doomed = [raw for raw in reply_bytes_list(await self.redis.lrange(window, 0, -1)) if erased(parse_event(raw))]
         if not doomed:
             return 0
         return int(await self._remove(keys=[window, keys.STM_ACTIVITY], args=[scope_id, *doomed]))
@@ -151,7 +154,7 @@ class ShortTermWindow:
             if parked is None:
                 return False
             segment = formation_pb2.Segment()
-            segment.ParseFromString(parked)
+            segment.ParseFromString(reply_bytes(parked))
             kept = [e for e in segment.events if not erased(e)]
             if len(kept) == len(segment.events):
                 return False

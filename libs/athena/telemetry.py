@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import TYPE_CHECKING
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from prometheus_client import start_http_server
@@ -21,7 +21,7 @@ class _JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "service": self.service,
             "logger": record.name,
@@ -52,7 +52,7 @@ def start_metrics(port: int) -> None:
         start_http_server(port)
 
 
-def run_service(name: str, serve: "Callable[[Settings], Awaitable[None]]") -> None:
+def run_service(name: str, serve: Callable[[Settings], Coroutine[Any, Any, None]]) -> None:
     """A service process's entry point: settings (a bad value stops here), logs, tracing, metrics, then serve."""
     from athena.config import SettingsError, load_settings
     from athena.gc_tuning import watch_gc_pauses
@@ -76,6 +76,6 @@ def run_service(name: str, serve: "Callable[[Settings], Awaitable[None]]") -> No
 
 
 if TYPE_CHECKING:
-    from typing import Awaitable, Callable
+    from collections.abc import Callable, Coroutine
 
     from athena.config import Settings

@@ -214,6 +214,7 @@ def pieces(text: str) -> list[str]:
 
 # --- stop words of a text ---------------------------------------------------------------------------
 
+
 def latin_language(found: list[str]) -> str:
     """The language of Latin-script tokens, judged by whose stop words they hold most: English unless
     another language has at least two and more than English (short or unclear text reads as English)."""
@@ -237,6 +238,7 @@ def stop_words(text_or_tokens: str | list[str]) -> frozenset[str]:
 
 
 # --- terms ----------------------------------------------------------------------------------------
+
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
@@ -291,6 +293,7 @@ def terms(text: str) -> list[str]:
 
 
 # --- the words of a query that were found -----------------------------------------------------------
+
 
 def found_words(query: str, found: Callable[[str], bool]) -> list[str]:
     """The query's words (casefolded, as written) that `found` accepts, each once, in order: for

@@ -13,8 +13,9 @@ ingest assigns it), so the comparison is the same in Python, in Lua and on a BSO
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from pymongo import AsyncMongoClient
@@ -26,8 +27,7 @@ from athena.stores import insert_own, mongo_unavailable
 
 __all__ = ["MongoTombstones", "erased_at_now", "erases", "millis", "redis_tombstone", "write_redis_tombstone"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def erased_at_now() -> float:
@@ -40,9 +40,9 @@ def millis(when: Timestamp | datetime | float) -> int:
     if isinstance(when, Timestamp):
         return when.seconds * 1000 + when.nanos // 1_000_000
     if isinstance(when, datetime):
-        aware = when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+        aware = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
         return (aware - _EPOCH) // timedelta(milliseconds=1)  # exact: no float on the way
-    return int(round(when * 1e6)) // 1000  # float seconds: to microseconds first, as they were written
+    return round(when * 1e6) // 1000  # float seconds: to microseconds first, as they were written
 
 
 def erases(erased_at: float | None, stored_at: Timestamp | datetime | float) -> bool:
@@ -70,7 +70,13 @@ class MongoTombstones:
     async def begin(self, tenant_id: str, user_id: str, erased_at: float) -> str:
         """Record a new tombstone (state erasing); returns its record id."""
         record_id = f"{tenant_id}:{user_id}:{millis(erased_at)}"
-        record = {"_id": record_id, "tenant_id": tenant_id, "user_id": user_id, "erased_at": erased_at, "state": "erasing"}
+        record = {
+            "_id": record_id,
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "erased_at": erased_at,
+            "state": "erasing",
+        }
         with mongo_unavailable():
             await insert_own(self.collection, record)
         return record_id
@@ -84,6 +90,8 @@ class MongoTombstones:
     async def latest(self, tenant_id: str, user_id: str) -> float | None:
         """The user's latest tombstone (epoch seconds), or None."""
         with mongo_unavailable():
-            docs = [d async for d in self.collection.find({"tenant_id": tenant_id, "user_id": user_id}, {"erased_at": 1})]
+            docs = [
+                d async for d in self.collection.find({"tenant_id": tenant_id, "user_id": user_id}, {"erased_at": 1})
+            ]
         times = [float(d["erased_at"]) for d in docs if d.get("erased_at") is not None]
         return max(times) if times else None

@@ -15,8 +15,8 @@ its parent's: the work downstream of a kept producer span is kept, that of a dro
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Mapping, MutableMapping, Sequence
 
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
@@ -28,7 +28,15 @@ from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler, Sam
 from opentelemetry.trace import Link, Span, SpanKind, TraceState
 from opentelemetry.util.types import Attributes
 
-__all__ = ["FollowLinkedProducer", "consumer_span", "inject_context", "producer_span", "sampler_from_env", "setup_tracing", "tracer"]
+__all__ = [
+    "FollowLinkedProducer",
+    "consumer_span",
+    "inject_context",
+    "producer_span",
+    "sampler_from_env",
+    "setup_tracing",
+    "tracer",
+]
 
 QUEUE_TEMPLATE = "memory_processing_queue:v1:{tenant}:{user}:{agent}"
 _instrumented = False
@@ -84,7 +92,10 @@ def sampler_from_env() -> Sampler:
 def setup_tracing(service: str, *, extra_processor: SpanProcessor | None = None) -> TracerProvider:
     """Install the tracer provider and the official instrumentations (gRPC server and client, Redis, PyMongo)."""
     global _instrumented
-    provider = TracerProvider(sampler=sampler_from_env(), resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", f"athena-{service}")}))
+    provider = TracerProvider(
+        sampler=sampler_from_env(),
+        resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", f"athena-{service}")}),
+    )
     if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         if os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc").startswith("http"):
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

@@ -18,7 +18,9 @@ from athena_cli.stack import LocalStack
 __all__ = ["run_demo", "wait_until_processed"]
 
 
-async def wait_until_processed(redis_url: str, scope: str, task_ids: list[str], *, timeout: float) -> dict[str, TaskResult]:
+async def wait_until_processed(
+    redis_url: str, scope: str, task_ids: list[str], *, timeout: float
+) -> dict[str, TaskResult]:
     """The final results of these tasks of one scope (athena.queue.wait_for_results), or what there is at `timeout`."""
     redis = connect_redis(redis_url)
     try:
@@ -41,7 +43,9 @@ async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> No
                 # Roughly the pace of a real conversation, compressed.
                 await asyncio.sleep(0.05)
         task_ids = [r.task_id for r in responses if r.task_id]
-        console.print(f"stored [bold]{len(responses)}[/bold] events; queued [bold]{len(task_ids)}[/bold] chain checks (one per user message)")
+        console.print(
+            f"stored [bold]{len(responses)}[/bold] events; queued [bold]{len(task_ids)}[/bold] chain checks (one per user message)"
+        )
 
         with console.status("waiting for cognition to decide every user message..."):
             results = await wait_until_processed(
@@ -73,9 +77,13 @@ async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> No
         flush = await client.flush_window(scope)
         if flush.task_id:
             with console.status("FlushWindow: forming the last topic..."):
-                flushed = await wait_until_processed(stack.redis_url, keys.scope_id(tenant, user, agent), [flush.task_id], timeout=timeout)
+                flushed = await wait_until_processed(
+                    stack.redis_url, keys.scope_id(tenant, user, agent), [flush.task_id], timeout=timeout
+                )
             res = flushed.get(flush.task_id, {})
-            console.print(f"FlushWindow closed the conversation: the open segment's {flush.events} events -> {res.get('formation_outcome', '')}")
+            console.print(
+                f"FlushWindow closed the conversation: the open segment's {flush.events} events -> {res.get('formation_outcome', '')}"
+            )
             results.update(flushed)
         window = await client.get_full_context(scope)
         console.print(f"short-term window now holds {len(window)} events")
@@ -88,10 +96,20 @@ async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> No
         )
         for r in results.values():
             if r.get("formation_outcome") == "FORM_OUTCOME_REJECTED":
-                console.print(f"  rejected segment {r['segment_id']} ({r['segment_events']} events): {r.get('formation_reason', '')}")
+                console.print(
+                    f"  rejected segment {r['segment_id']} ({r['segment_events']} events): {r.get('formation_reason', '')}"
+                )
         chains = await client.list_chains(scope)
         ctable = Table(title="cognitive chains formed")
-        for col in ("topic", "summary", "entities", "quality (overall / coherence / completeness / relevance)", "events", "merges", "heat"):
+        for col in (
+            "topic",
+            "summary",
+            "entities",
+            "quality (overall / coherence / completeness / relevance)",
+            "events",
+            "merges",
+            "heat",
+        ):
             ctable.add_column(col, overflow="fold")
         for c in chains:
             q = c.quality
@@ -112,10 +130,14 @@ async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> No
         for col in ("rank", "score", "cosine", "words", "topic", "why"):
             stable.add_column(col, overflow="fold")
         for i, h in enumerate(hits, 1):
-            stable.add_row(str(i), f"{h.score:.2f}", f"{h.similarity:.2f}", f"{h.lexical_score:.2f}", h.chain.topic, h.why)
+            stable.add_row(
+                str(i), f"{h.score:.2f}", f"{h.similarity:.2f}", f"{h.lexical_score:.2f}", h.chain.topic, h.why
+            )
         console.print(stable)
 
     redis = connect_redis(stack.redis_url)
     depth = await FairQueue(redis).depth()
     await redis.aclose()
-    console.print(f"queue: ready={depth.ready} in_flight={depth.in_flight} delayed={depth.delayed} dead_lettered={depth.dead_lettered}")
+    console.print(
+        f"queue: ready={depth.ready} in_flight={depth.in_flight} delayed={depth.delayed} dead_lettered={depth.dead_lettered}"
+    )

@@ -17,20 +17,23 @@ import os
 import signal
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any
 
 from athena.omp import prefer_passive_omp_wait
 
 prefer_passive_omp_wait()  # before anything loads torch (athena serve, and the lab's bench, eval, train)
 
 import typer  # noqa: E402
-from rich.console import Console
-from rich.table import Table
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
 
-from athena.config import Settings, SettingsError, load_settings
+from athena.config import Settings, SettingsError, load_settings  # noqa: E402
 
 if TYPE_CHECKING:
+    from athena.memory.v1 import memory_pb2
+    from athena.queue import FairQueue
     from athena_cli.stack import LocalStack
 
 app = typer.Typer(help="Athena: a cognitive memory pipeline for AI agents.", no_args_is_help=True, add_completion=False)
@@ -54,15 +57,19 @@ def _lab_missing(name: str, reason: str) -> Any:
     def missing(ctx: typer.Context) -> None:
         err_console.print(
             f"`athena {name}` belongs to the Athena lab (lab/athena_lab: benchmarks, load, evaluation, training), "
-            f"which is not installed here ({reason}). From a source checkout: pip install -e \".[dev,lab]\"",
-            markup=False, highlight=False, soft_wrap=True,
+            f'which is not installed here ({reason}). From a source checkout: pip install -e ".[dev,lab]"',
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
         )
         raise typer.Exit(2)
 
     return missing
 
 
-def register_lab_commands(target: typer.Typer, entry_points: Iterable[importlib.metadata.EntryPoint] | None = None) -> list[str]:
+def register_lab_commands(
+    target: typer.Typer, entry_points: Iterable[importlib.metadata.EntryPoint] | None = None
+) -> list[str]:
     """Add the commands of the `athena.commands` entry points to `target`; returns the names added.
 
     An entry point that cannot be loaded (the lab not installed, e.g. in the service image whose
@@ -111,7 +118,9 @@ def serve(service: str = typer.Argument(..., help="ingest | cognition | formatio
 
 @app.command()
 def dev(
-    data_dir: Path = typer.Option(Path("athena-data"), help="Where Redis, the MongoDB-wire server and Milvus Lite keep their files."),
+    data_dir: Path = typer.Option(
+        Path("athena-data"), help="Where Redis, the MongoDB-wire server and Milvus Lite keep their files."
+    ),
     redis_port: int = typer.Option(6380, envvar="ATHENA_DEV_REDIS_PORT", help="Port of the local redis-server."),
     mongo_port: int = typer.Option(27018, envvar="ATHENA_DEV_MONGO_PORT", help="Port of the local nx-27017 server."),
 ) -> None:
@@ -149,7 +158,9 @@ def dev(
         while not stop["now"]:
             for name, proc in list(stack.procs.items()):
                 if proc.poll() is not None:
-                    err_console.print(f"[red]{name} exited ({proc.returncode}); see {stack.data_dir / (name + '.log')}[/red]")
+                    err_console.print(
+                        f"[red]{name} exited ({proc.returncode}); see {stack.data_dir / (name + '.log')}[/red]"
+                    )
                     stop["now"] = True
             time.sleep(0.5)
     finally:
@@ -158,14 +169,18 @@ def dev(
         console.print("stopped.")
 
 
-def _print_stack(stack: "LocalStack") -> None:
+def _print_stack(stack: LocalStack) -> None:
     table = Table(title="Athena local stack")
     table.add_column("component")
     table.add_column("address")
     table.add_column("metrics")
     p = stack.ports
-    table.add_row("ingest (public MemoryService)", f"127.0.0.1:{p.ingest}", f"http://127.0.0.1:{p.ingest_metrics}/metrics")
-    table.add_row("formation (FormationService)", f"127.0.0.1:{p.formation}", f"http://127.0.0.1:{p.formation_metrics}/metrics")
+    table.add_row(
+        "ingest (public MemoryService)", f"127.0.0.1:{p.ingest}", f"http://127.0.0.1:{p.ingest_metrics}/metrics"
+    )
+    table.add_row(
+        "formation (FormationService)", f"127.0.0.1:{p.formation}", f"http://127.0.0.1:{p.formation_metrics}/metrics"
+    )
     table.add_row("cognition (health)", f"127.0.0.1:{p.cognition}", f"http://127.0.0.1:{p.cognition_metrics}/metrics")
     table.add_row("redis", stack.redis_url, "")
     table.add_row("mongodb (nx-27017)", stack.mongodb_uri, "")
@@ -189,7 +204,11 @@ def demo(
     from athena_cli.stack import LocalStack, StackPorts
 
     data_dir = Path(tempfile.mkdtemp(prefix="athena-demo-"))
-    stack = LocalStack(data_dir=data_dir, ports=StackPorts.free(), env={"QUEUE_BACKOFF_BASE_SECONDS": "0.5", "QUEUE_BACKOFF_MAX_SECONDS": "5"})
+    stack = LocalStack(
+        data_dir=data_dir,
+        ports=StackPorts.free(),
+        env={"QUEUE_BACKOFF_BASE_SECONDS": "0.5", "QUEUE_BACKOFF_MAX_SECONDS": "5"},
+    )
     with console.status("starting the local stack (Redis, nx-27017, Milvus Lite, ingest, cognition, formation)..."):
         try:
             stack.start()
@@ -226,7 +245,7 @@ def config_cmd(markdown: bool = typer.Option(False, help="Print the README's con
     console.print(table)
 
 
-def _queue(redis_url: Optional[str]):  # type: ignore[no-untyped-def]
+def _queue(redis_url: str | None) -> FairQueue:
     from athena.queue import FairQueue
     from athena.redis_util import connect_redis
 
@@ -235,7 +254,7 @@ def _queue(redis_url: Optional[str]):  # type: ignore[no-untyped-def]
 
 @dlq_app.command("list")
 def dlq_list(
-    redis_url: Optional[str] = typer.Option(None, help="Redis URL (default: REDIS_URL)."),
+    redis_url: str | None = typer.Option(None, help="Redis URL (default: REDIS_URL)."),
     limit: int = typer.Option(100, help="Most entries to show."),
 ) -> None:
     """List dead-lettered tasks with their attempts and last error."""
@@ -251,7 +270,9 @@ def dlq_list(
         for col in ("task id", "type", "scope", "attempts", "last error"):
             table.add_column(col)
         for t in tasks:
-            table.add_row(t.id, t.type, f"{t.scope.tenant_id}/{t.scope.user_id}/{t.scope.agent_id}", str(t.attempt), t.last_error)
+            table.add_row(
+                t.id, t.type, f"{t.scope.tenant_id}/{t.scope.user_id}/{t.scope.agent_id}", str(t.attempt), t.last_error
+            )
         console.print(table)
 
     asyncio.run(run())
@@ -261,7 +282,7 @@ def dlq_list(
 def dlq_replay(
     task_id: list[str] = typer.Option([], "--task-id", help="Replay only these task ids (repeatable)."),
     all_: bool = typer.Option(False, "--all", help="Replay every dead-lettered task."),
-    redis_url: Optional[str] = typer.Option(None, help="Redis URL (default: REDIS_URL)."),
+    redis_url: str | None = typer.Option(None, help="Redis URL (default: REDIS_URL)."),
 ) -> None:
     """Requeue dead-lettered tasks at the tail of their scopes, with a fresh attempt count."""
     if not task_id and not all_:
@@ -276,18 +297,35 @@ def dlq_replay(
     console.print(f"requeued {asyncio.run(run())} task(s)")
 
 
-RECEIPT_FIELDS = ("redis_keys", "queued_tasks", "dead_letters", "task_results", "events", "chains", "formation_records", "embeddings")
+RECEIPT_FIELDS = (
+    "redis_keys",
+    "queued_tasks",
+    "dead_letters",
+    "task_results",
+    "events",
+    "chains",
+    "formation_records",
+    "embeddings",
+)
 
 
 @app.command()
 def forget(
     tenant: str = typer.Option(..., "--tenant", help="Tenant id."),
     user: str = typer.Option(..., "--user", help="User id (all of the user's agents are erased)."),
-    target: Optional[str] = typer.Option(None, "--target", help="Ingest address host:port (default: 127.0.0.1:INGEST_GRPC_PORT)."),
+    target: str | None = typer.Option(
+        None, "--target", help="Ingest address host:port (default: 127.0.0.1:INGEST_GRPC_PORT)."
+    ),
     timeout: float = typer.Option(60.0, help="Deadline of the call, in seconds."),
-    api_key: Optional[str] = typer.Option(None, "--api-key", envvar="ATHENA_API_KEY", help="API key of the tenant (better: the env var)."),
-    token: Optional[str] = typer.Option(None, "--token", envvar="ATHENA_TOKEN", help="JWT of the tenant, instead of an API key."),
-    ca_file: Optional[Path] = typer.Option(None, "--ca-file", envvar="ATHENA_TLS_CA_FILE", help="PEM CA to trust: connect over TLS."),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="ATHENA_API_KEY", help="API key of the tenant (better: the env var)."
+    ),
+    token: str | None = typer.Option(
+        None, "--token", envvar="ATHENA_TOKEN", help="JWT of the tenant, instead of an API key."
+    ),
+    ca_file: Path | None = typer.Option(
+        None, "--ca-file", envvar="ATHENA_TLS_CA_FILE", help="PEM CA to trust: connect over TLS."
+    ),
 ) -> None:
     """Erase everything Athena holds about a user of a tenant (MemoryService.ForgetUser) and print the receipt."""
     import grpc
@@ -298,9 +336,11 @@ def forget(
     address = target or f"127.0.0.1:{_settings().ingest_grpc_port}"
     roots = ca_file.read_bytes() if ca_file is not None else None
 
-    async def run():  # type: ignore[no-untyped-def]
+    async def run() -> memory_pb2.ForgetUserResponse:
         options = ClientOptions(timeout=timeout)
-        async with AthenaClient(address, options=options, api_key=api_key, bearer_token=None if api_key else token, root_certificates=roots) as client:
+        async with AthenaClient(
+            address, options=options, api_key=api_key, bearer_token=None if api_key else token, root_certificates=roots
+        ) as client:
             return await client.forget_user(tenant, user)
 
     try:

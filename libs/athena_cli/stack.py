@@ -15,9 +15,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -44,7 +44,7 @@ class StackPorts:
     cognition_metrics: int = 9103
 
     @classmethod
-    def free(cls) -> "StackPorts":
+    def free(cls) -> StackPorts:
         return cls(*free_ports(8))
 
 
@@ -74,7 +74,13 @@ class StackCredentials:
 
     def token_for(self, tenant_id: str) -> str:
         """A JWT for any tenant, signed with the stack's HS256 secret."""
-        return mint_hs256(self.jwt_secret, tenant_id, audience=self.audience, ttl_seconds=self.token_ttl_seconds, subject="local-stack")
+        return mint_hs256(
+            self.jwt_secret,
+            tenant_id,
+            audience=self.audience,
+            ttl_seconds=self.token_ttl_seconds,
+            subject="local-stack",
+        )
 
 
 def ensure_redis_server_installed() -> None:
@@ -137,8 +143,15 @@ class LocalStack:
         """A client of this stack's public API, carrying a credential for `tenant_id` (the dev tenant when None)."""
         roots = self.tls_root_certificates()
         if tenant_id is None:
-            return AthenaClient(self.ingest_target, options=options, api_key=self.credentials.dev_api_key, root_certificates=roots)
-        return AthenaClient(self.ingest_target, options=options, bearer_token=self.credentials.token_for(tenant_id), root_certificates=roots)
+            return AthenaClient(
+                self.ingest_target, options=options, api_key=self.credentials.dev_api_key, root_certificates=roots
+            )
+        return AthenaClient(
+            self.ingest_target,
+            options=options,
+            bearer_token=self.credentials.token_for(tenant_id),
+            root_certificates=roots,
+        )
 
     def tls_root_certificates(self) -> bytes | None:
         """What to trust when the stack is given TLS settings in `env`: the internal CA, else the
@@ -154,7 +167,10 @@ class LocalStack:
             return None
         if name == "formation" and self.env.get("INTERNAL_TLS_CA_FILE"):
             # mTLS: formation wants a client certificate; present the one the services use.
-            key, chain = Path(self.env["GRPC_TLS_KEY_FILE"]).read_bytes(), Path(self.env["GRPC_TLS_CERT_FILE"]).read_bytes()
+            key, chain = (
+                Path(self.env["GRPC_TLS_KEY_FILE"]).read_bytes(),
+                Path(self.env["GRPC_TLS_CERT_FILE"]).read_bytes(),
+            )
             return grpc.ssl_channel_credentials(roots, key, chain)
         return grpc.ssl_channel_credentials(roots)
 
@@ -202,16 +218,15 @@ class LocalStack:
         if name in self._running():
             # Starting it again would orphan the running process (it holds its ports until killed by hand).
             raise RuntimeError(f"{name} is already running (pid {self.procs[name].pid}); stop_service({name!r}) first")
-        log = open(self.data_dir / f"{name}.log", "ab")
-        self.procs[name] = subprocess.Popen(
-            [sys.executable, "-m", f"athena_{name}"],
-            env=self.service_env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        log.close()
+        with open(self.data_dir / f"{name}.log", "ab") as log:
+            self.procs[name] = subprocess.Popen(
+                [sys.executable, "-m", f"athena_{name}"],
+                env=self.service_env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
     def port_of(self, name: str) -> int:
         return int(getattr(self.ports, name))
@@ -228,14 +243,16 @@ class LocalStack:
             while time.monotonic() < deadline:
                 proc = self.procs.get(name)
                 if proc is not None and proc.poll() is not None:
-                    raise RuntimeError(f"{name} exited with {proc.returncode}; see {self.data_dir / (name + '.log')}:\n{self.log_tail(name)}")
+                    raise RuntimeError(
+                        f"{name} exited with {proc.returncode}; see {self.data_dir / (name + '.log')}:\n{self.log_tail(name)}"
+                    )
                 try:
                     status = stub.Check(health_pb2.HealthCheckRequest(service="readiness"), timeout=1).status
                     if status == health_pb2.HealthCheckResponse.SERVING:
                         return
                     last = health_pb2.HealthCheckResponse.ServingStatus.Name(status)
                 except grpc.RpcError as exc:
-                    last = exc.code().name  # type: ignore[attr-defined]
+                    last = exc.code().name
                 time.sleep(0.2)
         raise TimeoutError(f"{name} not SERVING after {timeout}s ({last}); log:\n{self.log_tail(name)}")
 
@@ -292,7 +309,7 @@ class LocalStack:
             if server is not None:
                 server.stop()
 
-    def __enter__(self) -> "LocalStack":
+    def __enter__(self) -> LocalStack:
         try:
             self.start()
         except BaseException:

@@ -15,21 +15,25 @@ from pymongo import MongoClient
 from typer.testing import CliRunner
 
 from athena.local import MongoWireServer, free_port
+from athena_cli.main import app
 from athena_lab.bench._ingest import _cpu_seconds
 from athena_lab.bench._stores import BENCH_DATABASE_PREFIX, BenchStores
-from athena_cli.main import app
 
 
-def test_bench_on_an_external_mongodb_writes_there_and_drops_only_its_own_database(own_mongo_server: MongoWireServer) -> None:
+def test_bench_on_an_external_mongodb_writes_there_and_drops_only_its_own_database(
+    own_mongo_server: MongoWireServer,
+) -> None:
     with MongoClient(own_mongo_server.url, serverSelectionTimeoutMS=5000) as client:
         client["keep_me"]["things"].insert_one({"_id": "sentinel"})
     assert own_mongo_server.pid is not None
     cpu_before = _cpu_seconds(own_mongo_server.pid)
 
-    result = CliRunner().invoke(app, ["bench", "--quick", "--stages", "ingest", "--json", "--mongodb-uri", own_mongo_server.url])
+    result = CliRunner().invoke(
+        app, ["bench", "--quick", "--stages", "ingest", "--json", "--mongodb-uri", own_mongo_server.url]
+    )
 
     assert result.exit_code == 0, result.output
-    doc = json.loads(result.stdout[result.stdout.index("{"):])
+    doc = json.loads(result.stdout[result.stdout.index("{") :])
     assert doc["not_run"].get("ingest") is None, doc["not_run"]
     assert doc["store_events_per_s"] > 0 and doc["ingest_vs_baseline"] > 0
     assert doc["mongodb"]["server"] == "external"
@@ -65,10 +69,12 @@ def test_a_bench_database_that_cannot_be_dropped_is_reported_not_raised(
 ) -> None:
     stores = BenchStores(mongodb_uri=own_mongo_server.url)
 
-    with caplog.at_level(logging.WARNING, logger="athena.bench"):
-        with stores.stack(tmp_path, services=(), env={}) as stack:
-            database = stack.mongodb_database
-            own_mongo_server.stop()  # the server goes away before the stack's database is dropped
+    with (
+        caplog.at_level(logging.WARNING, logger="athena.bench"),
+        stores.stack(tmp_path, services=(), env={}) as stack,
+    ):
+        database = stack.mongodb_database
+        own_mongo_server.stop()  # the server goes away before the stack's database is dropped
 
     assert database.startswith(BENCH_DATABASE_PREFIX)
     assert any(database in r.getMessage() and "drop it by hand" in r.getMessage() for r in caplog.records)

@@ -11,21 +11,53 @@ import math
 
 from typer.testing import CliRunner
 
-from athena_lab.bench.command import REQUIRED_KEYS, STAGES
 from athena_cli.main import app
+from athena_lab.bench.command import REQUIRED_KEYS, STAGES
 
 STAGE_KEYS = {
     "queue": {"queue_vs_baseline", "queue_tasks_per_s", "queue_baseline_tasks_per_s"},
-    "ingest": {"ingest_vs_baseline", "store_events_per_s", "store_event_per_s", "store_event_p50_ms", "store_event_p99_ms", "empty_handler_per_s",
-               "event_log_events_per_s", "store_events_vs_event_log"},
-    "search": {"search_p95_ms", "search_chains", "search_p95_ms_excluding_embedding", "search_vector_step_p95_ms",
-               "search_vector_step_p95_ms_excluding_embedding", "search_numpy_p95_ms", "search_rpc_p50_ms",
-               "search_concurrent_per_s", "search_concurrent_vs_one_caller", "search_concurrent_p95_ms", "search_concurrent_callers",
-               "search_cold_user_p50_ms", "search_cold_user_p95_ms", "search_cold_users", "search_cold_user_after_warm_up_p95_ms",
-               "search_cache_warm_up_s", "search_cold_user_rpc_p50_ms", "search_cold_user_rpc_p95_ms", "search_cold_user_rpc_next_p95_ms",
-               "formation_warm_up_s", "search_open_window_p50_ms", "search_open_window_p95_ms"},
-    "cognition": {"decisions_per_s", "decision_embedding_share", "decisions_per_s_pair_cosine", "decisions_per_s_per_process",
-                  "decisions_per_s_per_worker", "cognition_workers"},
+    "ingest": {
+        "ingest_vs_baseline",
+        "store_events_per_s",
+        "store_event_per_s",
+        "store_event_p50_ms",
+        "store_event_p99_ms",
+        "empty_handler_per_s",
+        "event_log_events_per_s",
+        "store_events_vs_event_log",
+    },
+    "search": {
+        "search_p95_ms",
+        "search_chains",
+        "search_p95_ms_excluding_embedding",
+        "search_vector_step_p95_ms",
+        "search_vector_step_p95_ms_excluding_embedding",
+        "search_numpy_p95_ms",
+        "search_rpc_p50_ms",
+        "search_concurrent_per_s",
+        "search_concurrent_vs_one_caller",
+        "search_concurrent_p95_ms",
+        "search_concurrent_callers",
+        "search_cold_user_p50_ms",
+        "search_cold_user_p95_ms",
+        "search_cold_users",
+        "search_cold_user_after_warm_up_p95_ms",
+        "search_cache_warm_up_s",
+        "search_cold_user_rpc_p50_ms",
+        "search_cold_user_rpc_p95_ms",
+        "search_cold_user_rpc_next_p95_ms",
+        "formation_warm_up_s",
+        "search_open_window_p50_ms",
+        "search_open_window_p95_ms",
+    },
+    "cognition": {
+        "decisions_per_s",
+        "decision_embedding_share",
+        "decisions_per_s_pair_cosine",
+        "decisions_per_s_per_process",
+        "decisions_per_s_per_worker",
+        "cognition_workers",
+    },
     "e2e": {"e2e_p95_ms", "e2e_p50_ms", "e2e_floor_p50_ms"},
 }
 
@@ -38,7 +70,7 @@ def test_bench_quick_runs_every_stage_and_reports_every_figure_beside_its_baseli
     result = CliRunner().invoke(app, ["bench", "--quick", "--json"])
 
     assert result.exit_code == 0, result.output
-    doc = json.loads(result.stdout[result.stdout.index("{"):])
+    doc = json.loads(result.stdout[result.stdout.index("{") :])
     assert doc["not_run"] == {}, doc["not_run"]
     assert doc["mode"] == "quick" and _numeric(doc["seconds"])
     for key in REQUIRED_KEYS:

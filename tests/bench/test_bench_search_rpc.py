@@ -21,8 +21,18 @@ def test_search_rpc_answers_every_query_from_the_prefilled_chains() -> None:
     in_process, rpc = measure_search_at(500, 4, 1, lambda: None)
     assert in_process["top10_agreement"] == 1.0
     series = rpc["series"]
-    for key in ("incl_p50", "incl_p95", "excl_p50", "excl_p95", "incl_per_s", "concurrent_per_s", "concurrent_p50", "concurrent_p95",
-                "open_p50", "open_p95"):
+    for key in (
+        "incl_p50",
+        "incl_p95",
+        "excl_p50",
+        "excl_p95",
+        "incl_per_s",
+        "concurrent_per_s",
+        "concurrent_p50",
+        "concurrent_p95",
+        "open_p50",
+        "open_p95",
+    ):
         assert len(series[key]) == 1 and _positive(series[key][0]), key
     assert series["incl_p50"][0] <= series["incl_p95"][0]
     assert series["concurrent_p50"][0] <= series["concurrent_p95"][0]

@@ -3,19 +3,18 @@ recording formation, an in-process ingest and its client, cognition processes st
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import AsyncIterator, Iterator
 
 import grpc
 import pytest
+from support.cognition_harness import CREDENTIALS, SCOPE, CognitionProcess, RecordingFormation
 
 from athena.client import AthenaClient, ClientOptions
 from athena.config import load_settings
 from athena.internal.v1 import formation_pb2_grpc
 from athena.local import MongoWireServer, RedisServer, free_port
 from athena_ingest.server import build_ingest
-from support.cognition_harness import CREDENTIALS, SCOPE, CognitionProcess, RecordingFormation
 
 
 @pytest.fixture
@@ -31,15 +30,23 @@ async def formation() -> AsyncIterator[tuple[RecordingFormation, int]]:
 
 
 @pytest.fixture
-async def client(redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, redis) -> AsyncIterator[AthenaClient]:
+async def client(
+    redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, redis
+) -> AsyncIterator[AthenaClient]:
     settings = load_settings(
-        redis_url=redis_server.url, mongodb_uri=mongo_server.url, mongodb_database=mongo_db_name,
-        ingest_grpc_port=free_port(), grpc_bind_host="127.0.0.1", **CREDENTIALS.settings_overrides(),
+        redis_url=redis_server.url,
+        mongodb_uri=mongo_server.url,
+        mongodb_database=mongo_db_name,
+        ingest_grpc_port=free_port(),
+        grpc_bind_host="127.0.0.1",
+        **CREDENTIALS.settings_overrides(),
     )
     host, _ = await build_ingest(settings)
     await host.start()
     token = CREDENTIALS.token_for(SCOPE.tenant_id)
-    async with AthenaClient(f"127.0.0.1:{host.bound_port}", options=ClientOptions(max_attempts=1), bearer_token=token) as c:
+    async with AthenaClient(
+        f"127.0.0.1:{host.bound_port}", options=ClientOptions(max_attempts=1), bearer_token=token
+    ) as c:
         yield c
     await host.shutdown()
 

@@ -79,7 +79,11 @@ def agent(text: str, type: str = "message") -> Turn:
     return Turn(role="agent", type=type, content=text)
 
 
-CONVERSATION = [user("How do I reset my password?"), agent("Use the 'Forgot password' link."), user("It never arrived.")]
+CONVERSATION = [
+    user("How do I reset my password?"),
+    agent("Use the 'Forgot password' link."),
+    user("It never arrived."),
+]
 
 
 async def run(
@@ -168,7 +172,7 @@ async def test_force_flush_breaks_whatever_the_score() -> None:
     assert len(window) == 20
     d = await run(window, 0.99)
     assert (d.is_break, d.path, d.score) == (True, "force_flush", None)
-    assert (await run(window[:-2] + [user("more")], 0.99)).path == "high"  # 19 events: no flush
+    assert (await run([*window[:-2], user("more")], 0.99)).path == "high"  # 19 events: no flush
 
 
 async def test_a_user_message_long_after_the_event_before_it_closes_the_segment_whatever_the_score() -> None:
@@ -176,26 +180,39 @@ async def test_a_user_message_long_after_the_event_before_it_closes_the_segment_
     d = await run(window, 0.99, session_gap=3600)
     assert d == Decision(is_break=True, path="time_gap", score=None, scorer="fixed", starts_at=2)
     window = [at(user("first of the day", workflow_id="w"), 1000.0), at(user("next", workflow_id="w"), 1000.0 + 7200)]
-    assert (await run(window, 0.99, session_gap=3600)).path == "time_gap"  # a session boundary holds inside a workflow too
+    assert (
+        await run(window, 0.99, session_gap=3600)
+    ).path == "time_gap"  # a session boundary holds inside a workflow too
 
 
 async def test_no_time_gap_within_the_limit_without_times_or_when_turned_off() -> None:
     window = [at(CONVERSATION[0], 1000.0), at(CONVERSATION[1], 1010.0), at(CONVERSATION[2], 1010.0 + 3600)]
     assert (await run(window, 0.99, session_gap=3600)).path == "high"
-    assert (await run(window[:2] + [at(CONVERSATION[2], 99999.0)], 0.99, session_gap=0)).path == "high"
+    assert (await run([*window[:2], at(CONVERSATION[2], 99999.0)], 0.99, session_gap=0)).path == "high"
     assert (await run(CONVERSATION, 0.99, session_gap=1)).path == "high"  # turns without a time
 
 
 async def test_workflow_skip_comes_before_force_flush() -> None:
-    window = [user("a", workflow_id="w"), *(agent(f"obs {i}", type="observation") for i in range(25)), user("b", workflow_id="w")]
+    window = [
+        user("a", workflow_id="w"),
+        *(agent(f"obs {i}", type="observation") for i in range(25)),
+        user("b", workflow_id="w"),
+    ]
     assert (await run(window, 0.0)).path == "workflow_skip"
 
 
 async def test_turns_after_new_index_are_ignored() -> None:
     scorer = FixedScorer(0.9)
     window = [*CONVERSATION, agent("later answer"), user("a later question")]
-    await decide(window, new_index=2, scorer=scorer, embedder=CountingEmbedder(), thresholds=TH, arbiter=None,
-                 max_events_before_flush=20)
+    await decide(
+        window,
+        new_index=2,
+        scorer=scorer,
+        embedder=CountingEmbedder(),
+        thresholds=TH,
+        arbiter=None,
+        max_events_before_flush=20,
+    )
     assert scorer.seen == [[t.content for t in CONVERSATION]]
 
 
@@ -208,8 +225,15 @@ async def test_paths_that_stop_early_embed_nothing() -> None:
     embedder = CountingEmbedder()
     scorer = PairCosineScorer()
     for window in ([user("only")], [user("a", execution_id="e"), user("b", execution_id="e")]):
-        await decide(window, new_index=len(window) - 1, scorer=scorer, embedder=embedder, thresholds=TH,
-                     arbiter=None, max_events_before_flush=20)
+        await decide(
+            window,
+            new_index=len(window) - 1,
+            scorer=scorer,
+            embedder=embedder,
+            thresholds=TH,
+            arbiter=None,
+            max_events_before_flush=20,
+        )
     assert embedder.calls == 0
 
 
@@ -252,10 +276,14 @@ async def test_real_continuity_scorer_separates_same_from_new_topic(embedder: Lo
         user("How do I reset the password of my email account?"),
         agent("Open Settings, choose Security and click 'Forgot password'. We will email you a reset link."),
     ]
-    same = base + [user("I clicked it but the reset link never arrived. Should I check my spam folder for the password email?")]
-    new = base + [user("What is a good recipe for a vegetarian lasagna?")]
-    kwargs = dict(new_index=2, scorer=scorer, embedder=embedder, thresholds=thresholds, arbiter=None,
-                  max_events_before_flush=20)
+    same = [
+        *base,
+        user("I clicked it but the reset link never arrived. Should I check my spam folder for the password email?"),
+    ]
+    new = [*base, user("What is a good recipe for a vegetarian lasagna?")]
+    kwargs = dict(
+        new_index=2, scorer=scorer, embedder=embedder, thresholds=thresholds, arbiter=None, max_events_before_flush=20
+    )
     d_same = await decide(same, **kwargs)  # type: ignore[arg-type]
     d_new = await decide(new, **kwargs)  # type: ignore[arg-type]
     assert d_same.scorer == "continuity" and d_same.score is not None and d_new.score is not None
@@ -266,8 +294,13 @@ async def test_real_continuity_scorer_separates_same_from_new_topic(embedder: Lo
 
 async def test_continuity_scorer_is_causal_and_cheap(embedder: LocalEmbedder) -> None:
     scorer = ContinuityScorer()
-    window = [user("Can I get a replacement card?"), agent("Yes, up to three a year."), user("Do I need documents?"),
-              agent("A later answer"), user("A later, unrelated question about taxes")]
+    window = [
+        user("Can I get a replacement card?"),
+        agent("Yes, up to three a year."),
+        user("Do I need documents?"),
+        agent("A later answer"),
+        user("A later, unrelated question about taxes"),
+    ]
     vecs = {i: v for i, v in enumerate(await embedder.embed([t.content for t in window]))}
     short = {i: vecs[i] for i in range(3)}
     assert scorer.score(window, 2, vecs) == scorer.score(window[:3], 2, short)
@@ -283,8 +316,13 @@ async def test_continuity_scorer_is_causal_and_cheap(embedder: LocalEmbedder) ->
 def constant_opener(probability_logit: float, threshold: float = 0.5) -> OpenerModel:
     """An opener whose P(agent turn opened a topic) is sigmoid(probability_logit) for every input."""
     n = len(OPENER_FEATURE_NAMES)
-    classifier = Classifier(feature_names=OPENER_FEATURE_NAMES, mean=np.zeros(n), scale=np.ones(n), coef=np.zeros(n),
-                            intercept=probability_logit)
+    classifier = Classifier(
+        feature_names=OPENER_FEATURE_NAMES,
+        mean=np.zeros(n),
+        scale=np.ones(n),
+        coef=np.zeros(n),
+        intercept=probability_logit,
+    )
     return OpenerModel(classifier=classifier, threshold=threshold)
 
 
@@ -300,8 +338,15 @@ class OpenerScorer(FixedScorer):
 
 
 async def run_with_opener(window: Sequence[Turn], score: float, opener: OpenerModel | None) -> Decision:
-    return await decide(window, new_index=len(window) - 1, scorer=OpenerScorer(score, opener),
-                        embedder=CountingEmbedder(), thresholds=TH, arbiter=None, max_events_before_flush=20)
+    return await decide(
+        window,
+        new_index=len(window) - 1,
+        scorer=OpenerScorer(score, opener),
+        embedder=CountingEmbedder(),
+        thresholds=TH,
+        arbiter=None,
+        max_events_before_flush=20,
+    )
 
 
 def test_starts_at_is_set_exactly_on_breaks() -> None:
@@ -347,13 +392,21 @@ async def test_replay_places_the_boundary_at_starts_at_and_restarts_there() -> N
     roles = ["user", "agent", "user", "agent", "user", "agent", "user"]
     turns = [Turn(role=r, type="message", content=f"t{i}") for i, r in enumerate(roles)]
     scorer = OpenerScorer(0.99, constant_opener(5.0))
-    pred = await replay(turns, scorer=scorer, embedder=CountingEmbedder(), thresholds=TH,  # type: ignore[arg-type]
-                        max_events_before_flush=20)
+    pred = await replay(
+        turns,
+        scorer=scorer,
+        embedder=CountingEmbedder(),
+        thresholds=TH,  # type: ignore[arg-type]
+        max_events_before_flush=20,
+    )
     # user 2 breaks at agent 1 and the window restarts there: [agent 1, user 2, agent 3, user 4], so
     # starts_at for user 4 is window index 2 (utterance 3); likewise user 6 -> utterance 5.
     assert pred.starts == (0, 1, 0, 1, 0, 1, 0)
     assert [(i, d.path, d.starts_at) for i, d in pred.decisions] == [
-        (0, "first_message", None), (2, "agent_opened", 1), (4, "agent_opened", 2), (6, "agent_opened", 2),
+        (0, "first_message", None),
+        (2, "agent_opened", 1),
+        (4, "agent_opened", 2),
+        (6, "agent_opened", 2),
     ]
 
 
@@ -362,17 +415,36 @@ async def test_replay_decides_each_user_message_against_the_open_segment_only() 
     scorer = FixedScorer(0.1)  # low: every scored user message breaks
     pred = await replay(turns, scorer=scorer, embedder=CountingEmbedder(), thresholds=TH, max_events_before_flush=20)  # type: ignore[arg-type]
     assert pred.starts == (0, 0, 0, 1, 0, 1)
-    assert [(i, d.path, d.starts_at) for i, d in pred.decisions] == [(0, "first_message", None), (3, "low", 3), (5, "low", 2)]
-    assert scorer.seen == [["a", "b", "c", "d"], ["d", "e", "f"]]  # the window restarts at the break, nothing after the new message
+    assert [(i, d.path, d.starts_at) for i, d in pred.decisions] == [
+        (0, "first_message", None),
+        (3, "low", 3),
+        (5, "low", 2),
+    ]
+    assert scorer.seen == [
+        ["a", "b", "c", "d"],
+        ["d", "e", "f"],
+    ]  # the window restarts at the break, nothing after the new message
 
 
 async def test_replay_passes_the_session_gap_and_the_flush_size_to_decide() -> None:
-    turns = [at(user("a"), 0.0), at(agent("b"), 1.0), at(user("c"), 5000.0), at(agent("d"), 5001.0), at(user("e"), 5002.0)]
+    turns = [
+        at(user("a"), 0.0),
+        at(agent("b"), 1.0),
+        at(user("c"), 5000.0),
+        at(agent("d"), 5001.0),
+        at(user("e"), 5002.0),
+    ]
     kwargs = {"scorer": FixedScorer(0.99), "embedder": CountingEmbedder(), "thresholds": TH}
     gap = await replay(turns, max_events_before_flush=20, session_gap_seconds=3600, **kwargs)  # type: ignore[arg-type]
     assert [d.path for _, d in gap.decisions] == ["first_message", "time_gap", "high"] and gap.starts == (0, 0, 1, 0, 0)
     flush = await replay(turns, max_events_before_flush=3, **kwargs)  # type: ignore[arg-type]
-    assert [d.path for _, d in flush.decisions] == ["first_message", "force_flush", "force_flush"] and flush.starts == (0, 0, 1, 0, 1)
+    assert [d.path for _, d in flush.decisions] == ["first_message", "force_flush", "force_flush"] and flush.starts == (
+        0,
+        0,
+        1,
+        0,
+        1,
+    )
 
 
 async def test_real_opener_agent_introduces_the_new_topic(embedder: LocalEmbedder) -> None:
@@ -383,12 +455,26 @@ async def test_real_opener_agent_introduces_the_new_topic(embedder: LocalEmbedde
         agent("Nice. Do you like cooking? I have been trying new pasta recipes lately."),
         user("Yes, I love cooking pasta! Carbonara is my favorite."),
     ]
-    d = await decide(window, new_index=4, scorer=make_scorer("continuity"), embedder=embedder,
-                     thresholds=default_thresholds("continuity"), arbiter=None, max_events_before_flush=20)
+    d = await decide(
+        window,
+        new_index=4,
+        scorer=make_scorer("continuity"),
+        embedder=embedder,
+        thresholds=default_thresholds("continuity"),
+        arbiter=None,
+        max_events_before_flush=20,
+    )
     assert (d.is_break, d.path, d.starts_at) == (True, "agent_opened", 3)
     # Without placement the user's reply continues the agent turn: the break is missed.
-    d_old = await decide(window, new_index=4, scorer=make_scorer("continuity", placement=False), embedder=embedder,
-                         thresholds=default_thresholds("continuity"), arbiter=None, max_events_before_flush=20)
+    d_old = await decide(
+        window,
+        new_index=4,
+        scorer=make_scorer("continuity", placement=False),
+        embedder=embedder,
+        thresholds=default_thresholds("continuity"),
+        arbiter=None,
+        max_events_before_flush=20,
+    )
     assert d_old.starts_at is None and not d_old.is_break
 
 
@@ -400,8 +486,15 @@ async def test_real_opener_agent_answers_the_previous_question(embedder: LocalEm
         agent("You need 120 qualifying monthly payments under a qualifying repayment plan."),
         user("Can I also get a deferment on my car insurance payments?"),
     ]
-    d = await decide(window, new_index=4, scorer=make_scorer("continuity"), embedder=embedder,
-                     thresholds=default_thresholds("continuity"), arbiter=None, max_events_before_flush=20)
+    d = await decide(
+        window,
+        new_index=4,
+        scorer=make_scorer("continuity"),
+        embedder=embedder,
+        thresholds=default_thresholds("continuity"),
+        arbiter=None,
+        max_events_before_flush=20,
+    )
     assert d.is_break and d.starts_at == 4 and d.path != "agent_opened"
 
 

@@ -16,10 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.cognition_harness import KYOTO, PYTHON, SCOPE, CognitionProcess, task_result
+from support.fake_openai import FakeOpenAI
+from typer.testing import CliRunner
+
 from athena import keys
 from athena.client import AthenaClient, EventInput
 from athena.config import SettingsError, load_settings
-from athena_lab.commands.eval_cmd import app as eval_app
 from athena_cognition.detector import (
     AgnosticContinuityScorer,
     Turn,
@@ -28,10 +31,8 @@ from athena_cognition.detector import (
 )
 from athena_cognition.detector._features import HAND_FEATURE_NAMES
 from athena_cognition.server import detector_setup
+from athena_lab.commands.eval_cmd import app as eval_app
 from athena_lab.segmentation.segmentation_data import default_data_dir
-from support.cognition_harness import KYOTO, PYTHON, SCOPE, CognitionProcess, task_result
-from support.fake_openai import FakeOpenAI
-from typer.testing import CliRunner
 
 OTHER_MODEL = {"EMBEDDING_PROVIDER": "openai", "EMBEDDING_MODEL": "text-embedding-3-small", "EMBEDDING_DIM": "256"}
 
@@ -59,8 +60,9 @@ def _unit_vectors(n: int, dim: int, seed: int = 0) -> dict[int, np.ndarray]:
 
 
 def test_start_up_refuses_the_continuity_scorer_with_another_embedding_model_naming_the_settings() -> None:
-    settings = load_settings(**{k.lower(): v for k, v in OTHER_MODEL.items()}, embedding_base_url="http://x/v1",
-                             chain_scorer="continuity")
+    settings = load_settings(
+        **{k.lower(): v for k, v in OTHER_MODEL.items()}, embedding_base_url="http://x/v1", chain_scorer="continuity"
+    )
     with pytest.raises(SettingsError) as refused:
         detector_setup(settings)
     message = str(refused.value)
@@ -73,8 +75,14 @@ def test_start_up_refuses_the_continuity_scorer_with_another_embedding_model_nam
     [
         ("continuity", {}),  # the local model it was trained with
         ("continuity", {"embedding_provider": "openai", "embedding_model": "sentence-transformers/all-MiniLM-L6-v2"}),
-        ("continuity_agnostic", {"embedding_provider": "openai", "embedding_model": "text-embedding-3-small", "embedding_dim": 1536}),
-        ("pair_cosine", {"embedding_provider": "openai", "embedding_model": "text-embedding-3-small", "embedding_dim": 1536}),
+        (
+            "continuity_agnostic",
+            {"embedding_provider": "openai", "embedding_model": "text-embedding-3-small", "embedding_dim": 1536},
+        ),
+        (
+            "pair_cosine",
+            {"embedding_provider": "openai", "embedding_model": "text-embedding-3-small", "embedding_dim": 1536},
+        ),
     ],
 )
 def test_a_scorer_runs_with_the_model_it_was_trained_with_or_any_model_when_it_reads_only_cosines(

@@ -44,8 +44,9 @@ def test_numpy_inference_matches_sklearn(hidden: int, tmp_path: Path) -> None:
 
     scaler = StandardScaler().fit(x)
     if hidden:
-        reference = MLPClassifier(hidden_layer_sizes=(hidden,), activation="tanh", solver="lbfgs", alpha=1.0,
-                                  max_iter=2000, random_state=0).fit(scaler.transform(x), y, sample_weight=w)
+        reference = MLPClassifier(
+            hidden_layer_sizes=(hidden,), activation="tanh", solver="lbfgs", alpha=1.0, max_iter=2000, random_state=0
+        ).fit(scaler.transform(x), y, sample_weight=w)
     else:
         reference = LogisticRegression(C=0.5, max_iter=5000).fit(scaler.transform(x), y, sample_weight=w)
     expected = reference.predict_proba(scaler.transform(x[:50]))[:, 1]
@@ -63,4 +64,6 @@ def test_artifact_with_another_feature_list_is_refused(tmp_path: Path) -> None:
 def test_mismatched_hidden_layer_is_refused() -> None:
     n = len(NAMES)
     with pytest.raises(ValueError):
-        Classifier(NAMES, np.zeros(n), np.ones(n), np.zeros(3), 0.0, hidden_weights=np.zeros((n, 4)), hidden_bias=np.zeros(4))
+        Classifier(
+            NAMES, np.zeros(n), np.ones(n), np.zeros(3), 0.0, hidden_weights=np.zeros((n, 4)), hidden_bias=np.zeros(4)
+        )

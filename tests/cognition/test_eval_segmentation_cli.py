@@ -63,8 +63,21 @@ def test_no_placement_opens_boundaries_only_at_user_messages(small_jsonl: Path, 
 
 
 def test_eval_pair_cosine_table_with_overrides(small_jsonl: Path) -> None:
-    args = ["segmentation", "--data", str(small_jsonl), "--scorer", "pair_cosine", "--high", "0.5", "--low", "0.3",
-            "--max-events", "6", "--limit", "3"]
+    args = [
+        "segmentation",
+        "--data",
+        str(small_jsonl),
+        "--scorer",
+        "pair_cosine",
+        "--high",
+        "0.5",
+        "--low",
+        "0.3",
+        "--max-events",
+        "6",
+        "--limit",
+        "3",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "pk" in result.stdout and "pair_cosine" in result.stdout

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime, timedelta, timezone
-from typing import Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
+from support.cognition_harness import SCOPE, SCOPE_ID, RecordingFormation, task_result
+from support.fake_openai import FakeOpenAI
 
 from athena import keys
 from athena.client import AthenaClient, EventInput
 from athena.grpc_util import bad_request_violations
 from athena.internal.v1 import formation_pb2
-from support.cognition_harness import SCOPE, SCOPE_ID, RecordingFormation, task_result
-from support.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +74,9 @@ async def test_flush_window_forms_the_window_after_the_tasks_queued_before_it_an
     assert [c["path"] for c in checks if c["path"] == "not_in_window"] == []
     assert (result["decision"], result["path"], result["trigger"]) == ("flush", "flush", "api")
     assert _handed_off(servicer) == [text for _, text in FACTS]
-    assert servicer.calls[-1].reason == formation_pb2.CUT_REASON_FLUSH and result["segment_events"] == len(servicer.calls[-1].events)
+    assert servicer.calls[-1].reason == formation_pb2.CUT_REASON_FLUSH and result["segment_events"] == len(
+        servicer.calls[-1].events
+    )
     assert await client.get_context(SCOPE) == []
     empty = await client.flush_window(SCOPE)
     assert (empty.task_id, empty.events, empty.duplicate) == ("", 0, False)
@@ -107,7 +109,9 @@ async def test_a_quiet_window_is_flushed_once_by_two_cognition_processes_across_
     await _until(lambda: len(_handed_off(servicer)) == len(FACTS))
     await asyncio.sleep(3.0)  # several more sweeps of both processes: nothing is flushed twice
     flushes = {s.id for s in servicer.calls if s.reason == formation_pb2.CUT_REASON_FLUSH}
-    print(f"counted: {len(servicer.calls)} FormChain calls, {len({s.id for s in servicer.calls})} segments, {len(flushes)} flushed")
+    print(
+        f"counted: {len(servicer.calls)} FormChain calls, {len({s.id for s in servicer.calls})} segments, {len(flushes)} flushed"
+    )
     assert _handed_off(servicer) == [text for _, text in FACTS]
     assert len(flushes) == 1
     assert await redis.zscore(keys.STM_ACTIVITY, SCOPE_ID) is None
@@ -118,7 +122,7 @@ async def test_a_user_message_after_a_long_gap_closes_the_segment_before_it(
     client: AthenaClient, formation, cognition, redis, fake_env: dict[str, str]
 ) -> None:
     servicer, _ = formation
-    yesterday = datetime.now(timezone.utc) - timedelta(hours=20)
+    yesterday = datetime.now(UTC) - timedelta(hours=20)
     for k, (role, text) in enumerate(FACTS[:2]):
         await client.store_event(SCOPE, EventInput(role, text, timestamp=yesterday + timedelta(seconds=30 * k)))
     later = await client.store_event(SCOPE, EventInput(*FACTS[2]))  # today: the same topic, after 20 hours

@@ -11,15 +11,17 @@ import signal
 import time
 
 import pytest
+from support.cognition_harness import KYOTO, PYTHON, SCOPE, SCOPE_ID, task_result
 
 from athena import keys
 from athena.client import AthenaClient, EventInput
-from support.cognition_harness import KYOTO, PYTHON, SCOPE, SCOPE_ID, task_result
 
 pytestmark = pytest.mark.slow
 
 
-async def test_a_topic_change_hands_the_finished_segment_to_formation(client: AthenaClient, formation, cognition, redis) -> None:
+async def test_a_topic_change_hands_the_finished_segment_to_formation(
+    client: AthenaClient, formation, cognition, redis
+) -> None:
     servicer, _ = formation
     cognition()
     for role, text in KYOTO:
@@ -35,7 +37,9 @@ async def test_a_topic_change_hands_the_finished_segment_to_formation(client: At
     assert [e.content for e in await client.get_context(SCOPE)] == [PYTHON[1]]
 
 
-async def test_a_worker_killed_during_the_hand_off_leads_to_exactly_one_segment(client: AthenaClient, formation, cognition, redis) -> None:
+async def test_a_worker_killed_during_the_hand_off_leads_to_exactly_one_segment(
+    client: AthenaClient, formation, cognition, redis
+) -> None:
     servicer, _ = formation
     servicer.release.clear()  # formation holds every FormChain open
     first = cognition()
@@ -58,7 +62,9 @@ async def test_a_worker_killed_during_the_hand_off_leads_to_exactly_one_segment(
     assert await redis.keys(keys.STM_HANDOFF_PREFIX + "*") == []
 
 
-async def test_sigterm_releases_the_task_in_flight_after_the_grace_and_exits_cleanly(client: AthenaClient, formation, cognition, redis) -> None:
+async def test_sigterm_releases_the_task_in_flight_after_the_grace_and_exits_cleanly(
+    client: AthenaClient, formation, cognition, redis
+) -> None:
     servicer, _ = formation
     servicer.release.clear()
     worker = cognition(GRPC_SHUTDOWN_GRACE_SECONDS="2")

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -27,7 +26,10 @@ TENANT = "polyglot"
 CONVERSATIONS = {
     "en": (
         [("user", "Hi! How are you today?"), ("agent", "Hello! I'm good, thanks. How can I help?")],
-        [("user", "Please remember that I'm allergic to peanuts."), ("agent", "Noted: no peanuts in anything I suggest.")],
+        [
+            ("user", "Please remember that I'm allergic to peanuts."),
+            ("agent", "Noted: no peanuts in anything I suggest."),
+        ],
         "What am I allergic to?",
     ),
     "es": (
@@ -56,7 +58,12 @@ CONVERSATIONS = {
         "我对什么过敏？",
     ),
 }
-SMALL_TALK_ONLY = [("user", "Hi there!"), ("agent", "Hello! How can I help?"), ("user", "Just saying hi, thanks! Bye!"), ("agent", "Bye, have a nice day!")]
+SMALL_TALK_ONLY = [
+    ("user", "Hi there!"),
+    ("agent", "Hello! How can I help?"),
+    ("user", "Just saying hi, thanks! Bye!"),
+    ("agent", "Bye, have a nice day!"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +71,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     s = LocalStack(
         data_dir=tmp_path_factory.mktemp("polyglot"),
         ports=StackPorts.free(),
-        env={"STM_IDLE_FLUSH_SECONDS": "3", "QUEUE_BACKOFF_BASE_SECONDS": "0.2", "QUEUE_BACKOFF_MAX_SECONDS": "2", "LLM_BASE_URL": ""},
+        env={
+            "STM_IDLE_FLUSH_SECONDS": "3",
+            "QUEUE_BACKOFF_BASE_SECONDS": "0.2",
+            "QUEUE_BACKOFF_MAX_SECONDS": "2",
+            "LLM_BASE_URL": "",
+        },
     )
     with s:
         yield s
@@ -84,7 +96,9 @@ async def _chained(client: AthenaClient, scope: memory_pb2.Scope, event_id: str,
 
 
 @pytest.mark.parametrize("language", sorted(CONVERSATIONS))
-async def test_a_stated_fact_is_found_at_once_formed_when_the_user_leaves_and_ranked_in_the_top_3(stack: LocalStack, language: str) -> None:
+async def test_a_stated_fact_is_found_at_once_formed_when_the_user_leaves_and_ranked_in_the_top_3(
+    stack: LocalStack, language: str
+) -> None:
     greeting, fact, question = CONVERSATIONS[language]
     scope = AthenaClient.scope(TENANT, f"user-{language}", "assistant")
     async with stack.client(tenant_id=TENANT) as client:
@@ -97,8 +111,10 @@ async def test_a_stated_fact_is_found_at_once_formed_when_the_user_leaves_and_ra
         formed = await _chained(client, scope, stated.event_id)  # nobody flushes: the idle flush does
         at_the_end = await client.search_memory(AthenaClient.scope(TENANT, f"user-{language}", ""), question, limit=3)
 
-    print(f"{language}: at once {[memory_pb2.HitSource.Name(h.source) for h in at_once if _holds(h, stated.event_id)]}, "
-          f"formed {formed}, at the end rank {[i for i, h in enumerate(at_the_end, 1) if _holds(h, stated.event_id)]}")
+    print(
+        f"{language}: at once {[memory_pb2.HitSource.Name(h.source) for h in at_once if _holds(h, stated.event_id)]}, "
+        f"formed {formed}, at the end rank {[i for i, h in enumerate(at_the_end, 1) if _holds(h, stated.event_id)]}"
+    )
     assert any(_holds(h, stated.event_id) for h in at_once), "the fact was not found right after it was stored"
     assert formed, "the quiet window was never formed into a chain"
     assert any(_holds(h, stated.event_id) and h.source == memory_pb2.HIT_SOURCE_CHAIN for h in at_the_end)

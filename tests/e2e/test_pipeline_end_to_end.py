@@ -34,10 +34,23 @@ async def test_every_user_message_is_decided_once(processed: dict) -> None:
     results = processed["results"]
     assert set(results) == set(processed["task_ids"])
     assert all(r["status"] == "done" for r in results.values())
-    assert {r["path"] for r in results.values()} <= {"first_message", "workflow_skip", "high", "low", "llm_true", "llm_false", "llm_fallback", "force_flush", "agent_opened", "not_in_window"}
+    assert {r["path"] for r in results.values()} <= {
+        "first_message",
+        "workflow_skip",
+        "high",
+        "low",
+        "llm_true",
+        "llm_false",
+        "llm_fallback",
+        "force_flush",
+        "agent_opened",
+        "not_in_window",
+    }
 
 
-async def test_topics_become_chains_small_talk_is_rejected_and_a_returning_topic_merges(processed: dict, stack: LocalStack) -> None:
+async def test_topics_become_chains_small_talk_is_rejected_and_a_returning_topic_merges(
+    processed: dict, stack: LocalStack
+) -> None:
     outcomes = [r.get("formation_outcome") for r in processed["results"].values() if r.get("segment_id")]
     assert outcomes.count("FORM_OUTCOME_CREATED") >= 2
     assert "FORM_OUTCOME_REJECTED" in outcomes
@@ -49,9 +62,13 @@ async def test_topics_become_chains_small_talk_is_rejected_and_a_returning_topic
     assert any(c.merge_count >= 1 for c in chains)
 
 
-async def test_search_memory_through_the_public_api_finds_the_returning_topic(processed: dict, stack: LocalStack) -> None:
+async def test_search_memory_through_the_public_api_finds_the_returning_topic(
+    processed: dict, stack: LocalStack
+) -> None:
     async with stack.client() as client:
-        hits = await client.search_memory(AthenaClient.scope(*SAMPLE_SCOPE), "Which Kyoto temples need a reservation?", limit=3)
+        hits = await client.search_memory(
+            AthenaClient.scope(*SAMPLE_SCOPE), "Which Kyoto temples need a reservation?", limit=3
+        )
         assert hits and "kyoto" in (hits[0].chain.topic + hits[0].chain.summary).lower()
         assert hits[0].chain.recall_count >= 1  # the answer carries the chain as this recall warmed it
         for _ in range(50):  # the warm-up itself is written just after the answer
@@ -70,7 +87,9 @@ async def test_search_memory_through_the_public_api_finds_the_returning_topic(pr
         assert context.relevant_chains and context.events
 
 
-async def test_search_finds_the_open_turns_beside_the_chains_cognition_formed_and_no_event_twice(processed: dict, stack: LocalStack) -> None:
+async def test_search_finds_the_open_turns_beside_the_chains_cognition_formed_and_no_event_twice(
+    processed: dict, stack: LocalStack
+) -> None:
     from athena.memory.v1 import memory_pb2
 
     scope = AthenaClient.scope(*SAMPLE_SCOPE)
@@ -116,7 +135,9 @@ def _scrape(port: int) -> dict[str, float]:
 
 
 def _total(samples: dict[str, float], prefix: str, **labels: str) -> float:
-    return sum(v for k, v in samples.items() if k.startswith(prefix) and all(f'{lk}="{lv}"' in k for lk, lv in labels.items()))
+    return sum(
+        v for k, v in samples.items() if k.startswith(prefix) and all(f'{lk}="{lv}"' in k for lk, lv in labels.items())
+    )
 
 
 async def test_every_service_exports_its_stage_metrics(processed: dict, stack: LocalStack) -> None:
@@ -125,21 +146,32 @@ async def test_every_service_exports_its_stage_metrics(processed: dict, stack: L
     formation = _scrape(stack.ports.formation_metrics)
 
     user_messages = len(processed["task_ids"])
-    assert _total(ingest, "memos_grpc_server_handled_total", grpc_method="StoreEvent", grpc_code="OK") >= len(processed["responses"])
+    assert _total(ingest, "memos_grpc_server_handled_total", grpc_method="StoreEvent", grpc_code="OK") >= len(
+        processed["responses"]
+    )
     assert _total(ingest, "memos_events_stored_total", role="user", type="message") >= user_messages
     assert _total(cognition, "memos_chain_break_decisions_total") >= user_messages
     assert _total(cognition, "memos_task_outcomes_total", outcome="done") >= user_messages
     assert _total(cognition, "memos_queue_wait_seconds_count") >= user_messages
-    assert 'memos_queue_depth{state="ready"}' in cognition and cognition['memos_queue_depth{state="dead_lettered"}'] == 0
-    assert _total(cognition, "memos_embedding_seconds_count") > 0 and _total(cognition, "memos_embedding_cache_total", result="hit") > 0
+    assert (
+        'memos_queue_depth{state="ready"}' in cognition and cognition['memos_queue_depth{state="dead_lettered"}'] == 0
+    )
+    assert (
+        _total(cognition, "memos_embedding_seconds_count") > 0
+        and _total(cognition, "memos_embedding_cache_total", result="hit") > 0
+    )
     assert _total(formation, "memos_formation_outcomes_total", outcome="created") >= 2
     assert _total(formation, "memos_formation_outcomes_total", outcome="rejected") >= 1
     assert _total(formation, "memos_grpc_server_handled_total", grpc_method="FormChain", grpc_code="OK") >= 3
     assert _total(formation, "memos_chain_heat_count") > 0
-    assert not any("alice" in k or "demo-tenant" in k for k in [*ingest, *cognition, *formation])  # no user ids in labels
+    assert not any(
+        "alice" in k or "demo-tenant" in k for k in [*ingest, *cognition, *formation]
+    )  # no user ids in labels
 
 
-async def test_every_service_freezes_its_start_up_heap_and_times_its_collector_pauses(processed: dict, stack: LocalStack) -> None:
+async def test_every_service_freezes_its_start_up_heap_and_times_its_collector_pauses(
+    processed: dict, stack: LocalStack
+) -> None:
     # Each process has imported its libraries and built its clients before serving; what it holds
     # then (tens of thousands of tracked objects in ingest, hundreds of thousands where torch and
     # transformers are loaded) must be out of the collector's full walks, and every collection since

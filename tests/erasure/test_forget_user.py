@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import grpc
 import pytest
+from support.in_process import in_process_settings
 from typer.testing import CliRunner
 
 from athena import keys
@@ -30,19 +32,33 @@ from athena_cli.stack import StackCredentials
 from athena_cognition.chain_check import ChainCheckHandler
 from athena_formation.server import Formation, build_formation
 from athena_ingest.server import build_ingest
-from support.in_process import in_process_settings
 
 KYOTO = [
     ("user", "I'm planning a trip to Kyoto in April. Which neighbourhoods are best for seeing temples?"),
-    ("agent", "Higashiyama is ideal: Kiyomizu-dera, Yasaka Shrine and the Philosopher's Path are all walkable from there."),
+    (
+        "agent",
+        "Higashiyama is ideal: Kiyomizu-dera, Yasaka Shrine and the Philosopher's Path are all walkable from there.",
+    ),
     ("user", "How many days would you recommend for Kyoto and a day trip to Nara?"),
-    ("agent", "Plan four days in Kyoto plus one for Nara; visit Fushimi Inari early to avoid the cherry blossom crowds."),
+    (
+        "agent",
+        "Plan four days in Kyoto plus one for Nara; visit Fushimi Inari early to avoid the cherry blossom crowds.",
+    ),
 ]
 PYTHON_BUG = [
-    ("user", "My Python script crashes with KeyError: 'user_id' when parsing the webhook payload. What should I check?"),
-    ("agent", "Since API v2 the id is nested: use payload['data']['user']['id'] or a pydantic model to validate the webhook payload."),
+    (
+        "user",
+        "My Python script crashes with KeyError: 'user_id' when parsing the webhook payload. What should I check?",
+    ),
+    (
+        "agent",
+        "Since API v2 the id is nested: use payload['data']['user']['id'] or a pydantic model to validate the webhook payload.",
+    ),
     ("user", "How do I validate the whole payload structure with pydantic?"),
-    ("agent", "Define a WebhookPayload model and call WebhookPayload.model_validate(payload); a ValidationError names the missing field."),
+    (
+        "agent",
+        "Define a WebhookPayload model and call WebhookPayload.model_validate(payload); a ValidationError names the missing field.",
+    ),
 ]
 SMALL_TALK = [("user", "haha ok thanks!"), ("agent", "You're welcome!")]
 
@@ -54,7 +70,14 @@ OTHER_TENANT = memory_pb2.Scope(tenant_id="globex", user_id="alice", agent_id="t
 
 class Stack:
     def __init__(
-        self, formation: Formation, target: str, formation_target: str, redis: Any, mongo: Any, db: str, credentials: StackCredentials
+        self,
+        formation: Formation,
+        target: str,
+        formation_target: str,
+        redis: Any,
+        mongo: Any,
+        db: str,
+        credentials: StackCredentials,
     ) -> None:
         self.formation = formation
         self.target = target
@@ -65,14 +88,24 @@ class Stack:
         self.credentials = credentials
 
     def client(self, tenant_id: str, *, timeout: float) -> AthenaClient:
-        return AthenaClient(self.target, options=ClientOptions(timeout=timeout, max_attempts=1), bearer_token=self.credentials.token_for(tenant_id))
+        return AthenaClient(
+            self.target,
+            options=ClientOptions(timeout=timeout, max_attempts=1),
+            bearer_token=self.credentials.token_for(tenant_id),
+        )
 
 
 @pytest.fixture
-async def stack(redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, tmp_path: Path, redis, mongo) -> AsyncIterator[Stack]:
+async def stack(
+    redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, tmp_path: Path, redis, mongo
+) -> AsyncIterator[Stack]:
     credentials = StackCredentials()
     settings = in_process_settings(
-        redis_url=redis_server.url, mongodb_uri=mongo_server.url, database=mongo_db_name, data_dir=tmp_path, credentials=credentials
+        redis_url=redis_server.url,
+        mongodb_uri=mongo_server.url,
+        database=mongo_db_name,
+        data_dir=tmp_path,
+        credentials=credentials,
     )
     formation = await build_formation(settings)
     await formation.host.start()
@@ -88,7 +121,9 @@ async def _converse(client: AthenaClient, scope: memory_pb2.Scope, turns) -> Non
     await client.store_events(scope, [EventInput(role, text) for role, text in turns])
 
 
-async def _form(stub: formation_pb2_grpc.FormationServiceStub, scope: memory_pb2.Scope, seg_id: str, events) -> formation_pb2.FormChainResponse:  # type: ignore[no-untyped-def]
+async def _form(
+    stub: formation_pb2_grpc.FormationServiceStub, scope: memory_pb2.Scope, seg_id: str, events
+) -> formation_pb2.FormChainResponse:  # type: ignore[no-untyped-def]
     segment = formation_pb2.Segment(id=seg_id, scope=scope, events=events, reason=formation_pb2.CUT_REASON_TOPIC_BREAK)
     return await stub.FormChain(formation_pb2.FormChainRequest(segment=segment), timeout=60)
 
@@ -99,7 +134,9 @@ async def _scan(redis: Any, pattern: str) -> set[bytes]:
 
 async def _milvus(f: Formation) -> list[dict[str, Any]]:
     return await f.vectors._run(
-        lambda c: c.query(f.vectors.collection, filter='chain_id != ""', output_fields=["chain_id", "tenant_id", "user_id"])
+        lambda c: c.query(
+            f.vectors.collection, filter='chain_id != ""', output_fields=["chain_id", "tenant_id", "user_id"]
+        )
     )
 
 
@@ -108,7 +145,12 @@ async def _snapshot_others(s: Stack, exclude: set[str]) -> dict[str, Any]:
     snap: dict[str, Any] = {}
     for k in await _scan(s.redis, "*"):
         name = k.decode()
-        if "acme:alice:" in name or name.startswith(keys.ERASURE_PREFIX) or name == keys.PERSISTENCE_REWRITE_WANTED or name in exclude:
+        if (
+            "acme:alice:" in name
+            or name.startswith(keys.ERASURE_PREFIX)
+            or name == keys.PERSISTENCE_REWRITE_WANTED
+            or name in exclude
+        ):
             continue
         if name == keys.stm_user_agents_key("acme", "alice"):
             continue
@@ -127,8 +169,12 @@ async def _snapshot_others(s: Stack, exclude: set[str]) -> dict[str, Any]:
     snap = {k: v for k, v in snap.items() if v}  # a zset or hash left empty by the erasure no longer exists
     for coll in ("cognitive_events", "cognitive_chains", "formation_outcomes"):
         for tenant, user in (("acme", "bob"), ("globex", "alice")):
-            snap[f"{coll}/{tenant}/{user}"] = sorted([d["_id"] async for d in s.db[coll].find({"tenant_id": tenant, "user_id": user})])
-    snap["milvus"] = sorted(r["chain_id"] for r in await _milvus(s.formation) if (r["tenant_id"], r["user_id"]) != ("acme", "alice"))
+            snap[f"{coll}/{tenant}/{user}"] = sorted(
+                [d["_id"] async for d in s.db[coll].find({"tenant_id": tenant, "user_id": user})]
+            )
+    snap["milvus"] = sorted(
+        r["chain_id"] for r in await _milvus(s.formation) if (r["tenant_id"], r["user_id"]) != ("acme", "alice")
+    )
     return snap
 
 
@@ -137,9 +183,16 @@ async def _alice_everywhere(s: Stack) -> dict[str, int]:
     redis_keys = set()
     for pattern in ("*acme:alice:*",):
         redis_keys |= await _scan(s.redis, pattern)
-    out = {"redis_keys_named": len(redis_keys), "agents_with_a_window": await s.redis.scard(keys.stm_user_agents_key("acme", "alice"))}
+    out = {
+        "redis_keys_named": len(redis_keys),
+        "agents_with_a_window": await s.redis.scard(keys.stm_user_agents_key("acme", "alice")),
+    }
     out["dispatcher"] = sum(1 for m in await s.redis.lrange(keys.DISPATCHER, 0, -1) if m.startswith(b"acme:alice:"))
-    out["dead_letters"] = sum(1 for m in await s.redis.lrange(keys.QUEUE_DEAD_LETTERS, 0, -1) if b"acme" in m and b"alice" in m and b"globex" not in m)
+    out["dead_letters"] = sum(
+        1
+        for m in await s.redis.lrange(keys.QUEUE_DEAD_LETTERS, 0, -1)
+        if b"acme" in m and b"alice" in m and b"globex" not in m
+    )
     for z in (keys.QUEUE_LEASES, keys.QUEUE_DELAYED):
         out[z] = sum(1 for m in await s.redis.zrange(z, 0, -1) if m.startswith(b"acme:alice:"))
     out["deliveries"] = sum(1 for m in await s.redis.hkeys(keys.QUEUE_DELIVERIES) if m.startswith(b"acme:alice:"))
@@ -153,7 +206,9 @@ async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> 
     s = stack
     client = s.client("acme", timeout=30)
     other_tenant = s.client(OTHER_TENANT.tenant_id, timeout=30)
-    channel = grpc.aio.insecure_channel(s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)])
+    channel = grpc.aio.insecure_channel(
+        s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)]
+    )
     stub = formation_pb2_grpc.FormationServiceStub(channel)
     queue = FairQueue(s.redis)
     window = ShortTermWindow(s.redis)
@@ -172,7 +227,9 @@ async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> 
         rejected = await _form(stub, ALICE_B, "seg_alice_small", b_events[4:])
         assert rejected.outcome == formation_pb2.FORM_OUTCOME_REJECTED, rejected
         assert (await _form(stub, BOB, "seg_bob", await window.read(BOB))).outcome == formation_pb2.FORM_OUTCOME_CREATED
-        assert (await _form(stub, OTHER_TENANT, "seg_globex", await window.read(OTHER_TENANT))).outcome == formation_pb2.FORM_OUTCOME_CREATED
+        assert (
+            await _form(stub, OTHER_TENANT, "seg_globex", await window.read(OTHER_TENANT))
+        ).outcome == formation_pb2.FORM_OUTCOME_CREATED
 
         # a task of alice in flight (claimed, leased), a dead letter and a task result of alice and of bob
         lease = await queue.claim("erasure-test-worker", timeout=1)
@@ -185,22 +242,38 @@ async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> 
             await s.redis.set(keys.task_result_key(sid, "chk-ev_done"), json.dumps({"status": "done"}))
 
         # what exists of alice, counted independently of the eraser
-        alice_event_ids = [d["_id"] async for d in s.db.cognitive_events.find({"tenant_id": "acme", "user_id": "alice"})]
+        alice_event_ids = [
+            d["_id"] async for d in s.db.cognitive_events.find({"tenant_id": "acme", "user_id": "alice"})
+        ]
         dedup = [keys.task_dedup_key(f"chk-{e}") for e in alice_event_ids] + [keys.task_dedup_key("chk-ev_dead_alice")]
         expected_redis_keys = sum([await s.redis.exists(k) for k in dedup])
         for kind in ("applied", "handoff", "lease"):
             expected_redis_keys += len(await _scan(s.redis, keys.user_key_patterns("acme", "alice")[kind]))
-        in_windows = sum([await s.redis.llen(k) for k in await _scan(s.redis, keys.user_key_patterns("acme", "alice")["window"])])
-        queued = sum([await s.redis.llen(k) for k in await _scan(s.redis, keys.user_key_patterns("acme", "alice")["queue"])])
+        in_windows = sum(
+            [await s.redis.llen(k) for k in await _scan(s.redis, keys.user_key_patterns("acme", "alice")["window"])]
+        )
+        queued = sum(
+            [await s.redis.llen(k) for k in await _scan(s.redis, keys.user_key_patterns("acme", "alice")["queue"])]
+        )
         before = await _alice_everywhere(s)
-        assert before["cognitive_events"] == 10 and before["cognitive_chains"] == 2 and before["formation_outcomes"] == 3
-        assert before["milvus"] == 2 and before[keys.QUEUE_LEASES] == 1 and queued == 5  # user messages of KYOTO, PYTHON_BUG, SMALL_TALK
+        assert (
+            before["cognitive_events"] == 10 and before["cognitive_chains"] == 2 and before["formation_outcomes"] == 3
+        )
+        assert (
+            before["milvus"] == 2 and before[keys.QUEUE_LEASES] == 1 and queued == 5
+        )  # user messages of KYOTO, PYTHON_BUG, SMALL_TALK
         others_before = await _snapshot_others(s, set(dedup))
 
         receipt = await client.forget_user("acme", "alice")
         assert (
-            receipt.redis_keys, receipt.queued_tasks, receipt.dead_letters, receipt.task_results,
-            receipt.events, receipt.chains, receipt.formation_records, receipt.embeddings,
+            receipt.redis_keys,
+            receipt.queued_tasks,
+            receipt.dead_letters,
+            receipt.task_results,
+            receipt.events,
+            receipt.chains,
+            receipt.formation_records,
+            receipt.embeddings,
         ) == (expected_redis_keys, queued, 1, 1, 10, 2, 3, 2)
         assert (receipt.window_events, receipt.chains_rebuilt) == (in_windows, 0) and in_windows == 10
         assert receipt.erased_at.seconds > 0
@@ -214,7 +287,12 @@ async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> 
         assert await client.search_memory(ALICE_A, "Kyoto temples") == []
 
         # the task that was in flight finishes after the forget: nothing reaches formation, nothing is written
-        handler = ChainCheckHandler(redis=s.redis, window=window, detector=None, formation=FormationClient(s.formation_target, metadata=bearer_metadata(s.credentials.internal_token)))  # type: ignore[arg-type]
+        handler = ChainCheckHandler(
+            redis=s.redis,
+            window=window,
+            detector=None,
+            formation=FormationClient(s.formation_target, metadata=bearer_metadata(s.credentials.internal_token)),
+        )  # type: ignore[arg-type]
         outcome = await handler(lease.task)
         assert outcome["path"] == "erased"
         assert await queue.ack(lease, outcome) is False  # the erasure took its lease: no task result reappears
@@ -225,8 +303,16 @@ async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> 
 
         # idempotent
         again = await client.forget_user("acme", "alice")
-        assert (again.redis_keys, again.queued_tasks, again.dead_letters, again.task_results, again.events,
-                again.chains, again.formation_records, again.embeddings) == (0,) * 8
+        assert (
+            again.redis_keys,
+            again.queued_tasks,
+            again.dead_letters,
+            again.task_results,
+            again.events,
+            again.chains,
+            again.formation_records,
+            again.embeddings,
+        ) == (0,) * 8
 
         # a new life after the forget is remembered again
         await _converse(client, ALICE_A, KYOTO[:2])
@@ -257,17 +343,24 @@ async def test_athena_forget_command(stack: Stack) -> None:
     async with stack.client("acme", timeout=30) as client:
         await _converse(client, BOB, SMALL_TALK)
     runner = CliRunner(env={"COLUMNS": "200", "ATHENA_TOKEN": stack.credentials.token_for("acme")})
-    done = await asyncio.to_thread(runner.invoke, app, ["forget", "--tenant", "acme", "--user", "bob", "--target", stack.target])
+    done = await asyncio.to_thread(
+        runner.invoke, app, ["forget", "--tenant", "acme", "--user", "bob", "--target", stack.target]
+    )
     assert done.exit_code == 0, done.output
     assert "events" in done.output and "2" in done.output and "tombstone" in done.output
     assert await stack.db.cognitive_events.count_documents({"user_id": "bob"}) == 0
-    bad = await asyncio.to_thread(runner.invoke, app, ["forget", "--tenant", "acme", "--user", "b:ob", "--target", stack.target])
+    bad = await asyncio.to_thread(
+        runner.invoke, app, ["forget", "--tenant", "acme", "--user", "b:ob", "--target", stack.target]
+    )
     assert bad.exit_code == 1 and "user_id" in bad.output
 
 
 KYOTO_LATER = [
     ("user", "Back to my Kyoto trip in April: should I take the train or the bus for the Nara day trip from Kyoto?"),
-    ("agent", "Take the JR Nara line from Kyoto station: about 45 minutes, and the Kyoto to Nara train is covered by the JR pass."),
+    (
+        "agent",
+        "Take the JR Nara line from Kyoto station: about 45 minutes, and the Kyoto to Nara train is covered by the JR pass.",
+    ),
     ("user", "And for the Kyoto temples in April, which ones open earliest for the cherry blossoms?"),
     ("agent", "Fushimi Inari never closes and Kyoto's Kiyomizu opens at 6: go early in April for the blossoms."),
 ]
@@ -291,7 +384,9 @@ async def _chain_words(chain: dict[str, Any]) -> set[str]:
 
 async def test_a_chain_that_took_later_events_is_re_formed_from_them_alone(stack: Stack) -> None:
     s = stack
-    channel = grpc.aio.insecure_channel(s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)])
+    channel = grpc.aio.insecure_channel(
+        s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)]
+    )
     stub = formation_pb2_grpc.FormationServiceStub(channel)
     window = ShortTermWindow(s.redis)
     try:
@@ -304,7 +399,7 @@ async def test_a_chain_that_took_later_events_is_re_formed_from_them_alone(stack
             # segment merges into the chain before formation's part of the forget runs.
             await _begin_forget(s, "acme", "alice")
             await _converse(client, ALICE_A, KYOTO_LATER)
-        later = (await window.read(ALICE_A))[len(before):]
+        later = (await window.read(ALICE_A))[len(before) :]
         merged = await _form(stub, ALICE_A, "seg_later", later)
         assert (merged.outcome, merged.chain_id) == (formation_pb2.FORM_OUTCOME_MERGED, first.chain_id)
 
@@ -313,8 +408,14 @@ async def test_a_chain_that_took_later_events_is_re_formed_from_them_alone(stack
         assert (part.chains, part.chains_rebuilt, part.formation_records, part.embeddings) == (0, 1, 1, 0)
         chain = await s.db.cognitive_chains.find_one({"_id": first.chain_id})
         assert chain is not None
-        assert (chain["event_ids"], chain["segment_ids"], chain["event_count"]) == ([e.id for e in later], ["seg_later"], len(later))
-        assert chain["embedding_state"] == "indexed" and first.chain_id in {r["chain_id"] for r in await _milvus(s.formation)}
+        assert (chain["event_ids"], chain["segment_ids"], chain["event_count"]) == (
+            [e.id for e in later],
+            ["seg_later"],
+            len(later),
+        )
+        assert chain["embedding_state"] == "indexed" and first.chain_id in {
+            r["chain_id"] for r in await _milvus(s.formation)
+        }
         assert not ERASED_ONLY_WORDS & await _chain_words(chain)
         assert sorted([d["_id"] async for d in s.db.formation_outcomes.find({"user_id": "alice"})]) == ["seg_later"]
         async with s.client("acme", timeout=30) as client:
@@ -327,7 +428,9 @@ async def test_a_chain_that_took_later_events_is_re_formed_from_them_alone(stack
 
 async def test_a_merge_racing_the_forget_takes_back_only_the_erased_segment(stack: Stack) -> None:
     s = stack
-    channel = grpc.aio.insecure_channel(s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)])
+    channel = grpc.aio.insecure_channel(
+        s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)]
+    )
     stub = formation_pb2_grpc.FormationServiceStub(channel)
     window = ShortTermWindow(s.redis)
     plans: dict[str, dict[str, Any]] = {}
@@ -346,8 +449,10 @@ async def test_a_merge_racing_the_forget_takes_back_only_the_erased_segment(stac
                 later_chain.append("")
                 await _begin_forget(s, "acme", "alice")
                 await _converse(client, ALICE_A, KYOTO_LATER)
-                later = (await window.read(ALICE_A))[len(before):]
-                segment = formation_pb2.Segment(id="seg_later", scope=ALICE_A, events=later, reason=formation_pb2.CUT_REASON_TOPIC_BREAK)
+                later = (await window.read(ALICE_A))[len(before) :]
+                segment = formation_pb2.Segment(
+                    id="seg_later", scope=ALICE_A, events=later, reason=formation_pb2.CUT_REASON_TOPIC_BREAK
+                )
                 later_chain[0] = (await s.formation.former.form(segment)).chain_id
 
             s.formation.former.step_hook = forget_and_talk_while_it_plans
@@ -360,9 +465,11 @@ async def test_a_merge_racing_the_forget_takes_back_only_the_erased_segment(stac
         assert (plans["seg_racing"]["outcome"], plans["seg_racing"]["chain_id"]) == ("merged", later_chain[0])
         chain = await s.db.cognitive_chains.find_one({"_id": later_chain[0]})
         assert chain is not None, "the undo deleted the chain the racing segment had merged into"
-        later_ids = [e.id for e in (await window.read(ALICE_A))[len(before):]]
+        later_ids = [e.id for e in (await window.read(ALICE_A))[len(before) :]]
         assert (chain["event_ids"], chain["segment_ids"]) == (later_ids, ["seg_later"])
-        assert chain["embedding_state"] == "indexed" and later_chain[0] in {r["chain_id"] for r in await _milvus(s.formation)}
+        assert chain["embedding_state"] == "indexed" and later_chain[0] in {
+            r["chain_id"] for r in await _milvus(s.formation)
+        }
         assert not ERASED_ONLY_WORDS & await _chain_words(chain)
         assert sorted([d["_id"] async for d in s.db.formation_outcomes.find({"user_id": "alice"})]) == ["seg_later"]
     finally:

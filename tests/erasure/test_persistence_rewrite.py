@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import AsyncIterator, Iterable
 
 import pytest
 from prometheus_client import REGISTRY
 from redis.asyncio import Redis
+from support.in_process import in_process_settings
 
 from athena import keys
 from athena.client import AthenaClient, ClientOptions, EventInput
@@ -23,7 +24,6 @@ from athena_cli.stack import StackCredentials
 from athena_formation.server import build_formation
 from athena_ingest.persistence_rewrite import PersistenceRewrite, Step
 from athena_ingest.server import build_ingest_parts
-from support.in_process import in_process_settings
 
 SECRET = "my bank PIN is 4417 and my mother's maiden name is Quenby-Oakhurst"
 
@@ -84,8 +84,12 @@ async def test_forget_user_leaves_none_of_the_users_text_in_redis_files_once_the
 ) -> None:
     credentials = StackCredentials()
     settings = in_process_settings(
-        redis_url=own_redis_server.url, mongodb_uri=mongo_server.url, database=mongo_db_name, data_dir=tmp_path,
-        credentials=credentials, erasure_aof_rewrite_min_interval_seconds=0,
+        redis_url=own_redis_server.url,
+        mongodb_uri=mongo_server.url,
+        database=mongo_db_name,
+        data_dir=tmp_path,
+        credentials=credentials,
+        erasure_aof_rewrite_min_interval_seconds=0,
     )
     formation = await build_formation(settings)
     await formation.host.start()
@@ -94,12 +98,18 @@ async def test_forget_user_leaves_none_of_the_users_text_in_redis_files_once_the
     assert ingest.persistence_rewrite is not None
     loop: asyncio.Task[None] | None = None
     client = AthenaClient(
-        f"127.0.0.1:{ingest.host.bound_port}", options=ClientOptions(timeout=30, max_attempts=1), bearer_token=credentials.token_for("acme")
+        f"127.0.0.1:{ingest.host.bound_port}",
+        options=ClientOptions(timeout=30, max_attempts=1),
+        bearer_token=credentials.token_for("acme"),
     )
     try:
         scope = memory_pb2.Scope(tenant_id="acme", user_id="alice", agent_id="bank")
-        await client.store_events(scope, [EventInput("user", SECRET), EventInput("agent", "Noted. I will not repeat it.")])
-        assert files_holding(own_redis_server.data_dir, SECRET), "the user's text should be in the append-only file first"
+        await client.store_events(
+            scope, [EventInput("user", SECRET), EventInput("agent", "Noted. I will not repeat it.")]
+        )
+        assert files_holding(own_redis_server.data_dir, SECRET), (
+            "the user's text should be in the append-only file first"
+        )
 
         receipt = await client.forget_user("acme", "alice")
         assert receipt.redis_keys > 0
@@ -126,7 +136,9 @@ async def test_forget_user_leaves_none_of_the_users_text_in_redis_files_once_the
         await formation.host.shutdown()
 
 
-async def test_with_rdb_snapshots_configured_the_snapshot_is_rewritten_too(own_redis_server: RedisServer, own_redis: Redis) -> None:
+async def test_with_rdb_snapshots_configured_the_snapshot_is_rewritten_too(
+    own_redis_server: RedisServer, own_redis: Redis
+) -> None:
     await own_redis.config_set("save", "3600 1")
     await own_redis.config_set("rdbcompression", "no")  # so the text is findable in dump.rdb
     await own_redis.set("stm:v1:window:acme:alice:bank", SECRET)
@@ -185,7 +197,9 @@ async def test_two_replicas_start_one_rewrite_for_requests_within_the_interval_a
         await replica_b.aclose()
 
 
-async def test_an_erasure_requested_after_a_rewrite_started_gets_a_rewrite_of_its_own(own_redis_server: RedisServer, own_redis: Redis) -> None:
+async def test_an_erasure_requested_after_a_rewrite_started_gets_a_rewrite_of_its_own(
+    own_redis_server: RedisServer, own_redis: Redis
+) -> None:
     clock = FakeClock()
     scheduler = PersistenceRewrite(own_redis, min_interval=2.0, clock=clock)
     await scheduler.request()
@@ -202,7 +216,9 @@ async def test_an_erasure_requested_after_a_rewrite_started_gets_a_rewrite_of_it
     assert (await own_redis.info("persistence"))["aof_rewrites"] == 2
 
 
-async def test_without_aof_or_snapshots_the_wanted_flag_is_cleared_and_said_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_without_aof_or_snapshots_the_wanted_flag_is_cleared_and_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     server = RedisServer(port=free_port(), data_dir=tmp_path / "no-aof", persistent=False)
     server.start()
     redis = Redis.from_url(server.url)
@@ -228,7 +244,9 @@ async def test_a_redis_refusing_the_commands_is_counted_and_asked_again_later(
     own_redis_server: RedisServer, own_redis: Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
     # What a managed Redis does: the client may not run INFO, CONFIG, BGREWRITEAOF or BGSAVE.
-    await own_redis.execute_command("ACL", "SETUSER", "athena", "on", ">pw", "~*", "&*", "+@all", "-info", "-config", "-bgrewriteaof", "-bgsave")
+    await own_redis.execute_command(
+        "ACL", "SETUSER", "athena", "on", ">pw", "~*", "&*", "+@all", "-info", "-config", "-bgrewriteaof", "-bgsave"
+    )
     limited = Redis.from_url(f"redis://athena:pw@127.0.0.1:{own_redis_server.port}/0")
     clock = FakeClock()
     scheduler = PersistenceRewrite(limited, min_interval=0, clock=clock)
@@ -261,7 +279,17 @@ def test_a_started_rewrite_counts_as_done_only_once_redis_forked_it_and_reported
     from athena_ingest.persistence_rewrite import _Attempt, _Persistence
 
     def now(**changes: object) -> _Persistence:
-        base = dict(run_id="r1", aof=True, rdb=True, aof_busy=False, rdb_busy=False, aof_rewrites=4, rdb_saves=8, aof_ok=True, rdb_ok=True)
+        base = dict(
+            run_id="r1",
+            aof=True,
+            rdb=True,
+            aof_busy=False,
+            rdb_busy=False,
+            aof_rewrites=4,
+            rdb_saves=8,
+            aof_ok=True,
+            rdb_ok=True,
+        )
         return _Persistence(**{**base, **changes})  # type: ignore[arg-type]
 
     ours = _Attempt(token="t", at=0.0, state="running", started_at=0.0, run_id="r1", aof_rewrites=3, rdb_saves=7)

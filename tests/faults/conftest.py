@@ -8,15 +8,15 @@ Retries, leases and backoffs are shortened so a fault and its recovery fit in se
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Mapping
 
 import pytest
-
-from athena_cli.stack import LocalStack, StackPorts
 from support.fake_openai import FakeOpenAI
 from support.pipeline_ledger import StackFactory
+
+from athena_cli.stack import LocalStack, StackPorts
 
 FAST_RECOVERY_ENV: Mapping[str, str] = {
     "CHAIN_SCORER": "pair_cosine",
@@ -60,7 +60,9 @@ def fault_stack(tmp_path: Path, fake_openai: FakeOpenAI) -> StackFactory:
             **env,
         }
         for attempt in range(1, 4):
-            stack = LocalStack(data_dir=tmp_path / f"stack{attempt}", ports=StackPorts.free(), env=settings, services=services)
+            stack = LocalStack(
+                data_dir=tmp_path / f"stack{attempt}", ports=StackPorts.free(), env=settings, services=services
+            )
             try:
                 stack.start()
                 break
@@ -76,4 +78,3 @@ def fault_stack(tmp_path: Path, fake_openai: FakeOpenAI) -> StackFactory:
             stack.stop()
 
     return start
-

@@ -7,11 +7,11 @@ import time
 
 import pytest
 from redis.asyncio import Redis
+from support.fake_openai import FakeOpenAI
+from support.pipeline_ledger import Acked, StackFactory, conversation, drive, patient_options, read_ledger, wait_decided
 
 from athena import keys
 from athena.internal.v1 import task_pb2
-from support.fake_openai import FakeOpenAI
-from support.pipeline_ledger import Acked, StackFactory, conversation, drive, patient_options, read_ledger, wait_decided
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +56,9 @@ async def test_killing_cognition_mid_task_repeatedly_decides_every_message_once_
         interrupted: list[str] = []
         try:
             for round_ in range(KILLS + 1):
-                chunk = {u: turns[round_ * EVENTS_PER_TOPIC : (round_ + 1) * EVENTS_PER_TOPIC] for u, turns in talks.items()}
+                chunk = {
+                    u: turns[round_ * EVENTS_PER_TOPIC : (round_ + 1) * EVENTS_PER_TOPIC] for u, turns in talks.items()
+                }
                 sending = asyncio.create_task(
                     drive(stack, tenant_id=TENANT, conversations=chunk, pace=0.05, options=patient_options())
                 )
@@ -64,7 +66,9 @@ async def test_killing_cognition_mid_task_repeatedly_decides_every_message_once_
                     tasks = await _in_flight(redis, timeout=30)
                     stack.kill_service("cognition")
                     interrupted += tasks
-                    injected.append(f"round {round_}: SIGKILL cognition with task(s) {', '.join(tasks) or 'none'} in flight")
+                    injected.append(
+                        f"round {round_}: SIGKILL cognition with task(s) {', '.join(tasks) or 'none'} in flight"
+                    )
                 a, e = await sending
                 acked += a
                 errors += e

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
+from support.pipeline_ledger import Acked, StackFactory, conversation, read_ledger, wait_decided
 
 from athena import keys
 from athena.client import AthenaClient
@@ -24,7 +25,6 @@ from athena.stm import parse_event
 from athena.tombstones import millis
 from athena_cli.stack import LocalStack
 from athena_ingest.ingestor import event_id_millis
-from support.pipeline_ledger import Acked, StackFactory, conversation, read_ledger, wait_decided
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,9 @@ class Sent:
     ended: float
 
 
-async def _talk(stack: LocalStack, user_id: str, agent_id: str, topic_seed: int, stop: asyncio.Event, out: list[Sent]) -> None:
+async def _talk(
+    stack: LocalStack, user_id: str, agent_id: str, topic_seed: int, stop: asyncio.Event, out: list[Sent]
+) -> None:
     """Store one conversation's turns (round after round) until told to stop; record each acknowledgement."""
     scope = AthenaClient.scope(TENANT, user_id, agent_id)
     turns = conversation(user_index=topic_seed, topics=6)
@@ -49,7 +51,14 @@ async def _talk(stack: LocalStack, user_id: str, agent_id: str, topic_seed: int,
         while not stop.is_set():
             began = time.monotonic()
             r = await client.store_event(scope, turns[i % len(turns)])
-            out.append(Sent(Acked(keys.scope_id(TENANT, user_id, agent_id), r.event_id, r.task_id), user_id, began, time.monotonic()))
+            out.append(
+                Sent(
+                    Acked(keys.scope_id(TENANT, user_id, agent_id), r.event_id, r.task_id),
+                    user_id,
+                    began,
+                    time.monotonic(),
+                )
+            )
             i += 1
             await asyncio.sleep(0.02)
 
@@ -85,7 +94,9 @@ async def _alice_traces(stack: LocalStack) -> dict[str, set[str]]:
         await mongo.close()
 
 
-async def test_forget_user_racing_store_event_erases_what_came_before_and_keeps_what_came_after(fault_stack: StackFactory) -> None:
+async def test_forget_user_racing_store_event_erases_what_came_before_and_keeps_what_came_after(
+    fault_stack: StackFactory,
+) -> None:
     with fault_stack() as stack:
         sent: list[Sent] = []
         stop = asyncio.Event()
@@ -108,10 +119,14 @@ async def test_forget_user_racing_store_event_erases_what_came_before_and_keeps_
         ledger = await read_ledger(stack, tenant_id=TENANT, acked=kept)
         traces = await _alice_traces(stack)
 
-    print(f"\ncounted: {len(sent)} acknowledged ({len(alice)} of alice's: {len(erased)} stored up to the tombstone, "
-          f"{len(alice) - len(erased)} after; {len(racing)} of them sent while ForgetUser ran)")
-    print(f"receipt: events={receipt.events} window_events={receipt.window_events} queued_tasks={receipt.queued_tasks} "
-          f"chains={receipt.chains} chains_rebuilt={receipt.chains_rebuilt} records={receipt.formation_records} embeddings={receipt.embeddings}")
+    print(
+        f"\ncounted: {len(sent)} acknowledged ({len(alice)} of alice's: {len(erased)} stored up to the tombstone, "
+        f"{len(alice) - len(erased)} after; {len(racing)} of them sent while ForgetUser ran)"
+    )
+    print(
+        f"receipt: events={receipt.events} window_events={receipt.window_events} queued_tasks={receipt.queued_tasks} "
+        f"chains={receipt.chains} chains_rebuilt={receipt.chains_rebuilt} records={receipt.formation_records} embeddings={receipt.embeddings}"
+    )
     print("counted:", ledger.summary())
     assert erased and len(alice) > len(erased), "the conversation did not span the tombstone"
     assert racing, "no StoreEvent overlapped the ForgetUser call"
@@ -120,7 +135,9 @@ async def test_forget_user_racing_store_event_erases_what_came_before_and_keeps_
         if store in ("hand-offs", "queued"):
             continue
         assert not ids & erased, f"{store} still names {len(ids & erased)} erased events"
-    assert 0 < receipt.events <= len(erased)  # ingest itself deletes one stored by then whose Redis step met the tombstone
+    assert (
+        0 < receipt.events <= len(erased)
+    )  # ingest itself deletes one stored by then whose Redis step met the tombstone
     # After: every event in the log, in exactly one segment or window, every user message decided,
     # every chain whole and indexed, nothing left behind (the ledger's invariants, for the kept events).
     assert ledger.problems() == [], "\n".join(ledger.problems())

@@ -6,12 +6,21 @@ import asyncio
 import time
 
 import pytest
+from support.pipeline_ledger import (
+    Acked,
+    StackFactory,
+    conversation,
+    drive,
+    log_matches,
+    patient_options,
+    read_ledger,
+    wait_decided,
+)
 
 from athena import keys
 from athena.client import AthenaClient
 from athena.errors import DependencyUnavailable
 from athena.queue import FairQueue, NoBackoff, RetryPolicy, WorkerPool, chain_check_task
-from support.pipeline_ledger import Acked, StackFactory, conversation, drive, log_matches, patient_options, read_ledger, wait_decided
 
 TENANT = "faults-formation"
 USERS = 3
@@ -20,7 +29,9 @@ BACKOFF_CAP = 2.0
 
 
 @pytest.mark.slow
-async def test_formation_down_cognition_backs_off_and_every_segment_forms_once_after_it_returns(fault_stack: StackFactory) -> None:
+async def test_formation_down_cognition_backs_off_and_every_segment_forms_once_after_it_returns(
+    fault_stack: StackFactory,
+) -> None:
     with fault_stack(QUEUE_BACKOFF_MAX_SECONDS=str(BACKOFF_CAP)) as stack:
         talks = {f"user{i}": conversation(user_index=i, topics=4) for i in range(USERS)}
         half = {u: t[: len(t) // 2] for u, t in talks.items()}
@@ -47,8 +58,10 @@ async def test_formation_down_cognition_backs_off_and_every_segment_forms_once_a
 
     scopes = len(talks)
     print(f"\ninjected: formation stopped for {downtime:.1f}s while {scopes} users sent {len(acked)} events")
-    print(f"counted: {failed_during} failed chain-check attempts during the outage "
-          f"({failed_during / scopes / downtime:.2f} per scope per second; backoff cap {BACKOFF_CAP}s)")
+    print(
+        f"counted: {failed_during} failed chain-check attempts during the outage "
+        f"({failed_during / scopes / downtime:.2f} per scope per second; backoff cap {BACKOFF_CAP}s)"
+    )
     print("counted:", ledger.summary())
     assert not errors
     assert failed_during >= 1, "no hand-off was attempted during the outage: the test exercised nothing"

@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable
 
 import pytest
-
 from support.fake_openai import FakeOpenAI, RecordedRequest, Scripted
 from support.pipeline_ledger import StackFactory, conversation, drive, patient_options, read_ledger, wait_decided
 
@@ -82,14 +81,20 @@ async def test_llm_outage_stays_within_rate_limit_and_breaker_and_chains_form_th
     calls = fake_openai.chat_requests
     times = [r.received_at for r in calls]
     span = (max(times) - min(times)) if times else 0.0
-    wanted = sum(1 for r in ledger.results.values() if r.get("path") not in ("first_message", None)) + len(ledger.outcomes)
+    wanted = sum(1 for r in ledger.results.values() if r.get("path") not in ("first_message", None)) + len(
+        ledger.outcomes
+    )
     per_minute = _max_in_any_window(times, 60.0)
     # Per process: `breaker_failures` failures open the breaker; then one trial per `breaker_reset` seconds.
     breaker_bound = LLM_PROCESSES * (breaker_failures + math.ceil(span / breaker_reset) + 1)
-    print(f"\ninjected: every chat completion fails in turn with 500, 429 (Retry-After 1 s), or a {LLM_TIMEOUT * 4}s answer past the {LLM_TIMEOUT}s timeout")
-    print(f"counted: {len(calls)} chat requests received over {span:.1f}s for {wanted} decisions/analyses that wanted the LLM; "
-          f"most in any 60 s: {per_minute} (limit {rate_limit} per process x {LLM_PROCESSES}); most in any 1 s: {_max_in_any_window(times, 1.0)}; "
-          f"breaker bound {breaker_bound}")
+    print(
+        f"\ninjected: every chat completion fails in turn with 500, 429 (Retry-After 1 s), or a {LLM_TIMEOUT * 4}s answer past the {LLM_TIMEOUT}s timeout"
+    )
+    print(
+        f"counted: {len(calls)} chat requests received over {span:.1f}s for {wanted} decisions/analyses that wanted the LLM; "
+        f"most in any 60 s: {per_minute} (limit {rate_limit} per process x {LLM_PROCESSES}); most in any 1 s: {_max_in_any_window(times, 1.0)}; "
+        f"breaker bound {breaker_bound}"
+    )
     print("counted:", ledger.summary())
     chains_by_path = {c.get("analysis_path") for c in ledger.chains}
     print(f"counted: chain analysis paths {chains_by_path}")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from pymilvus import MilvusClient
-
-from athena_cli.stack import LocalStack
 from support.formation_with_faults import start_formation_with_faults
 from support.pipeline_ledger import StackFactory, conversation, drive, patient_options, read_ledger, wait_decided
+
+from athena_cli.stack import LocalStack
 
 pytestmark = pytest.mark.slow
 
@@ -39,12 +39,17 @@ def _milvus_rows(path: Path) -> list[str]:
     client = MilvusClient(str(path))
     try:
         client.load_collection("cognitive_chains")
-        return [r["chain_id"] for r in client.query("cognitive_chains", filter=f'tenant_id == "{TENANT}"', output_fields=["chain_id"])]
+        return [
+            r["chain_id"]
+            for r in client.query("cognitive_chains", filter=f'tenant_id == "{TENANT}"', output_fields=["chain_id"])
+        ]
     finally:
         client.close()
 
 
-async def test_milvus_failure_and_a_crash_between_the_stores_form_every_chain_exactly_once(fault_stack: StackFactory, tmp_path: Path) -> None:
+async def test_milvus_failure_and_a_crash_between_the_stores_form_every_chain_exactly_once(
+    fault_stack: StackFactory, tmp_path: Path
+) -> None:
     fired = tmp_path / "faults-fired.log"
     with fault_stack(services=("ingest", "cognition")) as stack:
         start_formation_with_faults(stack, FAULTS, fired_log=fired)
@@ -59,7 +64,12 @@ async def test_milvus_failure_and_a_crash_between_the_stores_form_every_chain_ex
         ledger = await read_ledger(stack, tenant_id=TENANT, acked=acked)
         async with stack.client(tenant_id=TENANT) as client:
             found = {
-                c.id: [h.chain.id for h in await client.search_memory(client.scope(TENANT, c.scope.user_id, c.scope.agent_id), c.topic, limit=10)]
+                c.id: [
+                    h.chain.id
+                    for h in await client.search_memory(
+                        client.scope(TENANT, c.scope.user_id, c.scope.agent_id), c.topic, limit=10
+                    )
+                ]
                 for u in talks
                 for c in await client.list_chains(client.scope(TENANT, u, "agent"))
             }
@@ -67,7 +77,9 @@ async def test_milvus_failure_and_a_crash_between_the_stores_form_every_chain_ex
     rows = _milvus_rows(stack.data_dir / "milvus" / "milvus.db")
 
     print("\ninjected:", *fired.read_text().splitlines(), f"formation restarted {restarts} time(s)", sep="\n  ")
-    print(f"counted: {len(rows)} Milvus rows for {len(ledger.chains)} chains; every chain found by search: {all(cid in hits for cid, hits in found.items())}")
+    print(
+        f"counted: {len(rows)} Milvus rows for {len(ledger.chains)} chains; every chain found by search: {all(cid in hits for cid, hits in found.items())}"
+    )
     print("counted:", ledger.summary())
     assert fired.read_text().splitlines() == FAULTS, "not every fault fired: the test exercised less than it claims"
     assert not errors

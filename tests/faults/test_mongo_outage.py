@@ -8,10 +8,18 @@ import grpc
 import pytest
 from pymongo import MongoClient
 from redis import Redis
+from support.pipeline_ledger import (
+    StackFactory,
+    conversation,
+    drive,
+    metric_total,
+    patient_options,
+    read_ledger,
+    wait_decided,
+)
 
 from athena import keys
 from athena.client import AthenaClient, ClientOptions, EventInput
-from support.pipeline_ledger import StackFactory, conversation, drive, metric_total, patient_options, read_ledger, wait_decided
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +39,9 @@ def _redis_state(redis: Redis, scope: str) -> dict[str, object]:
     }
 
 
-async def test_mongo_down_store_event_is_unavailable_and_partial_nothing_then_processing_resumes(fault_stack: StackFactory) -> None:
+async def test_mongo_down_store_event_is_unavailable_and_partial_nothing_then_processing_resumes(
+    fault_stack: StackFactory,
+) -> None:
     with fault_stack() as stack:
         assert stack.mongo is not None
         redis = Redis.from_url(f"redis://127.0.0.1:{stack.ports.redis}/0")
@@ -40,7 +50,9 @@ async def test_mongo_down_store_event_is_unavailable_and_partial_nothing_then_pr
             talks = {f"user{i}": conversation(user_index=i, topics=4) for i in range(USERS)}
             talks[PROBE] = conversation(user_index=USERS, topics=2)
             first = {u: t[: len(t) // 2] for u, t in talks.items()}
-            acked, errors = await drive(stack, tenant_id=TENANT, conversations=first, pace=0.02, options=patient_options())
+            acked, errors = await drive(
+                stack, tenant_id=TENANT, conversations=first, pace=0.02, options=patient_options()
+            )
             await wait_decided(f"redis://127.0.0.1:{stack.ports.redis}/0", acked, timeout=60)
             before = await read_ledger(stack, tenant_id=TENANT, acked=acked)
             chains_before = {c["_id"]: c.get("version") for c in before.chains}
@@ -50,8 +62,12 @@ async def test_mongo_down_store_event_is_unavailable_and_partial_nothing_then_pr
             probe_scope = keys.scope_id(TENANT, PROBE, "agent")
             state_before = _redis_state(redis, probe_scope)
             await asyncio.to_thread(stack.mongo.stop)
-            sending = asyncio.create_task(drive(stack, tenant_id=TENANT, conversations=rest, pace=0.1, options=patient_options()))
-            probe = EventInput(role="user", content="probe message stored while the log is down", event_id="probe-during-outage")
+            sending = asyncio.create_task(
+                drive(stack, tenant_id=TENANT, conversations=rest, pace=0.1, options=patient_options())
+            )
+            probe = EventInput(
+                role="user", content="probe message stored while the log is down", event_id="probe-during-outage"
+            )
             async with stack.client(tenant_id=TENANT, options=ClientOptions(max_attempts=1, timeout=15)) as client:
                 with pytest.raises(grpc.aio.AioRpcError) as refused:
                     await client.store_event(AthenaClient.scope(TENANT, PROBE, "agent"), probe)
@@ -65,20 +81,28 @@ async def test_mongo_down_store_event_is_unavailable_and_partial_nothing_then_pr
             await wait_decided(f"redis://127.0.0.1:{stack.ports.redis}/0", acked, timeout=120)
             after = await read_ledger(stack, tenant_id=TENANT, acked=acked)
             probe_docs = mongo["athena"]["cognitive_events"].count_documents({"client_event_id": "probe-during-outage"})
-            unavailable = metric_total(stack, "ingest", "memos_grpc_server_handled_total", grpc_method="StoreEvent", grpc_code="UNAVAILABLE")
+            unavailable = metric_total(
+                stack, "ingest", "memos_grpc_server_handled_total", grpc_method="StoreEvent", grpc_code="UNAVAILABLE"
+            )
         finally:
             redis.close()
             mongo.close()
 
-    print(f"\ninjected: MongoDB-wire server stopped while {USERS} users sent {sum(len(t) for t in rest.values())} events; "
-          f"a probe StoreEvent got {refused.value.code().name}")
-    print(f"counted: {unavailable:.0f} StoreEvent attempts answered UNAVAILABLE while it was down (the load's clients retried them)")
+    print(
+        f"\ninjected: MongoDB-wire server stopped while {USERS} users sent {sum(len(t) for t in rest.values())} events; "
+        f"a probe StoreEvent got {refused.value.code().name}"
+    )
+    print(
+        f"counted: {unavailable:.0f} StoreEvent attempts answered UNAVAILABLE while it was down (the load's clients retried them)"
+    )
     print("counted before:", before.summary())
     print("counted after: ", after.summary())
     assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
     assert state_during == state_before, "the refused event touched the window or the queue"
     assert probe_docs == 0, "the refused event is in the log"
-    assert not errors, f"{errors}\ningest's log, last lines:\n{(stack.data_dir / 'ingest.log').read_text(errors='replace')[-4000:]}"
+    assert not errors, (
+        f"{errors}\ningest's log, last lines:\n{(stack.data_dir / 'ingest.log').read_text(errors='replace')[-4000:]}"
+    )
     # Everything acknowledged before the outage is intact, and what the outage held up was processed.
     assert before.logged <= after.logged and {o["_id"] for o in before.outcomes} <= {o["_id"] for o in after.outcomes}
     assert set(chains_before) <= {c["_id"] for c in after.chains}

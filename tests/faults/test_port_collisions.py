@@ -37,7 +37,9 @@ def test_free_ports_never_repeat_a_port_within_one_stack() -> None:
 
 
 def test_starting_a_started_stack_again_is_refused_and_orphans_nothing(tmp_path: Path) -> None:
-    with LocalStack(data_dir=tmp_path, ports=StackPorts.free(), services=("ingest",), env={"LLM_BASE_URL": ""}) as stack:
+    with LocalStack(
+        data_dir=tmp_path, ports=StackPorts.free(), services=("ingest",), env={"LLM_BASE_URL": ""}
+    ) as stack:
         first = stack.procs["ingest"]
         with pytest.raises(RuntimeError, match="already started"):
             stack.start()

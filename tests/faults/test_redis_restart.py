@@ -12,8 +12,16 @@ import asyncio
 import time
 
 import pytest
-
-from support.pipeline_ledger import StackFactory, conversation, drive, log_matches, metric_total, patient_options, read_ledger, wait_decided
+from support.pipeline_ledger import (
+    StackFactory,
+    conversation,
+    drive,
+    log_matches,
+    metric_total,
+    patient_options,
+    read_ledger,
+    wait_decided,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -22,12 +30,16 @@ USERS = 4
 RESTARTS = 2
 
 
-async def test_redis_restart_under_load_services_reconnect_and_every_acknowledged_event_is_decided(fault_stack: StackFactory) -> None:
+async def test_redis_restart_under_load_services_reconnect_and_every_acknowledged_event_is_decided(
+    fault_stack: StackFactory,
+) -> None:
     with fault_stack() as stack:
         assert stack.redis is not None
         pids = {name: proc.pid for name, proc in stack.procs.items()}
         talks = {f"user{i}": conversation(user_index=i, topics=4) for i in range(USERS)}
-        sending = asyncio.create_task(drive(stack, tenant_id=TENANT, conversations=talks, pace=0.15, options=patient_options()))
+        sending = asyncio.create_task(
+            drive(stack, tenant_id=TENANT, conversations=talks, pace=0.15, options=patient_options())
+        )
         injected: list[str] = []
         for n in range(RESTARTS):
             await asyncio.sleep(0.8)
@@ -40,12 +52,16 @@ async def test_redis_restart_under_load_services_reconnect_and_every_acknowledge
         await wait_decided(f"redis://127.0.0.1:{stack.ports.redis}/0", acked, timeout=120)
         ledger = await read_ledger(stack, tenant_id=TENANT, acked=acked)
         alive = {name: (proc.pid, proc.poll()) for name, proc in stack.procs.items()}
-        refused = metric_total(stack, "ingest", "memos_grpc_server_handled_total", grpc_method="StoreEvent", grpc_code="UNAVAILABLE")
+        refused = metric_total(
+            stack, "ingest", "memos_grpc_server_handled_total", grpc_method="StoreEvent", grpc_code="UNAVAILABLE"
+        )
         worker_waits = log_matches(stack, "cognition", "redis unavailable")
 
     print("\ninjected:", *injected, sep="\n  ")
-    print(f"counted: {len(acked)} acknowledged, {len(errors)} refused after retries; {refused:.0f} StoreEvent attempts answered "
-          f"UNAVAILABLE during the restarts (retried by the client); {worker_waits} worker reconnect waits; services {alive}")
+    print(
+        f"counted: {len(acked)} acknowledged, {len(errors)} refused after retries; {refused:.0f} StoreEvent attempts answered "
+        f"UNAVAILABLE during the restarts (retried by the client); {worker_waits} worker reconnect waits; services {alive}"
+    )
     print("counted:", ledger.summary())
     # Services reconnected by themselves: same processes, none exited.
     assert {name: pid for name, (pid, code) in alive.items() if code is None} == pids

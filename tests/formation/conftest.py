@@ -1,18 +1,17 @@
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import grpc
 import pytest
+from support.formation_data import INTERNAL_TOKEN, SCOPE, make_segment, milvus_ids  # noqa: F401
 
 from athena.auth import BearerCredentialInterceptor
 from athena.config import load_settings
 from athena.internal.v1 import formation_pb2_grpc
 from athena.local import MongoWireServer, free_port
 from athena_formation.server import Formation, build_formation
-
-from support.formation_data import INTERNAL_TOKEN, SCOPE, make_segment, milvus_ids  # noqa: F401
 
 
 @pytest.fixture
@@ -37,5 +36,7 @@ async def formation(mongo_server: MongoWireServer, mongo_db_name: str, tmp_path:
 async def stub(formation: Formation) -> AsyncIterator[formation_pb2_grpc.FormationServiceStub]:
     """A stub of the in-process formation whose channel carries the internal credential."""
     interceptors = [BearerCredentialInterceptor(INTERNAL_TOKEN)]
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{formation.host.bound_port}", interceptors=interceptors) as channel:
+    async with grpc.aio.insecure_channel(
+        f"127.0.0.1:{formation.host.bound_port}", interceptors=interceptors
+    ) as channel:
         yield formation_pb2_grpc.FormationServiceStub(channel)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from support.formation_data import KYOTO, KYOTO_AGAIN, SCOPE, make_segment
+
 from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
 from athena_formation.server import Formation
 from athena_formation.store.chain_cache import ChainDocCache
-from support.formation_data import KYOTO, KYOTO_AGAIN, SCOPE, make_segment
 
 
 def test_a_read_that_began_before_a_write_of_its_chain_is_not_kept() -> None:
@@ -36,14 +37,21 @@ def test_past_its_bound_the_least_recently_used_documents_go() -> None:
 
 
 async def _search(stub: Any, query: str) -> memory_pb2.SearchMemoryResponse:
-    return await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query=query, limit=1)), timeout=30)
+    return await stub.SearchMemory(
+        formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query=query, limit=1)),
+        timeout=30,
+    )
 
 
-async def test_a_search_after_a_merge_answers_with_the_merged_chain_not_the_cached_one(formation: Formation, stub: Any) -> None:
+async def test_a_search_after_a_merge_answers_with_the_merged_chain_not_the_cached_one(
+    formation: Formation, stub: Any
+) -> None:
     assert formation.store.search_cache is not None  # Milvus Lite: formation is the one writer
     created = await stub.FormChain(formation_pb2.FormChainRequest(segment=make_segment(KYOTO)), timeout=60)
     first = await _search(stub, "Kyoto temples")
-    assert first.hits[0].chain.event_count == 4 and created.chain_id in {d for d in formation.store.search_cache.lookup([created.chain_id])[0]}
+    assert first.hits[0].chain.event_count == 4 and created.chain_id in {
+        d for d in formation.store.search_cache.lookup([created.chain_id])[0]
+    }
 
     merged = await stub.FormChain(formation_pb2.FormChainRequest(segment=make_segment(KYOTO_AGAIN)), timeout=60)
     assert merged.outcome == formation_pb2.FORM_OUTCOME_MERGED

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import numpy as np
 import pytest
+from support.formation_data import KYOTO, KYOTO_AGAIN, PYTHON_BUG, SMALL_TALK, make_segment, milvus_ids
 
 from athena.errors import DependencyUnavailable
 from athena.internal.v1 import formation_pb2
 from athena_formation.forming.form_chain import chain_vector, key_phrases
 from athena_formation.server import Formation
 from athena_formation.store.chain_store import epoch
-from support.formation_data import KYOTO, KYOTO_AGAIN, PYTHON_BUG, SMALL_TALK, make_segment, milvus_ids
 
 
 async def test_a_substantive_segment_becomes_a_chain_with_one_embedding(formation: Formation, stub) -> None:
@@ -25,15 +25,26 @@ async def test_a_substantive_segment_becomes_a_chain_with_one_embedding(formatio
     chain = await formation.store.get(response.chain_id)
     assert chain is not None and chain["status"] == "active" and chain["embedding_state"] == "indexed"
     assert chain["topic"] and chain["summary"] and chain["analysis_path"] == "heuristic"
-    assert set(chain["quality"]) == {"coherence", "completeness", "relevance", "engagement", "cognitive_depth", "overall"}
+    assert set(chain["quality"]) == {
+        "coherence",
+        "completeness",
+        "relevance",
+        "engagement",
+        "cognitive_depth",
+        "overall",
+    }
     assert chain["event_ids"] == [e.id for e in segment.events]
     assert (chain["tenant_id"], chain["user_id"], chain["agent_id"]) == ("acme", "alice", "helper")
     assert await milvus_ids(formation) == {response.chain_id}
     events = await formation.store.event_log.docs(chain["event_ids"])
-    assert all(e.get("chain_id") == response.chain_id for e in events) or events == []  # events are in the log only via ingest
+    assert (
+        all(e.get("chain_id") == response.chain_id for e in events) or events == []
+    )  # events are in the log only via ingest
 
 
-async def test_a_retried_form_chain_returns_the_first_outcome_and_writes_nothing_new(formation: Formation, stub) -> None:
+async def test_a_retried_form_chain_returns_the_first_outcome_and_writes_nothing_new(
+    formation: Formation, stub
+) -> None:
     segment = make_segment(PYTHON_BUG)
     first = await stub.FormChain(formation_pb2.FormChainRequest(segment=segment), timeout=60)
     again = await stub.FormChain(formation_pb2.FormChainRequest(segment=segment), timeout=60)
@@ -77,10 +88,12 @@ async def test_a_returning_topic_merges_into_its_chain_and_another_topic_does_no
     assert record is not None and record["merge"]["confidence"] >= 0.7 and record["merge"]["similarity"] >= 0.6
 
 
-async def test_a_returning_topic_whose_chain_is_full_starts_a_new_chain_linked_to_it_and_warms_the_full_one(formation: Formation, stub) -> None:
+async def test_a_returning_topic_whose_chain_is_full_starts_a_new_chain_linked_to_it_and_warms_the_full_one(
+    formation: Formation, stub
+) -> None:
     formation.former.settings = formation.former.settings.model_copy(update={"session_merge_max_chain_events": 6})
     kyoto = await stub.FormChain(formation_pb2.FormChainRequest(segment=make_segment(KYOTO)), timeout=60)
-    an_hour_ago = epoch(datetime.now(timezone.utc) - timedelta(hours=1))
+    an_hour_ago = epoch(datetime.now(UTC) - timedelta(hours=1))
     await formation.store.set_fields(kyoto.chain_id, {"last_accessed_at": an_hour_ago})
     returning = make_segment(KYOTO_AGAIN)
 
@@ -107,12 +120,17 @@ def test_the_chain_embedding_weighs_a_long_turn_above_a_short_acknowledgement() 
 
 
 def test_key_phrases_name_the_topic_and_entities_but_not_small_talk() -> None:
-    assert key_phrases(topic="trip to Kyoto", subtopics=["temples"], entities=["Kyoto", "Nara"]) == "trip to Kyoto, temples, Kyoto, Nara"
+    assert (
+        key_phrases(topic="trip to Kyoto", subtopics=["temples"], entities=["Kyoto", "Nara"])
+        == "trip to Kyoto, temples, Kyoto, Nara"
+    )
     assert key_phrases(topic="small talk", subtopics=[], entities=[]) == ""
 
 
 @pytest.mark.parametrize("step", ["plan_recorded", "chain_written", "vector_written", "indexed", "events_marked"])
-async def test_a_crash_between_writes_never_leaves_a_chain_and_its_embedding_apart(formation: Formation, stub, step: str) -> None:
+async def test_a_crash_between_writes_never_leaves_a_chain_and_its_embedding_apart(
+    formation: Formation, stub, step: str
+) -> None:
     segment = make_segment(KYOTO)
 
     async def crash(name: str) -> None:

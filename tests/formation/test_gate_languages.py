@@ -59,7 +59,9 @@ async def _gate(turns: list[tuple[int, str]], mode: str, embedder: LocalEmbedder
 @pytest.mark.parametrize("with_embeddings", [True, False], ids=["embeddings", "lexical"])
 @pytest.mark.parametrize("mode", ["fast", "balanced"])
 @pytest.mark.parametrize("name", sorted(SMALL_TALK))
-async def test_small_talk_forms_no_chain_in_any_language(name: str, mode: str, with_embeddings: bool, embedder: LocalEmbedder) -> None:
+async def test_small_talk_forms_no_chain_in_any_language(
+    name: str, mode: str, with_embeddings: bool, embedder: LocalEmbedder
+) -> None:
     report = await _gate(SMALL_TALK[name], mode, embedder if with_embeddings else None)
     assert not report.passed, report
 
@@ -67,6 +69,8 @@ async def test_small_talk_forms_no_chain_in_any_language(name: str, mode: str, w
 @pytest.mark.parametrize("with_embeddings", [True, False], ids=["embeddings", "lexical"])
 @pytest.mark.parametrize("mode", ["fast", "balanced"])
 @pytest.mark.parametrize("name", sorted(FACTS))
-async def test_a_stated_fact_passes_in_any_language(name: str, mode: str, with_embeddings: bool, embedder: LocalEmbedder) -> None:
+async def test_a_stated_fact_passes_in_any_language(
+    name: str, mode: str, with_embeddings: bool, embedder: LocalEmbedder
+) -> None:
     report = await _gate(FACTS[name], mode, embedder if with_embeddings else None)
     assert report.passed and report.personal_fact, report

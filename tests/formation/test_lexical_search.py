@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC
 from typing import Any
 
 import pytest
+from support.formation_data import COOKING, KYOTO, PYTHON_BUG, SCOPE, make_segment
 
 from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
@@ -15,7 +17,6 @@ from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
 from athena_formation.store.chain_store import ChainStore
 from athena_formation.store.lexical_index import LexicalIndex, LexiconRow, UserLexicon
-from support.formation_data import COOKING, KYOTO, PYTHON_BUG, SCOPE, make_segment
 
 # A long chat about a hike that mentions, once, the name of the new dog; and a focused chat about dog training.
 HIKE_WITH_A_NAME = [
@@ -35,13 +36,17 @@ DOG_TRAINING = [
 
 
 def rows(**chains: tuple[list[str], int]) -> list[LexiconRow]:
-    return [LexiconRow(chain_id=c, agent_id="helper", lexicon=chain_lexicon(texts), event_count=n) for c, (texts, n) in chains.items()]
+    return [
+        LexiconRow(chain_id=c, agent_id="helper", lexicon=chain_lexicon(texts), event_count=n)
+        for c, (texts, n) in chains.items()
+    ]
 
 
 # --- terms ---------------------------------------------------------------------------------------
 
+
 def test_the_forms_a_question_and_a_conversation_use_meet_in_one_term() -> None:
-    assert query_terms("What did Caroline research?") == terms("Caroline") + ["research"]
+    assert query_terms("What did Caroline research?") == [*terms("Caroline"), "research"]
     assert terms("I've been researching adoption agencies")[0] == terms("researched")[0]
     assert len(set(terms("loves loved loving love"))) == 1
     assert len(set(terms("studies studying studied study"))) == 1
@@ -60,6 +65,7 @@ def test_a_chain_lexicon_counts_terms_and_keeps_only_the_most_frequent() -> None
 
 
 # --- BM25 over one user's chains -------------------------------------------------------------------
+
 
 def test_a_rare_query_word_ranks_the_chain_holding_it_first_and_scores_are_scaled_to_one() -> None:
     index = UserLexicon()
@@ -99,7 +105,9 @@ def test_compaction_after_many_rewrites_keeps_every_score() -> None:
 
     assert len(index) == 150 and len(index.ids) <= 150 + max(256, 150)
     top = index.query(["topic7", "round2"]).top(3)
-    assert top[0][0] == "c7" and all(c not in {f"c{i}" for i in range(0, 300, 2)} for c, _ in index.query(["round2"]).top(500))
+    assert top[0][0] == "c7" and all(
+        c not in {f"c{i}" for i in range(0, 300, 2)} for c, _ in index.query(["round2"]).top(500)
+    )
     assert index.query(["round0"]).top(5) == []
 
 
@@ -114,7 +122,11 @@ def test_the_agent_filter_scores_other_agents_chains_zero() -> None:
 def test_the_agent_filter_follows_a_chain_rewritten_under_another_agent_through_compaction() -> None:
     index = UserLexicon()
     for i in range(600):  # enough rewrites to compact the index
-        index.put(LexiconRow(f"c{i % 300}", "helper" if i < 300 else "planner", chain_lexicon([f"Kyoto temples {i % 300}"]), 2))
+        index.put(
+            LexiconRow(
+                f"c{i % 300}", "helper" if i < 300 else "planner", chain_lexicon([f"Kyoto temples {i % 300}"]), 2
+            )
+        )
     index.put(LexiconRow("c0", "helper", chain_lexicon(["Kyoto temples"]), 2))
 
     assert {c for c, _ in index.query(["kyoto"], agent_id="helper").top(500)} == {"c0"}
@@ -123,6 +135,7 @@ def test_the_agent_filter_follows_a_chain_rewritten_under_another_agent_through_
 
 
 # --- the ranking formula ---------------------------------------------------------------------------
+
 
 def test_of_two_equally_relevant_chains_the_shorter_ranks_first_and_words_outweigh_a_close_cosine() -> None:
     ranking = Ranking(lexical_weight=0.7, size_prior=0.25)
@@ -150,7 +163,10 @@ def test_ranking_many_candidates_at_once_scores_exactly_as_one_by_one_and_keeps_
     best = ranking.rank_many(ids, sims, lex, counts, most=25)
 
     one_by_one = sorted(
-        (ranking.rank(chain_id=c, similarity=float(s), lexical=float(l), event_count=int(k)) for c, s, l, k in zip(ids, sims, lex, counts)),
+        (
+            ranking.rank(chain_id=c, similarity=float(s), lexical=float(lx), event_count=int(k))
+            for c, s, lx, k in zip(ids, sims, lex, counts)
+        ),
         key=lambda r: -r.score,
     )
     assert best == one_by_one[:25]  # same chains, same order, bit-identical scores
@@ -160,29 +176,36 @@ def test_ranking_many_candidates_at_once_scores_exactly_as_one_by_one_and_keeps_
 
 # --- SearchMemory through formation (MongoDB-wire server, Milvus Lite) -------------------------------
 
+
 async def _form(stub: Any, turns: list[tuple[str, str]]) -> str:
     response = await stub.FormChain(formation_pb2.FormChainRequest(segment=make_segment(turns)), timeout=60)
     assert response.outcome == formation_pb2.FORM_OUTCOME_CREATED, response.reason
     return response.chain_id
 
 
-async def test_a_name_said_once_in_a_long_chat_finds_that_chat_where_the_embedding_alone_prefers_another(formation: Formation, stub: Any) -> None:
+async def test_a_name_said_once_in_a_long_chat_finds_that_chat_where_the_embedding_alone_prefers_another(
+    formation: Formation, stub: Any
+) -> None:
     hike = await _form(stub, HIKE_WITH_A_NAME)
     dogs = await _form(stub, DOG_TRAINING)
-    request = formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="How is my dog Pepperoni doing?", limit=2))
+    request = formation_pb2.SearchRequest(
+        request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="How is my dog Pepperoni doing?", limit=2)
+    )
 
     response = await stub.SearchMemory(request, timeout=30)
     formation.recall.ranking = Ranking(lexical_weight=0.0, size_prior=0.0)  # the embedding alone
     by_embedding = await stub.SearchMemory(request, timeout=30)
 
-    assert [h.chain.id for h in by_embedding.hits][0] == dogs
+    assert by_embedding.hits[0].chain.id == dogs
     assert [h.chain.id for h in response.hits] == [hike, dogs]
     first = response.hits[0]
     assert "pepperoni" in first.matched_terms and first.lexical_score > response.hits[1].lexical_score
     assert first.score >= response.hits[1].score and "lexical score" in first.why
 
 
-async def test_chains_carry_their_lexicon_and_a_merge_adds_the_new_segments_words(formation: Formation, stub: Any) -> None:
+async def test_chains_carry_their_lexicon_and_a_merge_adds_the_new_segments_words(
+    formation: Formation, stub: Any
+) -> None:
     from support.formation_data import KYOTO_AGAIN
 
     kyoto = await _form(stub, KYOTO)
@@ -195,30 +218,46 @@ async def test_chains_carry_their_lexicon_and_a_merge_adds_the_new_segments_word
 
     doc = await formation.store.get(kyoto)
     assert "saiho" in doc["lexicon"] and "nara" in doc["lexicon"]
-    hits = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Saiho-ji moss temple booking", limit=1)), timeout=30)
+    hits = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Saiho-ji moss temple booking", limit=1)
+        ),
+        timeout=30,
+    )
     assert hits.hits[0].chain.id == kyoto and "saiho-ji" in hits.hits[0].matched_terms
 
 
-async def test_the_first_search_reads_a_users_chains_and_later_chains_join_without_a_reread(formation: Formation, stub: Any) -> None:
+async def test_the_first_search_reads_a_users_chains_and_later_chains_join_without_a_reread(
+    formation: Formation, stub: Any
+) -> None:
     await _form(stub, PYTHON_BUG)
-    await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="pydantic", limit=1)), timeout=30)
+    await stub.SearchMemory(
+        formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="pydantic", limit=1)),
+        timeout=30,
+    )
     lexicon = await formation.lexical.user(SCOPE.tenant_id, SCOPE.user_id)
     assert len(lexicon) == 1
 
     cooking = await _form(stub, COOKING)
 
     assert len(await formation.lexical.user(SCOPE.tenant_id, SCOPE.user_id)) == 2
-    hits = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="chickpeas", limit=1)), timeout=30)
+    hits = await stub.SearchMemory(
+        formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="chickpeas", limit=1)),
+        timeout=30,
+    )
     assert hits.hits[0].chain.id == cooking and hits.hits[0].lexical_score > 0
 
 
 async def test_the_archiver_and_erasure_take_chains_out_of_the_lexical_index(formation: Formation, stub: Any) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     kyoto = await _form(stub, KYOTO)
     await _form(stub, COOKING)
-    await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto", limit=1)), timeout=30)
-    long_ago = (datetime.now(timezone.utc) - timedelta(days=120)).timestamp()
+    await stub.SearchMemory(
+        formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto", limit=1)),
+        timeout=30,
+    )
+    long_ago = (datetime.now(UTC) - timedelta(days=120)).timestamp()
     await formation.store.set_fields(kyoto, {"created_at": long_ago, "last_accessed_at": long_ago})
 
     assert await formation.archiver.run_once() == [kyoto]
@@ -248,8 +287,14 @@ class _GatedChainStore(ChainStore):
 def _chain_doc(chain_id: str, text: str, *, updated_at: float) -> dict[str, Any]:
     lexicon = chain_lexicon([text])
     return {
-        "_id": chain_id, "tenant_id": SCOPE.tenant_id, "user_id": SCOPE.user_id, "agent_id": SCOPE.agent_id,
-        "status": "active", "lexicon": lexicon, "event_count": 2, "updated_at": updated_at,
+        "_id": chain_id,
+        "tenant_id": SCOPE.tenant_id,
+        "user_id": SCOPE.user_id,
+        "agent_id": SCOPE.agent_id,
+        "status": "active",
+        "lexicon": lexicon,
+        "event_count": 2,
+        "updated_at": updated_at,
     }
 
 
@@ -271,7 +316,9 @@ async def test_a_chain_written_while_the_users_index_is_being_read_is_not_lost(m
     assert [c for c, _ in lexicon.query(query_terms("Kyoto")).top(5)] == ["old"]
 
 
-async def test_with_a_shared_store_a_replica_sees_chains_another_replica_wrote_and_archived(mongo: Any, mongo_db_name: str) -> None:
+async def test_with_a_shared_store_a_replica_sees_chains_another_replica_wrote_and_archived(
+    mongo: Any, mongo_db_name: str
+) -> None:
     import time
 
     store = ChainStore(mongo, mongo_db_name)
@@ -290,7 +337,9 @@ async def test_with_a_shared_store_a_replica_sees_chains_another_replica_wrote_a
     assert lexicon.query(query_terms("Kyoto")).top(5) == [] and len(lexicon) == 1
 
 
-async def test_past_its_bound_the_index_drops_the_least_recently_searched_user_and_reads_it_again(mongo: Any, mongo_db_name: str) -> None:
+async def test_past_its_bound_the_index_drops_the_least_recently_searched_user_and_reads_it_again(
+    mongo: Any, mongo_db_name: str
+) -> None:
     import time
 
     store = ChainStore(mongo, mongo_db_name)
@@ -304,10 +353,14 @@ async def test_past_its_bound_the_index_drops_the_least_recently_searched_user_a
     await index.user("acme", "bob")
 
     assert set(index._users) == {("acme", "bob")} and index.cached_chains == 2
-    assert [c for c, _ in (await index.user("acme", "alice")).query(query_terms("alice")).top(5)] in (["alice0", "alice1"], ["alice1", "alice0"])
+    assert [c for c, _ in (await index.user("acme", "alice")).query(query_terms("alice")).top(5)] in (
+        ["alice0", "alice1"],
+        ["alice1", "alice0"],
+    )
 
 
 # --- the warm-up at start ----------------------------------------------------------------------------
+
 
 class _RefusingReads(ChainStore):
     """The real ChainStore, counting a user's own lexicon reads; its whole-collection read can wait at a gate."""
@@ -346,17 +399,23 @@ async def test_after_the_lexicon_warm_up_no_users_first_search_reads_mongodb(mon
     assert await index.warm(yield_every=1) == 3  # the archived chain is not a search's
 
     alice = await index.user("acme", "alice")
-    assert [c for c, _ in alice.query(query_terms("Kyoto")).top(5)] == ["alice0"] and alice.query(query_terms("curry")).top(5) == []
+    assert [c for c, _ in alice.query(query_terms("Kyoto")).top(5)] == ["alice0"] and alice.query(
+        query_terms("curry")
+    ).top(5) == []
     assert [c for c, _ in (await index.user("acme", "bob")).query(query_terms("Lisbon trams")).top(5)] == ["bob0"]
     assert [c for c, _ in (await index.user("acme", "carol")).query(query_terms("webhook")).top(5)] == ["carol0"]
     assert store.user_reads == []
 
 
-async def test_writes_made_while_the_lexicons_warm_up_are_neither_lost_nor_undone(mongo: Any, mongo_db_name: str) -> None:
+async def test_writes_made_while_the_lexicons_warm_up_are_neither_lost_nor_undone(
+    mongo: Any, mongo_db_name: str
+) -> None:
     import time
 
     store = _RefusingReads(mongo, mongo_db_name)
-    await _chains_of(store, alice=["Kyoto temples"], bob=["Lisbon trams"], carol=["webhook KeyError"], dave=["pydantic validation"])
+    await _chains_of(
+        store, alice=["Kyoto temples"], bob=["Lisbon trams"], carol=["webhook KeyError"], dave=["pydantic validation"]
+    )
     store.gate = asyncio.Event()
     index = LexicalIndex(store, shared=False)
     warming = asyncio.create_task(index.warm())
@@ -378,7 +437,9 @@ async def test_writes_made_while_the_lexicons_warm_up_are_neither_lost_nor_undon
     assert sorted(store.user_reads) == ["alice", "bob", "carol"]  # dave came from the warm-up
 
 
-async def test_the_lexicon_warm_up_is_skipped_past_its_bound_and_with_a_shared_store(mongo: Any, mongo_db_name: str) -> None:
+async def test_the_lexicon_warm_up_is_skipped_past_its_bound_and_with_a_shared_store(
+    mongo: Any, mongo_db_name: str
+) -> None:
     store = _RefusingReads(mongo, mongo_db_name)
     await _chains_of(store, alice=["Kyoto temples", "chickpea curry"], bob=["Lisbon trams"])
 
@@ -390,7 +451,9 @@ async def test_the_lexicon_warm_up_is_skipped_past_its_bound_and_with_a_shared_s
     assert len(await bounded.user("acme", "alice")) == 2 and store.user_reads == ["alice"]
 
 
-async def test_formation_warms_both_search_caches_at_start_and_its_gauge_says_when_done(formation: Formation, stub: Any) -> None:
+async def test_formation_warms_both_search_caches_at_start_and_its_gauge_says_when_done(
+    formation: Formation, stub: Any
+) -> None:
     from athena.metrics import SEARCH_CACHE_WARMING
     from athena_formation.server import _warm_search_cache
 

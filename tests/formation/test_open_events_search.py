@@ -17,6 +17,7 @@ from pathlib import Path
 import grpc
 import pytest
 from redis.asyncio import Redis
+from support.in_process import in_process_settings
 
 from athena import keys
 from athena.auth import BearerCredentialInterceptor
@@ -31,7 +32,6 @@ from athena_cli.stack import StackCredentials
 from athena_formation.server import Formation, build_formation
 from athena_ingest.open_events import newest_events
 from athena_ingest.server import build_ingest
-from support.in_process import in_process_settings
 
 WINDOW = memory_pb2.HIT_SOURCE_WINDOW
 CHAIN = memory_pb2.HIT_SOURCE_CHAIN
@@ -45,9 +45,15 @@ DOG = [
 ]
 KYOTO = [
     ("user", "I'm planning a trip to Kyoto in April. Which neighbourhoods are best for seeing temples?"),
-    ("agent", "Higashiyama is ideal: Kiyomizu-dera, Yasaka Shrine and the Philosopher's Path are all walkable from there."),
+    (
+        "agent",
+        "Higashiyama is ideal: Kiyomizu-dera, Yasaka Shrine and the Philosopher's Path are all walkable from there.",
+    ),
     ("user", "How many days would you recommend for Kyoto and a day trip to Nara?"),
-    ("agent", "Plan four days in Kyoto plus one for Nara; visit Fushimi Inari early to avoid the cherry blossom crowds."),
+    (
+        "agent",
+        "Plan four days in Kyoto plus one for Nara; visit Fushimi Inari early to avoid the cherry blossom crowds.",
+    ),
 ]
 CURRY = [
     ("user", "What vegetarian curry can I cook tonight with chickpeas and coconut milk?"),
@@ -64,18 +70,30 @@ class Stack:
     formation: Formation
 
     def client(self, tenant_id: str = "acme") -> AthenaClient:
-        return AthenaClient(self.target, options=ClientOptions(timeout=30, max_attempts=1), bearer_token=self.credentials.token_for(tenant_id))
+        return AthenaClient(
+            self.target,
+            options=ClientOptions(timeout=30, max_attempts=1),
+            bearer_token=self.credentials.token_for(tenant_id),
+        )
 
     def formation_channel(self) -> grpc.aio.Channel:
-        return grpc.aio.insecure_channel(self.formation_target, interceptors=[BearerCredentialInterceptor(self.credentials.internal_token)])
+        return grpc.aio.insecure_channel(
+            self.formation_target, interceptors=[BearerCredentialInterceptor(self.credentials.internal_token)]
+        )
 
 
 @asynccontextmanager
-async def _running(redis_server: RedisServer, mongo_server: MongoWireServer, database: str, redis: Redis, data_dir: Path) -> AsyncIterator[Stack]:
+async def _running(
+    redis_server: RedisServer, mongo_server: MongoWireServer, database: str, redis: Redis, data_dir: Path
+) -> AsyncIterator[Stack]:
     """Formation and ingest in this process, on these servers."""
     credentials = StackCredentials()
     settings = in_process_settings(
-        redis_url=redis_server.url, mongodb_uri=mongo_server.url, database=database, data_dir=data_dir, credentials=credentials,
+        redis_url=redis_server.url,
+        mongodb_uri=mongo_server.url,
+        database=database,
+        data_dir=data_dir,
+        credentials=credentials,
         mongodb_timeout_ms=5000,
     )
     formation = await build_formation(settings)
@@ -83,19 +101,25 @@ async def _running(redis_server: RedisServer, mongo_server: MongoWireServer, dat
     ingest, _ = await build_ingest(settings)
     await ingest.start()
     try:
-        yield Stack(credentials, f"127.0.0.1:{ingest.bound_port}", f"127.0.0.1:{formation.host.bound_port}", redis, formation)
+        yield Stack(
+            credentials, f"127.0.0.1:{ingest.bound_port}", f"127.0.0.1:{formation.host.bound_port}", redis, formation
+        )
     finally:
         await ingest.shutdown()
         await formation.host.shutdown()
 
 
 @pytest.fixture
-async def stack(redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, redis: Redis, tmp_path: Path) -> AsyncIterator[Stack]:
+async def stack(
+    redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, redis: Redis, tmp_path: Path
+) -> AsyncIterator[Stack]:
     async with _running(redis_server, mongo_server, mongo_db_name, redis, tmp_path) as running:
         yield running
 
 
-async def _store(client: AthenaClient, scope: memory_pb2.Scope, turns: list[tuple[str, str]], **metadata: str) -> list[str]:
+async def _store(
+    client: AthenaClient, scope: memory_pb2.Scope, turns: list[tuple[str, str]], **metadata: str
+) -> list[str]:
     results = await client.store_events(scope, [EventInput(role, text, metadata=metadata) for role, text in turns])
     return [r.event_id for r in results.results]
 
@@ -109,13 +133,19 @@ async def _park(redis: Redis, scope: memory_pb2.Scope, count: int, task_id: str)
     window = ShortTermWindow(redis)
     raws = await window.read_raw(scope)
     events = [memory_pb2.Event.FromString(r) for r in raws[:count]]
-    segment = formation_pb2.Segment(id=f"seg_{task_id}", scope=scope, events=events, reason=formation_pb2.CUT_REASON_TOPIC_BREAK)
+    segment = formation_pb2.Segment(
+        id=f"seg_{task_id}", scope=scope, events=events, reason=formation_pb2.CUT_REASON_TOPIC_BREAK
+    )
     handoff = keys.stm_handoff_key(scope_key(scope), task_id)
-    assert await window.cut(scope, head=raws[:count], handoff_key=handoff, segment=segment.SerializeToString(), decision="{}")
+    assert await window.cut(
+        scope, head=raws[:count], handoff_key=handoff, segment=segment.SerializeToString(), decision="{}"
+    )
     return segment
 
 
-async def test_a_fact_stored_through_the_public_api_is_found_at_once_as_a_window_hit_with_its_event_ids(stack: Stack) -> None:
+async def test_a_fact_stored_through_the_public_api_is_found_at_once_as_a_window_hit_with_its_event_ids(
+    stack: Stack,
+) -> None:
     async with stack.client() as client:
         ids = await _store(client, TRAVEL, DOG)
         stored = time.monotonic()
@@ -153,7 +183,7 @@ async def test_a_parked_segment_is_found_while_it_is_parked(stack: Stack) -> Non
         hits = await client.search_memory(TRAVEL, "How many days for Kyoto and Nara?", limit=10)
         page = await client.get_context(TRAVEL)
 
-    assert [e.id for e in page] == ids[len(KYOTO):]  # cut out of the window, yet:
+    assert [e.id for e in page] == ids[len(KYOTO) :]  # cut out of the window, yet:
     assert hits[0].source == WINDOW and list(hits[0].event_ids) == ids[2:4]
     found = [e for h in _window_hits(hits) for e in h.event_ids]
     assert len(found) == len(set(found))  # every event in one hit at most
@@ -165,19 +195,23 @@ async def test_once_formed_the_events_come_back_as_a_chain_hit_and_never_also_as
         ids = await _store(client, TRAVEL, KYOTO + CURRY)
         segment = await _park(stack.redis, TRAVEL, len(KYOTO), "chk-formed")
         async with stack.formation_channel() as channel:
-            formed = await formation_pb2_grpc.FormationServiceStub(channel).FormChain(formation_pb2.FormChainRequest(segment=segment), timeout=120)
+            formed = await formation_pb2_grpc.FormationServiceStub(channel).FormChain(
+                formation_pb2.FormChainRequest(segment=segment), timeout=120
+            )
         assert formed.outcome == formation_pb2.FORM_OUTCOME_CREATED
         # formed, and its hand-off still parked (cognition deletes it once FormChain answered): no double hit
         while_parked = await client.search_memory(TRAVEL, "Kyoto temples and the day trip to Nara", limit=10)
         await window.drop_handoff(TRAVEL, keys.stm_handoff_key(scope_key(TRAVEL), "chk-formed"))
-        after = await client.search_memory(TRAVEL, "Kyoto temples and the day trip to Nara, and the chickpea curry", limit=10)
+        after = await client.search_memory(
+            TRAVEL, "Kyoto temples and the day trip to Nara, and the chickpea curry", limit=10
+        )
 
     for hits in (while_parked, after):
         chain_hits = [h for h in hits if h.source == CHAIN]
         assert [h.chain.id for h in chain_hits] == [formed.chain_id]
         assert list(chain_hits[0].event_ids) == ids[: len(KYOTO)] == list(chain_hits[0].chain.event_ids)
         assert not {e for h in _window_hits(hits) for e in h.event_ids} & set(ids[: len(KYOTO)])
-    assert [list(h.event_ids) for h in _window_hits(after)] == [ids[len(KYOTO):]]  # the curry, still in the window
+    assert [list(h.event_ids) for h in _window_hits(after)] == [ids[len(KYOTO) :]]  # the curry, still in the window
     assert await stack.redis.exists(keys.stm_parked_key(scope_key(TRAVEL))) == 0
 
 
@@ -198,7 +232,9 @@ async def test_metadata_filters_apply_to_window_hits_by_exact_key_and_value(stac
 
 async def test_another_users_or_tenants_window_never_appears(stack: Stack) -> None:
     async with stack.client("globex") as globex, stack.client("acme") as acme:
-        await _store(globex, AthenaClient.scope("globex", "alice", "travel"), DOG)  # same user and agent ids, other tenant
+        await _store(
+            globex, AthenaClient.scope("globex", "alice", "travel"), DOG
+        )  # same user and agent ids, other tenant
         await _store(acme, AthenaClient.scope("acme", "bob", "travel"), DOG)  # same tenant, other user
         await _store(acme, TRAVEL, CURRY)
         mine = await acme.search_memory(TRAVEL, "my beagle Pepperoni", limit=10)
@@ -209,7 +245,9 @@ async def test_another_users_or_tenants_window_never_appears(stack: Stack) -> No
     assert [h.chain.scope for h in bobs] == [AthenaClient.scope("acme", "bob", "travel")]
 
 
-async def test_events_the_users_tombstone_erases_are_not_found_even_before_the_erasure_removed_them(stack: Stack) -> None:
+async def test_events_the_users_tombstone_erases_are_not_found_even_before_the_erasure_removed_them(
+    stack: Stack,
+) -> None:
     async with stack.client() as client:
         await _store(client, TRAVEL, DOG)
         await write_redis_tombstone(stack.redis, "acme", "alice", erased_at_now())
@@ -224,7 +262,9 @@ async def test_forget_user_leaves_no_open_event_and_none_of_its_words_in_formati
     async with stack.client() as client, stack.client("globex") as globex:
         mine = await _store(client, TRAVEL, DOG)
         theirs = await _store(globex, AthenaClient.scope("globex", "alice", "travel"), DOG)
-        assert await client.search_memory(TRAVEL, "Pepperoni") and await globex.search_memory(AthenaClient.scope("globex", "alice", "travel"), "Pepperoni")
+        assert await client.search_memory(TRAVEL, "Pepperoni") and await globex.search_memory(
+            AthenaClient.scope("globex", "alice", "travel"), "Pepperoni"
+        )
         cached = stack.formation.recall.open_terms._counts
         assert set(mine) | set(theirs) <= set(cached)  # the words of the open events, kept between searches
         await client.forget_user("acme", "alice")
@@ -237,13 +277,15 @@ async def test_get_context_leaves_out_window_hits_its_page_holds_and_returns_the
     async with stack.client() as client:
         ids = await _store(client, TRAVEL, KYOTO + DOG)
         await _park(stack.redis, TRAVEL, len(KYOTO), "chk-context")
-        request = memory_pb2.GetContextRequest(scope=TRAVEL, query="Kyoto and Nara, and my beagle Pepperoni", chain_limit=10)
+        request = memory_pb2.GetContextRequest(
+            scope=TRAVEL, query="Kyoto and Nara, and my beagle Pepperoni", chain_limit=10
+        )
         context = await client._stub.GetContext(request, timeout=30, metadata=client.options.metadata)
 
-    assert [e.id for e in context.events] == ids[len(KYOTO):]
+    assert [e.id for e in context.events] == ids[len(KYOTO) :]
     relevant = [list(h.event_ids) for h in context.relevant_chains]
     assert relevant and all(h.source == WINDOW for h in context.relevant_chains)
-    assert ids[len(KYOTO):] not in relevant  # the dog turn is on the page
+    assert ids[len(KYOTO) :] not in relevant  # the dog turn is on the page
     assert ids[2:4] in relevant  # a parked turn is not
 
 
@@ -264,14 +306,23 @@ def test_only_the_newest_open_events_are_sent_within_the_bounds_and_none_a_tombs
     assert [[e.id for e in s.events] for s in erased] == [["ev_7", "ev_8", "ev_9"]]
 
 
-async def test_without_redis_the_chains_are_still_found(own_redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, tmp_path: Path) -> None:
+async def test_without_redis_the_chains_are_still_found(
+    own_redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, tmp_path: Path
+) -> None:
     redis = Redis.from_url(own_redis_server.url)
     try:
-        async with _running(own_redis_server, mongo_server, mongo_db_name, redis, tmp_path) as stack, stack.client() as client:
+        async with (
+            _running(own_redis_server, mongo_server, mongo_db_name, redis, tmp_path) as stack,
+            stack.client() as client,
+        ):
             ids = await _store(client, TRAVEL, KYOTO)
-            segment = formation_pb2.Segment(id="seg_no_redis", scope=TRAVEL, events=await ShortTermWindow(redis).read(TRAVEL))
+            segment = formation_pb2.Segment(
+                id="seg_no_redis", scope=TRAVEL, events=await ShortTermWindow(redis).read(TRAVEL)
+            )
             async with stack.formation_channel() as channel:
-                formed = await formation_pb2_grpc.FormationServiceStub(channel).FormChain(formation_pb2.FormChainRequest(segment=segment), timeout=120)
+                formed = await formation_pb2_grpc.FormationServiceStub(channel).FormChain(
+                    formation_pb2.FormChainRequest(segment=segment), timeout=120
+                )
             own_redis_server.stop()
             hits = await client.search_memory(TRAVEL, "Kyoto temples", limit=5)
     finally:

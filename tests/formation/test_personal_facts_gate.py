@@ -26,7 +26,7 @@ LABELLED = Path(__file__).resolve().parent / "data" / "gate_labelled.jsonl"
 ROLES = {"user": U, "agent": A}
 
 
-def segment(*turns: tuple["pb.Role.ValueType", str]) -> list[pb.Event]:
+def segment(*turns: tuple[pb.Role.ValueType, str]) -> list[pb.Event]:
     return [pb.Event(role=role, type=pb.EVENT_TYPE_MESSAGE, content=text) for role, text in turns]
 
 
@@ -45,7 +45,9 @@ ACKNOWLEDGEMENTS = ["", "Got it!", "Okay, I'll remember that.", "That's lovely!"
 @pytest.mark.parametrize("mode", ["fast", "balanced"])
 @pytest.mark.parametrize("ack", ACKNOWLEDGEMENTS, ids=["alone", "got-it", "remember", "lovely"])
 @pytest.mark.parametrize("name", sorted(ISSUE_EXAMPLES))
-async def test_the_issue_examples_pass_in_fast_and_balanced_mode_alone_or_acknowledged(name: str, ack: str, mode: str) -> None:
+async def test_the_issue_examples_pass_in_fast_and_balanced_mode_alone_or_acknowledged(
+    name: str, ack: str, mode: str
+) -> None:
     events = segment((U, ISSUE_EXAMPLES[name]), *([(A, ack)] if ack else []))
 
     report = await gate(events, mode)
@@ -58,7 +60,9 @@ SMALL_TALK = {
     "hi": segment((U, "hi"), (A, "Hello! How can I help you today?")),
     "thanks": segment((U, "thanks!"), (A, "You're welcome!")),
     "lol": segment((U, "lol")),
-    "how-are-you": segment((U, "How are you?"), (A, "I'm doing well, thanks for asking! How about you?"), (U, "Good, thanks")),
+    "how-are-you": segment(
+        (U, "How are you?"), (A, "I'm doing well, thanks for asking! How about you?"), (U, "Good, thanks")
+    ),
     "goodbye": segment((U, "Sorry, I have to go now. Bye!"), (A, "No problem, talk soon!")),
     "appreciation": segment((U, "I really appreciate it!"), (A, "Anytime!")),
     "happy-for-you": segment((U, "I'm so happy for you!")),
@@ -220,7 +224,10 @@ def test_the_labelled_set_is_sorted_above_the_floors_lexically(labelled: list[La
 def test_the_labelled_set_is_sorted_above_the_floors_with_embeddings(
     labelled: list[Labelled], labelled_embeddings: list[np.ndarray], mode: str
 ) -> None:
-    passed = [assess_quality(i.events, i.analysis, mode=mode, embeddings=e).passed for i, e in zip(labelled, labelled_embeddings)]
+    passed = [
+        assess_quality(i.events, i.analysis, mode=mode, embeddings=e).passed
+        for i, e in zip(labelled, labelled_embeddings)
+    ]
 
     precision, recall, _ = rates(labelled, passed)
     print(f"\nlabelled set, {mode}, embeddings: precision {precision:.3f}, recall {recall:.3f}")

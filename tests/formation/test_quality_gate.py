@@ -9,6 +9,7 @@ they would without an LLM.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 from pathlib import Path
@@ -30,9 +31,7 @@ DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 def segment(*turns: tuple) -> list[pb.Event]:
     """Events from (role, text) or (role, text, event type) tuples."""
-    return [
-        pb.Event(role=t[0], type=t[2] if len(t) > 2 else pb.EVENT_TYPE_MESSAGE, content=t[1]) for t in turns
-    ]
+    return [pb.Event(role=t[0], type=t[2] if len(t) > 2 else pb.EVENT_TYPE_MESSAGE, content=t[1]) for t in turns]
 
 
 async def gate(events: list[pb.Event], mode: str = "balanced", **kwargs: object) -> QualityReport:
@@ -45,48 +44,87 @@ async def gate(events: list[pb.Event], mode: str = "balanced", **kwargs: object)
 SHOULD_PASS = {
     "docker-oom": segment(
         (U, "My Docker container keeps getting killed with exit code 137. It's a Python 3.11 service."),
-        (A, "Exit code 137 means the OOM killer stopped it: the container ran out of memory. Check docker inspect for OOMKilled=true."),
+        (
+            A,
+            "Exit code 137 means the OOM killer stopped it: the container ran out of memory. Check docker inspect for OOMKilled=true.",
+        ),
         (U, "Yes, OOMKilled is true and the limit is 2 GB. How do I raise the memory limit?"),
-        (A, "Run it with a higher limit, for example docker run --memory=4g, or set mem_limit: 4g in docker-compose.yml."),
+        (
+            A,
+            "Run it with a higher limit, for example docker run --memory=4g, or set mem_limit: 4g in docker-compose.yml.",
+        ),
         (U, "Raised it to 4 GB and it works now, thanks!"),
     ),
     "lisbon-trip": segment(
         (U, "I'm planning a 5-day trip to Lisbon in May with my wife. What neighborhoods should we stay in?"),
-        (A, "For a first visit, Baixa and Chiado are central and walkable, and Alfama is charming and quieter with fado bars."),
+        (
+            A,
+            "For a first visit, Baixa and Chiado are central and walkable, and Alfama is charming and quieter with fado bars.",
+        ),
         (U, "Is Sintra worth a day trip, and how do we get there?"),
-        (A, "Sintra is worth it: take the train from Rossio station, about 40 minutes and €2.30 each way, and go early on a weekday."),
+        (
+            A,
+            "Sintra is worth it: take the train from Rossio station, about 40 minutes and €2.30 each way, and go early on a weekday.",
+        ),
     ),
     "risotto": segment(
         (U, "How do I make a creamy mushroom risotto without it getting gluey?"),
-        (A, "Toast Arborio rice in butter for 2 minutes, add hot stock one ladle at a time and stir often; it takes about 18 minutes."),
+        (
+            A,
+            "Toast Arborio rice in butter for 2 minutes, add hot stock one ladle at a time and stir often; it takes about 18 minutes.",
+        ),
         (U, "Should I rinse the rice first?"),
-        (A, "No, the surface starch is what makes risotto creamy. Gluey risotto comes from overcooking, so stop when the rice is al dente."),
+        (
+            A,
+            "No, the surface starch is what makes risotto creamy. Gluey risotto comes from overcooking, so stop when the rice is al dente.",
+        ),
     ),
     "password-reset": segment(
         (U, "How do I reset my password on the billing portal?"),
-        (A, "Go to billing.example.com, click 'Forgot password' and enter your account email. The reset link is valid for 30 minutes."),
+        (
+            A,
+            "Go to billing.example.com, click 'Forgot password' and enter your account email. The reset link is valid for 30 minutes.",
+        ),
     ),
     "roth-ira": segment(
         (U, "What's the difference between a Roth IRA and a traditional IRA?"),
-        (A, "With a traditional IRA you contribute pre-tax money and pay income tax on withdrawals; with a Roth IRA you contribute after-tax money and qualified withdrawals are tax-free."),
+        (
+            A,
+            "With a traditional IRA you contribute pre-tax money and pay income tax on withdrawals; with a Roth IRA you contribute after-tax money and qualified withdrawals are tax-free.",
+        ),
         (U, "Which one makes more sense if I expect a higher income later?"),
-        (A, "If you expect a higher tax bracket in retirement, the Roth IRA usually wins, because you pay the tax now at the lower rate."),
+        (
+            A,
+            "If you expect a higher tax bracket in retirement, the Roth IRA usually wins, because you pay the tax now at the lower rate.",
+        ),
     ),
     "half-marathon": segment(
-        (U, "I started training for a half marathon in October. Any tips for building up mileage without getting injured?"),
-        (A, "Increase your weekly mileage by no more than about 10%, keep most runs at an easy pace, and rest the day after your long run."),
+        (
+            U,
+            "I started training for a half marathon in October. Any tips for building up mileage without getting injured?",
+        ),
+        (
+            A,
+            "Increase your weekly mileage by no more than about 10%, keep most runs at an easy pace, and rest the day after your long run.",
+        ),
         (U, "Good to know, I've been running 25 km a week so far."),
     ),
     "sql-request": segment(
         (U, "Please write a SQL query that counts orders per customer in 2023."),
-        (A, "SELECT customer_id, COUNT(*) AS orders FROM orders WHERE order_date >= '2023-01-01' AND order_date < '2024-01-01' GROUP BY customer_id;"),
+        (
+            A,
+            "SELECT customer_id, COUNT(*) AS orders FROM orders WHERE order_date >= '2023-01-01' AND order_date < '2024-01-01' GROUP BY customer_id;",
+        ),
     ),
     "backup-agent": segment(
         (U, "Can you find out why the nightly backup job failed on db-prod-2?"),
         (A, "Check the job logs first.", THOUGHT),
         (A, "run_command('journalctl -u pg-backup --since yesterday')", ACTION),
         (A, "pg_dump: error: could not write to output file: No space left on device", OBSERVATION),
-        (A, "The nightly backup failed because /var/backups on db-prod-2 ran out of disk space; old dumps take 180 GB."),
+        (
+            A,
+            "The nightly backup failed because /var/backups on db-prod-2 ran out of disk space; old dumps take 180 GB.",
+        ),
         (U, "Please delete the dumps older than 14 days and rerun the backup."),
         (A, "Done: I removed 23 old dumps (freed 171 GB) and the backup finished successfully."),
     ),
@@ -217,7 +255,10 @@ async def test_a_clarifying_question_does_not_count_as_the_answer_but_the_answer
         (U, "How do I apply only for Medicare?"),
         (A, "Are you 65?"),
         (U, "yes"),
-        (A, "You can use our online retirement application to sign up just for Medicare and apply for retirement benefits later."),
+        (
+            A,
+            "You can use our online retirement application to sign up just for Medicare and apply for retirement benefits later.",
+        ),
     )
     report = await gate(events)
 
@@ -296,9 +337,15 @@ async def test_phatic_questions_are_not_user_questions() -> None:
 
 LIFE_UPDATE = segment(
     (A, "Hey John, how have you been since we last talked?"),
-    (U, "I've been busy: I started volunteering at the animal shelter on weekends and I'm training our new rescue dog, Biscuit."),
+    (
+        U,
+        "I've been busy: I started volunteering at the animal shelter on weekends and I'm training our new rescue dog, Biscuit.",
+    ),
     (A, "That's wonderful! How is Biscuit settling in?"),
-    (U, "Really well. Biscuit already knows sit and stay, and we go to puppy obedience classes every Saturday morning."),
+    (
+        U,
+        "Really well. Biscuit already knows sit and stay, and we go to puppy obedience classes every Saturday morning.",
+    ),
     (A, "Puppy classes are such a good idea, and volunteering at the shelter must be rewarding."),
 )
 AGENT_MONOLOGUE = segment(
@@ -416,7 +463,11 @@ def locomo_windows(size: int) -> list[list[pb.Event]]:
                 if len(chunk) >= 2:
                     windows.append(
                         [
-                            pb.Event(role=U if t["speaker"] == conv["speaker_a"] else A, type=pb.EVENT_TYPE_MESSAGE, content=t["text"])
+                            pb.Event(
+                                role=U if t["speaker"] == conv["speaker_a"] else A,
+                                type=pb.EVENT_TYPE_MESSAGE,
+                                content=t["text"],
+                            )
                             for t in chunk
                         ]
                     )
@@ -425,7 +476,7 @@ def locomo_windows(size: int) -> list[list[pb.Event]]:
 
 
 def has_exchange(events: list[pb.Event]) -> bool:
-    return any(a.role == U and b.role == A for a, b in zip(events, events[1:]))
+    return any(a.role == U and b.role == A for a, b in itertools.pairwise(events))
 
 
 async def test_most_help_desk_segments_with_an_exchange_pass_in_balanced_mode() -> None:
@@ -433,7 +484,9 @@ async def test_most_help_desk_segments_with_an_exchange_pass_in_balanced_mode() 
     passed = [(await gate(s)).passed for s in segments]
 
     rate = sum(passed) / len(passed)
-    print(f"\nSuperDialseg validation, first 300 dialogues, {len(passed)} segments with an exchange, lexical: {rate:.3f}")
+    print(
+        f"\nSuperDialseg validation, first 300 dialogues, {len(passed)} segments with an exchange, lexical: {rate:.3f}"
+    )
     assert rate >= 0.65
 
 

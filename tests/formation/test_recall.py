@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
+from support.formation_data import COOKING, KYOTO, PYTHON_BUG, SCOPE, make_segment, milvus_ids
 
 from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
 from athena_formation.server import Formation
-from support.formation_data import COOKING, KYOTO, PYTHON_BUG, SCOPE, make_segment, milvus_ids
 
 OTHER_TENANT = memory_pb2.Scope(tenant_id="globex", user_id="alice", agent_id="helper")
 
 
 async def _form(stub, turns, scope=SCOPE) -> str:
-    response = await stub.FormChain(formation_pb2.FormChainRequest(segment=make_segment(turns, scope=scope)), timeout=60)
+    response = await stub.FormChain(
+        formation_pb2.FormChainRequest(segment=make_segment(turns, scope=scope)), timeout=60
+    )
     assert response.outcome == formation_pb2.FORM_OUTCOME_CREATED
     return response.chain_id
 
@@ -26,7 +28,12 @@ async def test_search_ranks_the_matching_chain_first_and_explains_why(stub) -> N
     kyoto = await _form(stub, KYOTO)
     python = await _form(stub, PYTHON_BUG)
 
-    response = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="temples to see in Kyoto", limit=5)), timeout=30)
+    response = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="temples to see in Kyoto", limit=5)
+        ),
+        timeout=30,
+    )
 
     assert [h.chain.id for h in response.hits][:1] == [kyoto]
     assert response.hits[0].similarity > (response.hits[1].similarity if len(response.hits) > 1 else -1)
@@ -39,7 +46,12 @@ async def test_search_enforces_the_similarity_threshold(stub) -> None:
     await _form(stub, PYTHON_BUG)
 
     response = await stub.SearchMemory(
-        formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="temples to see in Kyoto", limit=5, similarity_threshold=0.45)), timeout=30
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(
+                scope=SCOPE, query="temples to see in Kyoto", limit=5, similarity_threshold=0.45
+            )
+        ),
+        timeout=30,
     )
 
     assert len(response.hits) == 1 and all(h.similarity >= 0.45 for h in response.hits)
@@ -50,7 +62,12 @@ async def test_search_never_returns_another_tenants_or_users_chains(stub) -> Non
     await _form(stub, KYOTO, scope=memory_pb2.Scope(tenant_id="acme", user_id="bob", agent_id="helper"))
     mine = await _form(stub, PYTHON_BUG)
 
-    response = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=10)), timeout=30)
+    response = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=10)
+        ),
+        timeout=30,
+    )
 
     assert [h.chain.id for h in response.hits] == [mine]
 
@@ -59,7 +76,10 @@ async def test_a_recall_warms_the_chain_in_the_answer_and_in_the_store_just_afte
     chain_id = await _form(stub, KYOTO)
     before = await formation.store.get(chain_id)
 
-    response = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto", limit=1)), timeout=30)
+    response = await stub.SearchMemory(
+        formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto", limit=1)),
+        timeout=30,
+    )
     assert response.hits[0].chain.recall_count == 1  # the answer shows the warmed chain
     await formation.recall.settle()  # its write goes out just after the answer
 
@@ -84,18 +104,24 @@ async def test_list_chains_pages_through_a_scope_and_filters_by_status(formation
     await formation.store.set_fields(sorted(ids)[0], {"status": "archived"})
 
     first = await stub.ListChains(memory_pb2.ListChainsRequest(scope=SCOPE, page_size=2), timeout=30)
-    second = await stub.ListChains(memory_pb2.ListChainsRequest(scope=SCOPE, page_size=2, page_token=first.next_page_token), timeout=30)
-    active = await stub.ListChains(memory_pb2.ListChainsRequest(scope=SCOPE, status=memory_pb2.CHAIN_STATUS_ACTIVE), timeout=30)
+    second = await stub.ListChains(
+        memory_pb2.ListChainsRequest(scope=SCOPE, page_size=2, page_token=first.next_page_token), timeout=30
+    )
+    active = await stub.ListChains(
+        memory_pb2.ListChainsRequest(scope=SCOPE, status=memory_pb2.CHAIN_STATUS_ACTIVE), timeout=30
+    )
 
     assert len(first.chains) == 2 and first.next_page_token and len(second.chains) == 1 and not second.next_page_token
     assert {c.id for c in [*first.chains, *second.chains]} == ids
     assert {c.id for c in active.chains} == ids - {sorted(ids)[0]}
 
 
-async def test_the_archiver_deletes_the_embedding_then_archives_and_search_stops_finding_it(formation: Formation, stub) -> None:
+async def test_the_archiver_deletes_the_embedding_then_archives_and_search_stops_finding_it(
+    formation: Formation, stub
+) -> None:
     cold = await _form(stub, KYOTO)
     warm = await _form(stub, PYTHON_BUG)
-    long_ago = (datetime.now(timezone.utc) - timedelta(days=120)).timestamp()
+    long_ago = (datetime.now(UTC) - timedelta(days=120)).timestamp()
     await formation.store.set_fields(cold, {"created_at": long_ago, "last_accessed_at": long_ago})
 
     archived = await formation.archiver.run_once()
@@ -104,7 +130,12 @@ async def test_the_archiver_deletes_the_embedding_then_archives_and_search_stops
     assert await milvus_ids(formation) == {warm}
     doc = await formation.store.get(cold)
     assert doc["status"] == "archived" and doc["lifecycle"] == "archived"
-    hits = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=5)), timeout=30)
+    hits = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=5)
+        ),
+        timeout=30,
+    )
     assert cold not in [h.chain.id for h in hits.hits]
     chain = await stub.GetChain(memory_pb2.GetChainRequest(scope=SCOPE, chain_id=cold), timeout=30)
     assert chain.status == memory_pb2.CHAIN_STATUS_ARCHIVED
@@ -113,24 +144,43 @@ async def test_the_archiver_deletes_the_embedding_then_archives_and_search_stops
 async def test_the_warm_ups_of_concurrent_searches_all_reach_the_store(formation: Formation, stub) -> None:
     chain_id = await _form(stub, KYOTO)
 
-    await asyncio.gather(*(stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=1)), timeout=30) for _ in range(6)))
+    await asyncio.gather(
+        *(
+            stub.SearchMemory(
+                formation_pb2.SearchRequest(
+                    request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=1)
+                ),
+                timeout=30,
+            )
+            for _ in range(6)
+        )
+    )
     await formation.recall.settle()
 
     assert (await formation.store.get(chain_id))["recall_count"] == 6
 
 
-async def test_search_fills_its_hits_past_chains_whose_documents_say_they_are_no_longer_searchable(formation: Formation, stub) -> None:
+async def test_search_fills_its_hits_past_chains_whose_documents_say_they_are_no_longer_searchable(
+    formation: Formation, stub
+) -> None:
     kyoto = await _form(stub, KYOTO)
     others = {await _form(stub, COOKING), await _form(stub, PYTHON_BUG)}
     # Archived behind the search index's back: its vector and words are still there, its document says no.
     await formation.store.set_fields(kyoto, {"status": "archived"})
 
-    response = await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=2)), timeout=30)
+    response = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples", limit=2)
+        ),
+        timeout=30,
+    )
 
     assert {h.chain.id for h in response.hits} == others
 
 
-async def test_warm_ups_of_one_chain_gathered_in_an_interval_become_one_write_of_their_count(formation: Formation, stub) -> None:
+async def test_warm_ups_of_one_chain_gathered_in_an_interval_become_one_write_of_their_count(
+    formation: Formation, stub
+) -> None:
     from athena_formation.search.recall_warm_ups import WarmUps
 
     chain_id = await _form(stub, KYOTO)

@@ -87,7 +87,9 @@ async def test_writes_made_while_it_reads_are_neither_lost_nor_undone(tmp_path: 
         await index.close()
 
 
-async def test_past_the_cache_bound_it_installs_nothing_and_users_still_load_on_their_first_search(tmp_path: Path) -> None:
+async def test_past_the_cache_bound_it_installs_nothing_and_users_still_load_on_their_first_search(
+    tmp_path: Path,
+) -> None:
     rng = np.random.default_rng(13)
     rows = {f"c{i}": (f"user{i % 3}", _unit(rng)) for i in range(30)}
     await _written(tmp_path / "milvus.db", rows)

@@ -4,18 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from support.formation_data import COOKING, SCOPE, make_segment
+
 from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
 from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
-from support.formation_data import COOKING, SCOPE, make_segment
 
 # Two friends plan a bicycle ride along the embankment in Kazan.
 RUSSIAN = [
     ("user", "Маша купила новый велосипед, и мы хотим поехать вдоль набережной в Казани. Какой маршрут лучше выбрать?"),
-    ("agent", "Начните от Кремля и поезжайте по набережной Казанки до Центра семьи: это около восьми километров ровной дороги."),
+    (
+        "agent",
+        "Начните от Кремля и поезжайте по набережной Казанки до Центра семьи: это около восьми километров ровной дороги.",
+    ),
     ("user", "А где в Казани можно взять велосипед напрокат для меня, пока Маша едет на своём?"),
-    ("agent", "Прокат велосипедов есть у Кремлёвской набережной и в парке Горького; возьмите велосипед с корзиной и шлем."),
+    (
+        "agent",
+        "Прокат велосипедов есть у Кремлёвской набережной и в парке Горького; возьмите велосипед с корзиной и шлем.",
+    ),
 ]
 # A trip to Chengdu: hot pot and mapo tofu.
 CHINESE = [
@@ -33,10 +40,15 @@ async def _form(stub: Any, turns: list[tuple[str, str]]) -> str:
 
 
 async def _search(stub: Any, query: str) -> memory_pb2.SearchMemoryResponse:
-    return await stub.SearchMemory(formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query=query, limit=3)), timeout=30)
+    return await stub.SearchMemory(
+        formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query=query, limit=3)),
+        timeout=30,
+    )
 
 
-async def test_a_russian_and_a_chinese_chain_are_found_by_their_words_and_show_them_as_matched(formation: Formation, stub: Any) -> None:
+async def test_a_russian_and_a_chinese_chain_are_found_by_their_words_and_show_them_as_matched(
+    formation: Formation, stub: Any
+) -> None:
     russian = await _form(stub, RUSSIAN)
     chinese = await _form(stub, CHINESE)
     await _form(stub, COOKING)

@@ -25,32 +25,54 @@ THOUGHT, ACTION, OBSERVATION = pb.EVENT_TYPE_THOUGHT, pb.EVENT_TYPE_ACTION, pb.E
 
 def segment(*turns: tuple) -> list[pb.Event]:
     """Events from (role, text) or (role, text, event type) tuples."""
-    return [
-        pb.Event(role=t[0], type=t[2] if len(t) > 2 else pb.EVENT_TYPE_MESSAGE, content=t[1]) for t in turns
-    ]
+    return [pb.Event(role=t[0], type=t[2] if len(t) > 2 else pb.EVENT_TYPE_MESSAGE, content=t[1]) for t in turns]
 
 
 TECH_SUPPORT = segment(
-    (U, "My Docker container keeps getting killed with exit code 137. It's a Python 3.11 service that loads a big pandas dataframe."),
-    (A, "Exit code 137 means the process was killed by the OOM killer: the container ran out of memory. Check `docker inspect` for OOMKilled=true and look at the memory limit set with --memory."),
+    (
+        U,
+        "My Docker container keeps getting killed with exit code 137. It's a Python 3.11 service that loads a big pandas dataframe.",
+    ),
+    (
+        A,
+        "Exit code 137 means the process was killed by the OOM killer: the container ran out of memory. Check `docker inspect` for OOMKilled=true and look at the memory limit set with --memory.",
+    ),
     (U, "Yes, OOMKilled is true and the limit is 2 GB. How do I raise the memory limit for the container?"),
-    (A, "Run it with a higher limit, for example docker run --memory=4g --memory-swap=4g my-service. In docker-compose.yml set mem_limit: 4g under the service. You can also reduce memory use by reading the CSV in chunks with pandas.read_csv(chunksize=100000)."),
+    (
+        A,
+        "Run it with a higher limit, for example docker run --memory=4g --memory-swap=4g my-service. In docker-compose.yml set mem_limit: 4g under the service. You can also reduce memory use by reading the CSV in chunks with pandas.read_csv(chunksize=100000).",
+    ),
     (U, "Raised it to 4 GB and it works now, thanks!"),
 )
 TRAVEL = segment(
     (U, "I'm planning a 5-day trip to Lisbon in May with my wife. What neighborhoods should we stay in?"),
-    (A, "For a first visit, Baixa and Chiado are central and walkable, Alfama is charming and quieter with fado bars, and Príncipe Real is great for restaurants. Expect around €120-180 per night for a good hotel in May."),
+    (
+        A,
+        "For a first visit, Baixa and Chiado are central and walkable, Alfama is charming and quieter with fado bars, and Príncipe Real is great for restaurants. Expect around €120-180 per night for a good hotel in May.",
+    ),
     (U, "We'd also like to do a day trip. Is Sintra worth it, and how do we get there?"),
-    (A, "Sintra is absolutely worth it: Pena Palace and Quinta da Regaleira are the highlights. Take the train from Rossio station; it takes about 40 minutes and costs €2.30 each way. Go early on a weekday to avoid the crowds."),
+    (
+        A,
+        "Sintra is absolutely worth it: Pena Palace and Quinta da Regaleira are the highlights. Take the train from Rossio station; it takes about 40 minutes and costs €2.30 each way. Go early on a weekday to avoid the crowds.",
+    ),
     (U, "Great, we'll book the Chiado hotel and do Sintra on Tuesday."),
 )
 COOKING = segment(
     (U, "How do I make a creamy mushroom risotto without it getting gluey?"),
-    (A, "Use Arborio or Carnaroli rice and toast it in butter for 2 minutes before adding wine. Add hot stock one ladle at a time and stir often; the whole cooking takes about 18 minutes."),
+    (
+        A,
+        "Use Arborio or Carnaroli rice and toast it in butter for 2 minutes before adding wine. Add hot stock one ladle at a time and stir often; the whole cooking takes about 18 minutes.",
+    ),
     (U, "Should I rinse the rice first?"),
-    (A, "No, don't rinse it: the surface starch is what makes risotto creamy. The gluey texture usually comes from overcooking, so stop when the rice is al dente and finish with parmesan and a knob of cold butter off the heat."),
+    (
+        A,
+        "No, don't rinse it: the surface starch is what makes risotto creamy. The gluey texture usually comes from overcooking, so stop when the rice is al dente and finish with parmesan and a knob of cold butter off the heat.",
+    ),
     (U, "And which mushrooms work best?"),
-    (A, "A mix works best: cremini for body plus a handful of dried porcini soaked in 250 ml of warm water, and use the soaking liquid in the stock for a deeper flavor."),
+    (
+        A,
+        "A mix works best: cremini for body plus a handful of dried porcini soaked in 250 ml of warm water, and use the soaking liquid in the stock for a deeper flavor.",
+    ),
 )
 SMALL_TALK_SEGMENT = segment(
     (U, "Hey, how are you?"),
@@ -62,15 +84,24 @@ AGENT_AT_WORK = segment(
     (A, "The user wants the cause of the backup failure; check the job logs first.", THOUGHT),
     (A, "run_command('journalctl -u pg-backup --since yesterday')", ACTION),
     (A, "pg_dump: error: could not write to output file: No space left on device", OBSERVATION),
-    (A, "The nightly backup failed because /var/backups on db-prod-2 ran out of disk space: pg_dump could not write its output file. Old dumps from March are taking 180 GB."),
+    (
+        A,
+        "The nightly backup failed because /var/backups on db-prod-2 ran out of disk space: pg_dump could not write its output file. Old dumps from March are taking 180 GB.",
+    ),
     (U, "Please delete the dumps older than 14 days and rerun the backup."),
     (A, "Done: I removed 23 old dumps (freed 171 GB) and the backup finished successfully at 03:12."),
 )
 LIFE_UPDATE = segment(
     (A, "Hey John, how have you been since we last talked?"),
-    (U, "Thanks, Maria! I've been busy: I started volunteering at the animal shelter on weekends and I'm training our new rescue dog, Biscuit."),
+    (
+        U,
+        "Thanks, Maria! I've been busy: I started volunteering at the animal shelter on weekends and I'm training our new rescue dog, Biscuit.",
+    ),
     (A, "Wow, John, that's wonderful! How is Biscuit settling in?"),
-    (U, "Really well. Biscuit already knows sit and stay, and we go to puppy obedience classes every Saturday morning."),
+    (
+        U,
+        "Really well. Biscuit already knows sit and stay, and we go to puppy obedience classes every Saturday morning.",
+    ),
 )
 
 
@@ -179,8 +210,11 @@ async def test_subtopics_do_not_repeat_the_main_topic() -> None:
 
 async def test_entities_of_every_shape_are_found_and_classified() -> None:
     events = segment(
-        (U, "Our API at https://api.example.com/v2 times out after 5 ms when I call `fetch_orders` from "
-            "OrderService.sync() on Python 3.11. Contact ops@example.com before March 3, 2024; the budget is $30."),
+        (
+            U,
+            "Our API at https://api.example.com/v2 times out after 5 ms when I call `fetch_orders` from "
+            "OrderService.sync() on Python 3.11. Contact ops@example.com before March 3, 2024; the budget is $30.",
+        ),
         (A, "Upgrade the client to v2.3 and raise REQUEST_TIMEOUT to 20 GB... I mean 20 s, in /etc/app/config.yaml."),
     )
     found = entity_texts(await analyze(events, llm=None))
@@ -230,9 +264,19 @@ async def test_capitalized_sentence_openers_are_not_entities() -> None:
 async def test_the_summary_stays_short_on_a_long_segment() -> None:
     long_turns = []
     for i in range(12):
-        long_turns.append((U, f"Question {i}: how should I tune the PostgreSQL autovacuum settings for a table with {i + 1} million updates a day?"))
-        long_turns.append((A, "Lower autovacuum_vacuum_scale_factor to 0.01 for that table, raise autovacuum_max_workers, "
-                              "and watch n_dead_tup in pg_stat_user_tables; " * 3))
+        long_turns.append(
+            (
+                U,
+                f"Question {i}: how should I tune the PostgreSQL autovacuum settings for a table with {i + 1} million updates a day?",
+            )
+        )
+        long_turns.append(
+            (
+                A,
+                "Lower autovacuum_vacuum_scale_factor to 0.01 for that table, raise autovacuum_max_workers, "
+                "and watch n_dead_tup in pg_stat_user_tables; " * 3,
+            )
+        )
     analysis = await analyze(segment(*long_turns), llm=None)
 
     assert 0 < len(analysis.summary) <= 400
@@ -401,7 +445,9 @@ async def test_invented_and_junk_entities_are_dropped(server: FakeOpenAI, llm: L
     assert analysis.entities == (Entity("docker", "product"), Entity("OOMKilled", "other"), Entity("pandas", "other"))
 
 
-async def test_an_answer_without_an_entity_list_takes_the_heuristic_entities(server: FakeOpenAI, llm: LLMClient) -> None:
+async def test_an_answer_without_an_entity_list_takes_the_heuristic_entities(
+    server: FakeOpenAI, llm: LLMClient
+) -> None:
     answer = {k: v for k, v in GOOD_ANSWER.items() if k != "entities"}
     server.reply(json.dumps(answer))
 
@@ -435,13 +481,28 @@ async def test_malformed_json_falls_back_to_the_heuristic(server: FakeOpenAI, ll
         {**GOOD_ANSWER, "main_topic": 42},
         {**GOOD_ANSWER, "main_topic": {"name": ["Docker"], "confidence": 0.9}},
         {**GOOD_ANSWER, "main_topic": {"name": "unknown", "confidence": 0.9}},
-        {**GOOD_ANSWER, "main_topic": {"name": "a very long sentence that is clearly not a short topic name at all", "confidence": 0.9}},
+        {
+            **GOOD_ANSWER,
+            "main_topic": {
+                "name": "a very long sentence that is clearly not a short topic name at all",
+                "confidence": 0.9,
+            },
+        },
         {**GOOD_ANSWER, "summary": ["The user asked about Docker."]},
         {**GOOD_ANSWER, "summary": "ok"},
         {k: v for k, v in GOOD_ANSWER.items() if k != "summary"},
         {"answer": "Docker"},
     ],
-    ids=["topic-number", "topic-name-list", "topic-placeholder", "topic-sentence", "summary-list", "summary-too-short", "summary-missing", "wrong-object"],
+    ids=[
+        "topic-number",
+        "topic-name-list",
+        "topic-placeholder",
+        "topic-sentence",
+        "summary-list",
+        "summary-too-short",
+        "summary-missing",
+        "wrong-object",
+    ],
 )
 async def test_an_unusable_main_topic_or_summary_means_the_whole_analysis_is_heuristic(
     server: FakeOpenAI, llm: LLMClient, answer: dict
@@ -455,7 +516,9 @@ async def test_an_unusable_main_topic_or_summary_means_the_whole_analysis_is_heu
     assert llm.stats.malformed["analysis"] == 1
 
 
-async def test_a_bare_string_main_topic_is_accepted_with_an_unknown_confidence(server: FakeOpenAI, llm: LLMClient) -> None:
+async def test_a_bare_string_main_topic_is_accepted_with_an_unknown_confidence(
+    server: FakeOpenAI, llm: LLMClient
+) -> None:
     server.reply(json.dumps({**GOOD_ANSWER, "main_topic": "Docker memory limits"}))
 
     analysis = await analyze(TECH_SUPPORT, llm=llm)
@@ -474,7 +537,9 @@ async def test_an_overlong_summary_is_cut_at_a_sentence_end(server: FakeOpenAI, 
     assert analysis.summary.endswith("limits.")
 
 
-async def test_a_slow_llm_is_cut_off_at_the_timeout_and_the_heuristic_answers(server: FakeOpenAI, llm: LLMClient) -> None:
+async def test_a_slow_llm_is_cut_off_at_the_timeout_and_the_heuristic_answers(
+    server: FakeOpenAI, llm: LLMClient
+) -> None:
     server.reply(json.dumps(GOOD_ANSWER), delay=3.0)
 
     started = time.monotonic()

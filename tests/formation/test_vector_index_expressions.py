@@ -29,7 +29,13 @@ async def index(tmp_path: Path):  # type: ignore[no-untyped-def]
     index = VectorIndex(str(tmp_path / "milvus.db"), collection="expr_test", dim=DIM)
     rng = np.random.default_rng(7)
     for i, user in enumerate(["alice", "alice", "bob"]):
-        await index.upsert(chain_id=f"c{i}", tenant_id="acme", user_id=user, agent_id="helper", embedding=rng.standard_normal(DIM).astype(np.float32))
+        await index.upsert(
+            chain_id=f"c{i}",
+            tenant_id="acme",
+            user_id=user,
+            agent_id="helper",
+            embedding=rng.standard_normal(DIM).astype(np.float32),
+        )
     yield index
     await index.close()
 
@@ -45,7 +51,9 @@ async def test_hostile_scope_ids_never_reach_a_milvus_filter(index: VectorIndex)
             with pytest.raises(ValueError):
                 await index.search(query, tenant_id="acme", user_id="alice", agent_id=bad)
     assert await index.ids_of_user(tenant_id="acme", user_id="alice") == {"c0", "c1"}
-    assert {h.chain_id for h in await index.search(query, tenant_id="acme", user_id="alice", agent_id="helper", limit=10)} == {"c0", "c1"}
+    assert {
+        h.chain_id for h in await index.search(query, tenant_id="acme", user_id="alice", agent_id="helper", limit=10)
+    } == {"c0", "c1"}
 
 
 async def test_hostile_chain_ids_never_reach_pymilvus_primary_key_expressions(index: VectorIndex) -> None:

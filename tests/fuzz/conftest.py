@@ -4,18 +4,18 @@ tested calls changes the short-term windows."""
 
 from __future__ import annotations
 
-from typing import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import grpc
 import pytest
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
+from stack_target import TENANT, Target
 
 from athena.client import ClientOptions
 from athena.config import load_settings
 from athena.stores import EventLog
 from athena_cli.stack import LocalStack, StackPorts
-from stack_target import TENANT, Target
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +35,18 @@ async def target(stack: LocalStack) -> AsyncIterator[Target]:
     assert stack.mongo is not None and stack.redis is not None
     mongo: AsyncMongoClient = AsyncMongoClient(stack.mongo.url, serverSelectionTimeoutMS=5000)  # type: ignore[type-arg]
     redis = Redis.from_url(stack.redis.url)
-    async with stack.client(tenant_id=TENANT, options=ClientOptions(timeout=20, max_attempts=1)) as client:
-        async with grpc.aio.insecure_channel(stack.ingest_target) as channel:
-            t = Target(stack=stack, client=client, channel=channel, event_log=EventLog(mongo, load_settings().mongodb_database), redis=redis)
-            yield t
-            await t.assert_serving()
+    async with (
+        stack.client(tenant_id=TENANT, options=ClientOptions(timeout=20, max_attempts=1)) as client,
+        grpc.aio.insecure_channel(stack.ingest_target) as channel,
+    ):
+        t = Target(
+            stack=stack,
+            client=client,
+            channel=channel,
+            event_log=EventLog(mongo, load_settings().mongodb_database),
+            redis=redis,
+        )
+        yield t
+        await t.assert_serving()
     await redis.aclose()
     await mongo.close()

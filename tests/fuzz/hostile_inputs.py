@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from google.protobuf import timestamp_pb2
 from hypothesis import HealthCheck, settings
@@ -43,7 +44,10 @@ def _mostly(good: st.SearchStrategy[T], bad: st.SearchStrategy[T]) -> st.SearchS
     return st.integers(0, 9).flatmap(lambda i: bad if i >= 8 else good)
 
 
-valid_ids = st.one_of(st.sampled_from(["alice", "bob.smith@example.com", "agent-1", "u_2"]), st.text(alphabet=_ID_CHARS, min_size=1, max_size=12))
+valid_ids = st.one_of(
+    st.sampled_from(["alice", "bob.smith@example.com", "agent-1", "u_2"]),
+    st.text(alphabet=_ID_CHARS, min_size=1, max_size=12),
+)
 ids = _mostly(
     valid_ids,
     st.one_of(st.just(""), texts, _long("a", 128), st.sampled_from(["alice\n", "a:b", "../x", "ünï", "a b", "$where"])),
@@ -60,7 +64,10 @@ contents = _mostly(
 )
 
 metadata_keys = _mostly(
-    st.one_of(st.sampled_from(["workflow_id", "execution_id"]), st.text(alphabet=_ID_CHARS.replace(".", ""), min_size=1, max_size=20)),
+    st.one_of(
+        st.sampled_from(["workflow_id", "execution_id"]),
+        st.text(alphabet=_ID_CHARS.replace(".", ""), min_size=1, max_size=20),
+    ),
     st.one_of(texts, st.sampled_from(["a.b", "$set", ""]), _long("k", 128)),
 )
 metadata_values = _mostly(st.text(alphabet=_printable, max_size=40), st.one_of(texts, _long("v", 1024)))
@@ -71,7 +78,10 @@ metadata = _mostly(
 
 _EARLIEST, _PAST = 946684800, 1_750_000_000  # 2000-01-01 and 2025-06-15, in epoch seconds (fixed: reproducible)
 timestamps = _mostly(
-    st.one_of(st.none(), st.builds(timestamp_pb2.Timestamp, seconds=st.integers(_EARLIEST, _PAST), nanos=st.integers(0, 999_999_999))),
+    st.one_of(
+        st.none(),
+        st.builds(timestamp_pb2.Timestamp, seconds=st.integers(_EARLIEST, _PAST), nanos=st.integers(0, 999_999_999)),
+    ),
     st.builds(
         timestamp_pb2.Timestamp,
         seconds=st.one_of(st.integers(_EARLIEST - 5, _EARLIEST), st.integers(min_value=-(2**63), max_value=2**63 - 1)),
@@ -79,7 +89,9 @@ timestamps = _mostly(
     ),
 )
 
-roles = _mostly(st.sampled_from([memory_pb2.ROLE_USER, memory_pb2.ROLE_AGENT, memory_pb2.ROLE_SYSTEM]), st.integers(-2, 6))
+roles = _mostly(
+    st.sampled_from([memory_pb2.ROLE_USER, memory_pb2.ROLE_AGENT, memory_pb2.ROLE_SYSTEM]), st.integers(-2, 6)
+)
 types = _mostly(st.sampled_from([memory_pb2.EVENT_TYPE_MESSAGE, memory_pb2.EVENT_TYPE_THOUGHT]), st.integers(-2, 6))
 
 
@@ -142,7 +154,10 @@ def store_events_requests(tenant: str) -> st.SearchStrategy[memory_pb2.StoreEven
 
 
 queries = _mostly(
-    st.one_of(st.sampled_from(["Kyoto temples in April", "python KeyError"]), st.text(alphabet=_printable, min_size=1, max_size=60).filter(str.strip)),
+    st.one_of(
+        st.sampled_from(["Kyoto temples in April", "python KeyError"]),
+        st.text(alphabet=_printable, min_size=1, max_size=60).filter(str.strip),
+    ),
     st.one_of(texts, st.just(""), _long("q", 4096), st.just("  ")),
 )
 
@@ -173,7 +188,9 @@ def search_requests(draw: st.DrawFn, tenant: str) -> memory_pb2.SearchMemoryRequ
 
 
 def get_chain_requests(tenant: str) -> st.SearchStrategy[memory_pb2.GetChainRequest]:
-    return st.builds(memory_pb2.GetChainRequest, scope=scopes(tenant, agent=False), chain_id=st.one_of(st.just(""), ids))
+    return st.builds(
+        memory_pb2.GetChainRequest, scope=scopes(tenant, agent=False), chain_id=st.one_of(st.just(""), ids)
+    )
 
 
 def forged_token(offset: object) -> str:
@@ -186,7 +203,9 @@ page_tokens = st.one_of(
     texts,
     _long("A", 512),
     # Well-formed tokens with forged offsets: negative, past int64, not a number.
-    st.one_of(st.integers(-3, 3), st.integers(2**31 - 2, 2**31 + 1), st.integers(min_value=2**63), st.text(max_size=5)).map(forged_token),
+    st.one_of(
+        st.integers(-3, 3), st.integers(2**31 - 2, 2**31 + 1), st.integers(min_value=2**63), st.text(max_size=5)
+    ).map(forged_token),
 )
 
 
@@ -195,13 +214,22 @@ def forged_context_token(body: object) -> str:
     return base64.urlsafe_b64encode(json.dumps(body).encode()).decode()
 
 
-_counts = st.one_of(st.integers(-2, 3), st.integers(1999, 2001), st.integers(2**31 - 1, 2**31), st.integers(min_value=2**63), st.text(max_size=3), st.none())
+_counts = st.one_of(
+    st.integers(-2, 3),
+    st.integers(1999, 2001),
+    st.integers(2**31 - 1, 2**31),
+    st.integers(min_value=2**63),
+    st.text(max_size=3),
+    st.none(),
+)
 context_page_tokens = _mostly(
     st.just(""),
     st.one_of(
         page_tokens,  # garbage, oversized, and ListChains' tokens
         # GetContext's form with forged fields: anchors of any text, absurd indexes and counts.
-        st.fixed_dictionaries({"e": st.one_of(valid_ids, texts, _long("e", 128)), "i": _counts}, optional={"r": _counts}).map(forged_context_token),
+        st.fixed_dictionaries(
+            {"e": st.one_of(valid_ids, texts, _long("e", 128)), "i": _counts}, optional={"r": _counts}
+        ).map(forged_context_token),
     ),
 )
 
@@ -235,7 +263,9 @@ def _wrong_scheme(valid: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], 
     return (("authorization", "Basic dXNlcjpwYXNz"),)
 
 
-credentials: st.SearchStrategy[Credential] = _mostly(st.just(_as_given), st.sampled_from([_no_credential, _unknown_key, _wrong_scheme]))
+credentials: st.SearchStrategy[Credential] = _mostly(
+    st.just(_as_given), st.sampled_from([_no_credential, _unknown_key, _wrong_scheme])
+)
 """Mostly the valid credential; sometimes none, a wrong one or a wrong scheme."""
 
 
@@ -264,7 +294,9 @@ _EVENT_HEAD = b"\x08\x01\x10\x01"
 
 
 def _scope_bytes(tenant: str) -> bytes:
-    return memory_pb2.Scope(tenant_id=tenant, user_id=RAW_SCOPE.user_id, agent_id=RAW_SCOPE.agent_id).SerializeToString()
+    return memory_pb2.Scope(
+        tenant_id=tenant, user_id=RAW_SCOPE.user_id, agent_id=RAW_SCOPE.agent_id
+    ).SerializeToString()
 
 
 @st.composite
@@ -306,4 +338,6 @@ def raw_payloads(method: str, tenant: str) -> st.SearchStrategy[bytes]:
                 del data[at:]
         return bytes(data)
 
-    return st.one_of(st.binary(max_size=64), mutated(), _invalid_utf8().map(lambda bad: with_bad_string(method, tenant, bad)))
+    return st.one_of(
+        st.binary(max_size=64), mutated(), _invalid_utf8().map(lambda bad: with_bad_string(method, tenant, bad))
+    )

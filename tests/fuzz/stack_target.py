@@ -46,7 +46,9 @@ class Target:
         scope_filter = {"tenant_id": scope.tenant_id, "user_id": scope.user_id, "agent_id": scope.agent_id}
         return Footprint(
             scope_events=await self.event_log.count(scope_filter),
-            window=await self.redis.llen(keys.stm_window_key(keys.scope_id(scope.tenant_id, scope.user_id, scope.agent_id))),
+            window=await self.redis.llen(
+                keys.stm_window_key(keys.scope_id(scope.tenant_id, scope.user_id, scope.agent_id))
+            ),
             all_events=await self.event_log.count({}),
             redis_keys=await self.redis.dbsize(),
         )
@@ -55,5 +57,7 @@ class Target:
         """Every service process is alive, and ingest answers its health check."""
         for name, proc in self.stack.procs.items():
             assert proc.poll() is None, f"{name} exited with {proc.returncode}:\n{self.stack.log_tail(name)}"
-        health = await health_pb2_grpc.HealthStub(self.channel).Check(health_pb2.HealthCheckRequest(service="readiness"), timeout=10)
+        health = await health_pb2_grpc.HealthStub(self.channel).Check(
+            health_pb2.HealthCheckRequest(service="readiness"), timeout=10
+        )
         assert health.status == health_pb2.HealthCheckResponse.SERVING

@@ -12,10 +12,6 @@ from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
-from hypothesis import event, example, given
-from hypothesis import strategies as st
-
-from athena.memory.v1 import memory_pb2
 from hostile_inputs import (
     FUZZ,
     RAW_SCOPE,
@@ -32,8 +28,12 @@ from hostile_inputs import (
     store_events_requests,
     with_bad_string,
 )
+from hypothesis import event, example, given
+from hypothesis import strategies as st
 from stack_target import TENANT, Footprint, Target
 from support.hostile import call_raw, check_refusal, refused_fields
+
+from athena.memory.v1 import memory_pb2
 
 
 def _refused(err: grpc.aio.AioRpcError) -> None:
@@ -98,10 +98,14 @@ async def test_store_events_writes_the_whole_batch_or_nothing(
 @FUZZ
 @given(request=get_context_requests(TENANT), credential=credentials)
 @example(  # a well-formed token with the largest index and an anchor that is in no window
-    request=memory_pb2.GetContextRequest(scope=RAW_SCOPE, page_token=forged_context_token({"e": "ev_1", "i": 2**31 - 1})),
+    request=memory_pb2.GetContextRequest(
+        scope=RAW_SCOPE, page_token=forged_context_token({"e": "ev_1", "i": 2**31 - 1})
+    ),
     credential=lambda valid: valid,
 )
-async def test_get_context_answers_or_refuses_by_field(target: Target, request: memory_pb2.GetContextRequest, credential: Credential) -> None:
+async def test_get_context_answers_or_refuses_by_field(
+    target: Target, request: memory_pb2.GetContextRequest, credential: Credential
+) -> None:
     try:
         response = await target.client._stub.GetContext(request, timeout=30, metadata=credential(target.metadata))
     except grpc.aio.AioRpcError as err:
@@ -115,7 +119,9 @@ async def test_get_context_answers_or_refuses_by_field(target: Target, request: 
 
 @FUZZ
 @given(request=search_requests(TENANT), credential=credentials)
-async def test_search_memory_answers_or_refuses_by_field(target: Target, request: memory_pb2.SearchMemoryRequest, credential: Credential) -> None:
+async def test_search_memory_answers_or_refuses_by_field(
+    target: Target, request: memory_pb2.SearchMemoryRequest, credential: Credential
+) -> None:
     try:
         response = await target.client._stub.SearchMemory(request, timeout=30, metadata=credential(target.metadata))
     except grpc.aio.AioRpcError as err:
@@ -135,7 +141,9 @@ _raw_requests = st.sampled_from(_RAW_METHODS).flatmap(lambda m: st.tuples(st.jus
 @example(raw=("StoreEvent", with_bad_string("StoreEvent", TENANT, b"\xff\xfe")))
 @example(raw=("StoreEvents", with_bad_string("StoreEvents", TENANT, b"\xc3(")))
 @example(raw=("SearchMemory", with_bad_string("SearchMemory", TENANT, b"\xed\xa0\x80")))  # an encoded surrogate
-async def test_malformed_bytes_are_refused_as_invalid_argument_never_internal(target: Target, raw: tuple[str, bytes]) -> None:
+async def test_malformed_bytes_are_refused_as_invalid_argument_never_internal(
+    target: Target, raw: tuple[str, bytes]
+) -> None:
     method, payload = raw
     scope = memory_pb2.Scope(tenant_id=TENANT, user_id=RAW_SCOPE.user_id, agent_id=RAW_SCOPE.agent_id)
     before = await target.footprint(scope)
@@ -161,9 +169,19 @@ def _parses(method: str, payload: bytes) -> bool:
 
 @FUZZ
 @given(request=st.one_of(get_chain_requests(TENANT), list_chains_requests(TENANT)))
-@example(request=memory_pb2.ListChainsRequest(scope=memory_pb2.Scope(tenant_id=TENANT, user_id="alice"), page_token=forged_token(2**63)))
-async def test_chain_reads_answer_or_refuse_by_field(target: Target, request: memory_pb2.GetChainRequest | memory_pb2.ListChainsRequest) -> None:
-    method = target.client._stub.GetChain if isinstance(request, memory_pb2.GetChainRequest) else target.client._stub.ListChains
+@example(
+    request=memory_pb2.ListChainsRequest(
+        scope=memory_pb2.Scope(tenant_id=TENANT, user_id="alice"), page_token=forged_token(2**63)
+    )
+)
+async def test_chain_reads_answer_or_refuse_by_field(
+    target: Target, request: memory_pb2.GetChainRequest | memory_pb2.ListChainsRequest
+) -> None:
+    method = (
+        target.client._stub.GetChain
+        if isinstance(request, memory_pb2.GetChainRequest)
+        else target.client._stub.ListChains
+    )
     try:
         await method(request, timeout=30, metadata=target.metadata)
     except grpc.aio.AioRpcError as err:

@@ -10,6 +10,7 @@ from typing import Any
 
 import grpc
 import pytest
+from support.hostile import refused_fields
 
 from athena import keys
 from athena.client import AthenaClient, ContextPage, EventInput
@@ -18,7 +19,6 @@ from athena.memory.v1 import memory_pb2
 from athena_ingest import context_page
 from athena_ingest.context_page import TRANSPORT_LIMIT_BYTES, fit_chains
 from athena_ingest.ingestor import Ingestor
-from support.hostile import refused_fields
 
 SCOPE = AthenaClient.scope("acme", "alice", "helper")
 WINDOW = keys.stm_window_key(scope_key(SCOPE))
@@ -72,7 +72,9 @@ async def test_a_window_past_the_transport_limit_comes_in_pages_holding_it_exact
     assert [e.id for e in await client.get_full_context(SCOPE)] == ids
 
 
-async def test_a_limit_smaller_than_the_window_pages_only_through_the_limit(client: AthenaClient, ingest: Ingestor) -> None:
+async def test_a_limit_smaller_than_the_window_pages_only_through_the_limit(
+    client: AthenaClient, ingest: Ingestor
+) -> None:
     ids = await _fill_past_the_transport_limit(client, ingest)
 
     pages = await _pages(client, limit=150)

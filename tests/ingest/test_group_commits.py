@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from athena.client import AthenaClient, EventInput
 from athena.events import to_timestamp
@@ -17,7 +17,9 @@ async def _open_commits(ingest: Ingestor) -> int:
     return int(await ingest.event_log.commits.count_documents({}))
 
 
-async def test_a_stored_batch_names_its_commit_and_the_commit_is_closed_just_after_the_answer(client: AthenaClient, ingest: Ingestor) -> None:
+async def test_a_stored_batch_names_its_commit_and_the_commit_is_closed_just_after_the_answer(
+    client: AthenaClient, ingest: Ingestor
+) -> None:
     results = await client.store_events(SCOPE, [EventInput("user", "first"), EventInput("agent", "second")])
 
     docs = [await ingest.event_log.collection.find_one({"_id": r.event_id}) for r in results.results]
@@ -29,20 +31,31 @@ async def test_a_stored_batch_names_its_commit_and_the_commit_is_closed_just_aft
     assert await _open_commits(ingest) == 0
 
 
-async def test_a_commit_recorded_whose_events_never_landed_is_closed_by_the_repair_loop_with_nothing_applied(client: AthenaClient, ingest: Ingestor) -> None:
+async def test_a_commit_recorded_whose_events_never_landed_is_closed_by_the_repair_loop_with_nothing_applied(
+    client: AthenaClient, ingest: Ingestor
+) -> None:
     # What a crash between recording the commit and inserting its events leaves behind.
-    await ingest.event_log.commits.insert_one({"_id": "cm_crashed", "event_ids": ["ev_never_stored"], "created_at": 0.0})
+    await ingest.event_log.commits.insert_one(
+        {"_id": "cm_crashed", "event_ids": ["ev_never_stored"], "created_at": 0.0}
+    )
 
     assert await ingest.repair_pending(older_than=timedelta(0)) == 0
 
     assert await _open_commits(ingest) == 0 and await client.get_context(SCOPE) == []
 
 
-async def test_the_repair_loop_applies_an_open_commits_events_once_however_often_it_runs(client: AthenaClient, ingest: Ingestor) -> None:
+async def test_the_repair_loop_applies_an_open_commits_events_once_however_often_it_runs(
+    client: AthenaClient, ingest: Ingestor
+) -> None:
     # What a Redis outage during the Redis step leaves behind: events in the log, their commit open.
     event = memory_pb2.Event(
-        id=new_event_id(), scope=SCOPE, role=memory_pb2.ROLE_USER, type=memory_pb2.EVENT_TYPE_MESSAGE, content="left open",
-        timestamp=to_timestamp(datetime.now(timezone.utc)), stored_at=to_timestamp(datetime.now(timezone.utc)),
+        id=new_event_id(),
+        scope=SCOPE,
+        role=memory_pb2.ROLE_USER,
+        type=memory_pb2.EVENT_TYPE_MESSAGE,
+        content="left open",
+        timestamp=to_timestamp(datetime.now(UTC)),
+        stored_at=to_timestamp(datetime.now(UTC)),
     )
     event.client_event_id = event.id
     await ingest.event_log.insert([event], commit_id="cm_open")
@@ -53,13 +66,23 @@ async def test_the_repair_loop_applies_an_open_commits_events_once_however_often
     assert [e.content for e in await client.get_context(SCOPE)] == ["left open"] and await _open_commits(ingest) == 0
 
 
-async def test_an_insert_resent_after_its_reply_was_lost_counts_as_the_first_store_not_a_repeat(ingest: Ingestor) -> None:
+async def test_an_insert_resent_after_its_reply_was_lost_counts_as_the_first_store_not_a_repeat(
+    ingest: Ingestor,
+) -> None:
     # A server without retryable-write support (nx-27017) sees the driver's re-sent insert as a second
     # one: its commit record and its events are already there, written by the attempt whose reply was lost.
-    now = to_timestamp(datetime.now(timezone.utc))
+    now = to_timestamp(datetime.now(UTC))
     events = [
-        memory_pb2.Event(id=new_event_id(), scope=SCOPE, role=memory_pb2.ROLE_USER, type=memory_pb2.EVENT_TYPE_MESSAGE,
-                         content=text, timestamp=now, stored_at=now, client_event_id=f"client-{k}")
+        memory_pb2.Event(
+            id=new_event_id(),
+            scope=SCOPE,
+            role=memory_pb2.ROLE_USER,
+            type=memory_pb2.EVENT_TYPE_MESSAGE,
+            content=text,
+            timestamp=now,
+            stored_at=now,
+            client_event_id=f"client-{k}",
+        )
         for k, text in enumerate(["first", "second"])
     ]
     await ingest.event_log.insert(events, commit_id="cm_resent")
@@ -73,11 +96,19 @@ async def test_an_insert_resent_after_its_reply_was_lost_counts_as_the_first_sto
 
 
 async def test_a_repeat_under_a_new_event_id_still_returns_the_original(ingest: Ingestor) -> None:
-    now = to_timestamp(datetime.now(timezone.utc))
+    now = to_timestamp(datetime.now(UTC))
 
     def event(event_id: str) -> memory_pb2.Event:
-        return memory_pb2.Event(id=event_id, scope=SCOPE, role=memory_pb2.ROLE_USER, type=memory_pb2.EVENT_TYPE_MESSAGE,
-                                content="same", timestamp=now, stored_at=now, client_event_id="client-same")
+        return memory_pb2.Event(
+            id=event_id,
+            scope=SCOPE,
+            role=memory_pb2.ROLE_USER,
+            type=memory_pb2.EVENT_TYPE_MESSAGE,
+            content="same",
+            timestamp=now,
+            stored_at=now,
+            client_event_id="client-same",
+        )
 
     original = event(new_event_id())
     await ingest.event_log.insert([original], commit_id="cm_a")

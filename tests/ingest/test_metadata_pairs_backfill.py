@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -29,7 +29,7 @@ LEGACY_METADATA = {
 
 def _legacy_doc(event_id: str, metadata: dict[str, str], *, user: str = "alice") -> dict[str, Any]:
     """An event document as ingest wrote it before `metadata_pairs` existed, chained by formation."""
-    now = to_timestamp(datetime.now(timezone.utc))
+    now = to_timestamp(datetime.now(UTC))
     event = memory_pb2.Event(
         id=event_id,
         scope=memory_pb2.Scope(tenant_id="acme", user_id=user, agent_id="helper"),
@@ -55,7 +55,9 @@ async def _chains_with(store: ChainStore, filters: dict[str, str]) -> set[str]:
     return await store.event_log.chains_with_metadata(tenant_id="acme", user_id="alice", filters=filters)
 
 
-async def test_the_backfill_makes_legacy_events_findable_by_their_metadata_and_records_itself_done(mongo, mongo_db_name: str) -> None:
+async def test_the_backfill_makes_legacy_events_findable_by_their_metadata_and_records_itself_done(
+    mongo, mongo_db_name: str
+) -> None:
     await _seed_legacy(mongo, mongo_db_name)
     log, store = EventLog(mongo, mongo_db_name), ChainStore(mongo, mongo_db_name)
     await log.ensure_indexes()  # as in production: the filter's index is there
@@ -66,7 +68,9 @@ async def test_the_backfill_makes_legacy_events_findable_by_their_metadata_and_r
     assert await _chains_with(store, {"ключ": "значение"}) == {"ch_ev_legacy_1"}
     assert await _chains_with(store, {'q"k': "v\\w", "ключ": "значение"}) == {"ch_ev_legacy_1"}
     assert await _chains_with(store, {"br[0]": "y", "a'b": "x"}) == {"ch_ev_legacy_2"}
-    assert await _chains_with(store, {"ключ": "значение", "a'b": "x"}) == set()  # the pairs of two events, none has both
+    assert (
+        await _chains_with(store, {"ключ": "значение", "a'b": "x"}) == set()
+    )  # the pairs of two events, none has both
     docs = {d["_id"]: d async for d in log.collection.find({})}
     assert docs["ev_legacy_1"][METADATA_PAIRS] == metadata_pairs(LEGACY_METADATA["ev_legacy_1"])
     assert METADATA_PAIRS not in docs["ev_legacy_empty"]  # nothing to match: left as it was
@@ -87,8 +91,8 @@ async def test_events_stored_now_carry_metadata_pairs_and_need_no_backfill(mongo
         type=memory_pb2.EVENT_TYPE_MESSAGE,
         content="a new event",
         metadata={"ключ": "значение"},
-        timestamp=to_timestamp(datetime.now(timezone.utc)),
-        stored_at=to_timestamp(datetime.now(timezone.utc)),
+        timestamp=to_timestamp(datetime.now(UTC)),
+        stored_at=to_timestamp(datetime.now(UTC)),
         client_event_id="ev_new",
     )
     await log.insert([event], commit_id="cm_new")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
@@ -28,7 +28,14 @@ async def test_stored_event_is_in_the_durable_log_and_the_window(client: AthenaC
 
 
 async def test_only_user_messages_enqueue_a_chain_check(client: AthenaClient, redis) -> None:
-    kinds = [("user", "message"), ("agent", "message"), ("agent", "thought"), ("agent", "action"), ("system", "observation"), ("user", "thought")]
+    kinds = [
+        ("user", "message"),
+        ("agent", "message"),
+        ("agent", "thought"),
+        ("agent", "action"),
+        ("system", "observation"),
+        ("user", "thought"),
+    ]
     results = [await client.store_event(SCOPE, EventInput(role, f"{role} {t}", type=t)) for role, t in kinds]
 
     assert [bool(r.task_id) for r in results] == [True, False, False, False, False, False]
@@ -37,7 +44,9 @@ async def test_only_user_messages_enqueue_a_chain_check(client: AthenaClient, re
     assert await redis.lrange(keys.DISPATCHER, 0, -1) == [b"acme:alice:helper"]
 
 
-async def test_repeated_event_id_stores_nothing_new_and_returns_the_original(client: AthenaClient, ingest: Ingestor, redis) -> None:
+async def test_repeated_event_id_stores_nothing_new_and_returns_the_original(
+    client: AthenaClient, ingest: Ingestor, redis
+) -> None:
     first = await client.store_event(SCOPE, EventInput("user", "hello there", event_id="client-1"))
     again = await client.store_event(SCOPE, EventInput("user", "hello there (resent)", event_id="client-1"))
 
@@ -50,7 +59,9 @@ async def test_repeated_event_id_stores_nothing_new_and_returns_the_original(cli
 
 async def test_same_event_id_in_another_scope_is_a_different_event(client: AthenaClient) -> None:
     a = await client.store_event(SCOPE, EventInput("user", "one", event_id="shared"))
-    b = await client.store_event(AthenaClient.scope("acme", "bob", "helper"), EventInput("user", "two", event_id="shared"))
+    b = await client.store_event(
+        AthenaClient.scope("acme", "bob", "helper"), EventInput("user", "two", event_id="shared")
+    )
     assert a.event_id != b.event_id and not b.duplicate
 
 
@@ -76,25 +87,63 @@ async def test_get_context_limit_returns_the_most_recent_events(client: AthenaCl
 
 
 async def test_client_timestamp_is_kept(client: AthenaClient) -> None:
-    when = datetime(2024, 5, 8, 13, 56, tzinfo=timezone.utc)
+    when = datetime(2024, 5, 8, 13, 56, tzinfo=UTC)
     await client.store_event(SCOPE, EventInput("user", "dated", timestamp=when))
     (event,) = await client.get_context(SCOPE)
-    assert event.timestamp.ToDatetime(tzinfo=timezone.utc) == when
+    assert event.timestamp.ToDatetime(tzinfo=UTC) == when
 
 
 @pytest.mark.parametrize(
     ("request_", "field"),
     [
         (memory_pb2.StoreEventRequest(event=memory_pb2.NewEvent(role=1, type=1, content="x")), "scope"),
-        (memory_pb2.StoreEventRequest(scope=memory_pb2.Scope(tenant_id="t", user_id="u"), event=memory_pb2.NewEvent(role=1, type=1, content="x")), "scope.agent_id"),
-        (memory_pb2.StoreEventRequest(scope=memory_pb2.Scope(tenant_id="t:x", user_id="u", agent_id="a"), event=memory_pb2.NewEvent(role=1, type=1, content="x")), "scope.tenant_id"),
-        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=9, type=1, content="x")), "event.role"),
-        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=0, content="x")), "event.type"),
-        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="   ")), "event.content"),
-        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="x" * 40000)), "event.content"),
-        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="bell\x07")), "event.content"),
-        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="x", metadata={f"k{i}": "v" for i in range(40)})), "event.metadata"),
-        (memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="x", metadata={"k": "v" * 2000})), 'event.metadata["k"]'),
+        (
+            memory_pb2.StoreEventRequest(
+                scope=memory_pb2.Scope(tenant_id="t", user_id="u"),
+                event=memory_pb2.NewEvent(role=1, type=1, content="x"),
+            ),
+            "scope.agent_id",
+        ),
+        (
+            memory_pb2.StoreEventRequest(
+                scope=memory_pb2.Scope(tenant_id="t:x", user_id="u", agent_id="a"),
+                event=memory_pb2.NewEvent(role=1, type=1, content="x"),
+            ),
+            "scope.tenant_id",
+        ),
+        (
+            memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=9, type=1, content="x")),
+            "event.role",
+        ),
+        (
+            memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=0, content="x")),
+            "event.type",
+        ),
+        (
+            memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="   ")),
+            "event.content",
+        ),
+        (
+            memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="x" * 40000)),
+            "event.content",
+        ),
+        (
+            memory_pb2.StoreEventRequest(scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="bell\x07")),
+            "event.content",
+        ),
+        (
+            memory_pb2.StoreEventRequest(
+                scope=SCOPE,
+                event=memory_pb2.NewEvent(role=1, type=1, content="x", metadata={f"k{i}": "v" for i in range(40)}),
+            ),
+            "event.metadata",
+        ),
+        (
+            memory_pb2.StoreEventRequest(
+                scope=SCOPE, event=memory_pb2.NewEvent(role=1, type=1, content="x", metadata={"k": "v" * 2000})
+            ),
+            'event.metadata["k"]',
+        ),
         (memory_pb2.StoreEventRequest(scope=SCOPE), "event"),
     ],
 )
@@ -113,7 +162,7 @@ async def test_bad_input_is_refused_with_the_field_named_and_nothing_written(
 
 
 async def test_timestamp_far_in_the_future_is_refused(client: AthenaClient) -> None:
-    future = datetime.now(timezone.utc) + timedelta(days=2)
+    future = datetime.now(UTC) + timedelta(days=2)
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await client.store_event(SCOPE, EventInput("user", "from the future", timestamp=future))
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -135,7 +184,9 @@ async def test_health_and_reflection_are_served(ingest: Ingestor) -> None:
     from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
     async with grpc.aio.insecure_channel(ingest.target) as channel:  # type: ignore[attr-defined]
-        health = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="athena.memory.v1.MemoryService"), timeout=5)
+        health = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service="athena.memory.v1.MemoryService"), timeout=5
+        )
         assert health.status == health_pb2.HealthCheckResponse.SERVING
         stream = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
             iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5
@@ -175,15 +226,25 @@ async def test_an_erasure_landing_between_the_log_write_and_the_redis_step_drops
 
 async def test_a_batch_of_several_users_drops_only_the_erased_users_events(ingest: Ingestor, redis) -> None:
     import time
+    from datetime import datetime
 
     from athena.events import to_timestamp
-    from datetime import datetime, timezone
 
-    stored_at = to_timestamp(datetime.now(timezone.utc))
-    scopes = [memory_pb2.Scope(tenant_id="acme", user_id=u, agent_id="helper") for u in ("alice", "bob", "alice", "bob")]
+    stored_at = to_timestamp(datetime.now(UTC))
+    scopes = [
+        memory_pb2.Scope(tenant_id="acme", user_id=u, agent_id="helper") for u in ("alice", "bob", "alice", "bob")
+    ]
     events = [
-        memory_pb2.Event(id=f"ev{i}", scope=s, role=memory_pb2.ROLE_USER, type=memory_pb2.EVENT_TYPE_MESSAGE,
-                         content=f"message {i}", stored_at=stored_at, timestamp=stored_at, client_event_id=f"ev{i}")
+        memory_pb2.Event(
+            id=f"ev{i}",
+            scope=s,
+            role=memory_pb2.ROLE_USER,
+            type=memory_pb2.EVENT_TYPE_MESSAGE,
+            content=f"message {i}",
+            stored_at=stored_at,
+            timestamp=stored_at,
+            client_event_id=f"ev{i}",
+        )
         for i, s in enumerate(scopes)
     ]
     await ingest.event_log.insert(events, commit_id="cm_test")
@@ -201,7 +262,9 @@ async def test_a_batch_of_several_users_drops_only_the_erased_users_events(inges
     assert await ingest.event_log.count({"user_id": "bob"}) == 2
 
 
-async def test_the_stored_events_metric_counts_each_event_of_a_batch_by_role_type_and_repeat(client: AthenaClient) -> None:
+async def test_the_stored_events_metric_counts_each_event_of_a_batch_by_role_type_and_repeat(
+    client: AthenaClient,
+) -> None:
     from prometheus_client import REGISTRY
 
     def stored(role: str, duplicate: str) -> float:
@@ -209,7 +272,9 @@ async def test_the_stored_events_metric_counts_each_event_of_a_batch_by_role_typ
         return REGISTRY.get_sample_value("memos_events_stored_total", labels) or 0.0
 
     before = {(r, d): stored(r, d) for r in ("user", "agent") for d in ("false", "true")}
-    batch = [EventInput("user", f"question {i}", event_id=f"q{i}") for i in range(3)] + [EventInput("agent", f"answer {i}") for i in range(2)]
+    batch = [EventInput("user", f"question {i}", event_id=f"q{i}") for i in range(3)] + [
+        EventInput("agent", f"answer {i}") for i in range(2)
+    ]
     await client.store_events(SCOPE, batch)
     await client.store_events(SCOPE, batch[:2])  # two repeats
 

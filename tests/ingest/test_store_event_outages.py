@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 import grpc
 import pytest
@@ -42,9 +42,11 @@ async def fragile_ingest(
 async def test_mongodb_down_gives_unavailable_and_writes_nothing(
     fragile_ingest, own_mongo_server: MongoWireServer, own_redis_server: RedisServer, credentials: StackCredentials
 ) -> None:
-    ingestor, target = fragile_ingest
+    _ingestor, target = fragile_ingest
     own_mongo_server.stop()
-    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")) as client:
+    async with AthenaClient(
+        target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")
+    ) as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await client.store_event(SCOPE, EventInput("user", "is anyone there?"))
     assert err.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -59,13 +61,17 @@ async def test_redis_down_after_the_log_write_converges_when_retried_with_the_sa
     ingestor, target = fragile_ingest
     event = EventInput("user", "please remember my seat preference", event_id="evt-42")
     own_redis_server.stop()
-    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")) as client:
+    async with AthenaClient(
+        target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")
+    ) as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await client.store_event(SCOPE, event)
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE
         # Defined outcome: the event is in the durable log, its commit still open, and nowhere in Redis.
         logged = await ingestor.event_log.collection.find_one({"client_event_id": "evt-42"})
-        assert logged is not None and await ingestor.event_log.commits.count_documents({"_id": logged["commit_id"]}) == 1
+        assert (
+            logged is not None and await ingestor.event_log.commits.count_documents({"_id": logged["commit_id"]}) == 1
+        )
 
         own_redis_server.start()
         retried = await client.store_event(SCOPE, event)
@@ -92,7 +98,9 @@ async def test_pending_events_are_applied_by_the_repair_loop_when_the_client_nev
 
     ingestor, target = fragile_ingest
     own_redis_server.stop()
-    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")) as client:
+    async with AthenaClient(
+        target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")
+    ) as client:
         with pytest.raises(grpc.aio.AioRpcError):
             await client.store_event(SCOPE, EventInput("user", "abandoned by its client"))
         own_redis_server.start()
@@ -110,7 +118,11 @@ async def _health(target: str) -> int:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     async with grpc.aio.insecure_channel(target) as channel:
-        return (await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="readiness"), timeout=5)).status
+        return (
+            await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service="readiness"), timeout=5
+            )
+        ).status
 
 
 async def _wait_health(target: str, want: int, timeout: float = 20.0) -> None:
@@ -124,7 +136,9 @@ async def _wait_health(target: str, want: int, timeout: float = 20.0) -> None:
     raise AssertionError(f"health did not become {want}")
 
 
-async def test_health_is_not_serving_while_redis_is_down_and_serving_again_when_it_returns(fragile_ingest, own_redis_server: RedisServer) -> None:
+async def test_health_is_not_serving_while_redis_is_down_and_serving_again_when_it_returns(
+    fragile_ingest, own_redis_server: RedisServer
+) -> None:
     from grpc_health.v1 import health_pb2
 
     _, target = fragile_ingest

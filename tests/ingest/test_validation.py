@@ -5,13 +5,14 @@ Each refusal is INVALID_ARGUMENT naming the field path, and a refused write leav
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import grpc
 import pytest
 from google.protobuf import timestamp_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from support.hostile import MEMORY_METHODS, call_raw, refused_fields
 
 from athena.client import AthenaClient
 from athena.config import load_settings
@@ -19,7 +20,6 @@ from athena.events import to_timestamp
 from athena.memory.v1 import memory_pb2
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.validation import Limits, validate_new_event
-from support.hostile import MEMORY_METHODS, call_raw, refused_fields
 
 SCOPE = AthenaClient.scope("acme", "alice", "helper")
 
@@ -39,7 +39,7 @@ async def _nothing_written(ingest: Ingestor, redis: Any) -> None:
     assert await redis.dbsize() == 0
 
 
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 
 
 @pytest.mark.parametrize(
@@ -60,11 +60,14 @@ NOW = datetime.now(timezone.utc)
         (_event(metadata={"k": "nul\x00"}), 'event.metadata["k"]'),
         (_event(metadata={"k": "v" * 1025}), 'event.metadata["k"]'),
         (_event(metadata={f"k{i}": "v" for i in range(33)}), "event.metadata"),
-        (_event(timestamp=to_timestamp(datetime(1999, 12, 31, 23, 59, 59, tzinfo=timezone.utc))), "event.timestamp"),
+        (_event(timestamp=to_timestamp(datetime(1999, 12, 31, 23, 59, 59, tzinfo=UTC))), "event.timestamp"),
         (_event(timestamp=timestamp_pb2.Timestamp(seconds=-62135596800)), "event.timestamp"),
         (_event(timestamp=timestamp_pb2.Timestamp(seconds=2**62)), "event.timestamp"),
         (_event(timestamp=timestamp_pb2.Timestamp(seconds=1_700_000_000, nanos=-1)), "event.timestamp.nanos"),
-        (_event(timestamp=timestamp_pb2.Timestamp(seconds=1_700_000_000, nanos=1_000_000_000)), "event.timestamp.nanos"),
+        (
+            _event(timestamp=timestamp_pb2.Timestamp(seconds=1_700_000_000, nanos=1_000_000_000)),
+            "event.timestamp.nanos",
+        ),
         (_event(timestamp=to_timestamp(NOW + timedelta(days=1, hours=1))), "event.timestamp"),
         (_event(event_id="has space"), "event.event_id"),
         (_event(event_id="trailing-newline\n"), "event.event_id"),
@@ -98,10 +101,17 @@ async def test_scope_ids_outside_the_id_alphabet_are_refused(
     await _nothing_written(ingest, redis)
 
 
-async def test_values_at_every_limit_are_accepted_and_stored_byte_for_byte(client: AthenaClient, ingest: Ingestor) -> None:
+async def test_values_at_every_limit_are_accepted_and_stored_byte_for_byte(
+    client: AthenaClient, ingest: Ingestor
+) -> None:
     content = "tab\tnewline\ncr\r " + "é" * ((32768 - 16) // 2)
     metadata = {f"{i:02d}" + "k" * 126: "v" * 1024 for i in range(32)}
-    event = _event(content, metadata=metadata, timestamp=to_timestamp(datetime(2000, 1, 1, tzinfo=timezone.utc)), event_id="a" * 128)
+    event = _event(
+        content,
+        metadata=metadata,
+        timestamp=to_timestamp(datetime(2000, 1, 1, tzinfo=UTC)),
+        event_id="a" * 128,
+    )
     assert len(content.encode()) == 32768
 
     result = await client.store_event(SCOPE, event)
@@ -111,11 +121,13 @@ async def test_values_at_every_limit_are_accepted_and_stored_byte_for_byte(clien
 
 
 async def test_a_timestamp_inside_the_future_skew_is_accepted(client: AthenaClient) -> None:
-    result = await client.store_event(SCOPE, _event(timestamp=to_timestamp(datetime.now(timezone.utc) + timedelta(hours=23))))
+    result = await client.store_event(SCOPE, _event(timestamp=to_timestamp(datetime.now(UTC) + timedelta(hours=23))))
     assert result.event_id
 
 
-async def test_a_batch_with_one_bad_event_names_its_index_and_writes_none(client: AthenaClient, ingest: Ingestor, redis: Any) -> None:
+async def test_a_batch_with_one_bad_event_names_its_index_and_writes_none(
+    client: AthenaClient, ingest: Ingestor, redis: Any
+) -> None:
     events = [_event(f"fine {i}") for i in range(5)]
     events[3] = _event("bad metadata", metadata={"k": "v\x00"})
 
@@ -132,9 +144,13 @@ async def test_empty_and_oversized_batches_are_refused(client: AthenaClient, ing
     await _nothing_written(ingest, redis)
 
 
-async def test_a_batch_of_many_bad_events_lists_ten_and_counts_the_rest(client: AthenaClient, ingest: Ingestor, redis: Any) -> None:
+async def test_a_batch_of_many_bad_events_lists_ten_and_counts_the_rest(
+    client: AthenaClient, ingest: Ingestor, redis: Any
+) -> None:
     # 500 violations would not fit in gRPC trailers; the refusal must still arrive whole.
-    bad = memory_pb2.StoreEventsRequest(scope=SCOPE, events=[_event("\x00" * 200, metadata={"$" + "k" * 100: "v"}) for _ in range(250)])
+    bad = memory_pb2.StoreEventsRequest(
+        scope=SCOPE, events=[_event("\x00" * 200, metadata={"$" + "k" * 100: "v"}) for _ in range(250)]
+    )
 
     fields = await _refusal(client, "StoreEvents", bad)
 
@@ -156,7 +172,9 @@ async def test_a_batch_of_many_bad_events_lists_ten_and_counts_the_rest(client: 
         (memory_pb2.GetContextRequest(scope=AthenaClient.scope("acme", "alice", "")), "scope.agent_id"),
     ],
 )
-async def test_get_context_refuses_out_of_range_fields(client: AthenaClient, request_: memory_pb2.GetContextRequest, field: str) -> None:
+async def test_get_context_refuses_out_of_range_fields(
+    client: AthenaClient, request_: memory_pb2.GetContextRequest, field: str
+) -> None:
     assert await _refusal(client, "GetContext", request_) == [field]
 
 
@@ -171,15 +189,34 @@ SEARCH_SCOPE = AthenaClient.scope("acme", "alice", "")
         (memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="bell\x07"), "query"),
         (memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", limit=101), "limit"),
         (memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", limit=-1), "limit"),
-        (memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", similarity_threshold=float("nan")), "similarity_threshold"),
-        (memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", similarity_threshold=1.5), "similarity_threshold"),
-        (memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", metadata_filters={f"k{i}": "v" for i in range(9)}), "metadata_filters"),
-        (memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", metadata_filters={"a.b": "v"}), 'metadata_filters["a.b"]'),
-        (memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", metadata_filters={"k": "v" * 1025}), 'metadata_filters["k"]'),
+        (
+            memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", similarity_threshold=float("nan")),
+            "similarity_threshold",
+        ),
+        (
+            memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", similarity_threshold=1.5),
+            "similarity_threshold",
+        ),
+        (
+            memory_pb2.SearchMemoryRequest(
+                scope=SEARCH_SCOPE, query="q", metadata_filters={f"k{i}": "v" for i in range(9)}
+            ),
+            "metadata_filters",
+        ),
+        (
+            memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", metadata_filters={"a.b": "v"}),
+            'metadata_filters["a.b"]',
+        ),
+        (
+            memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", metadata_filters={"k": "v" * 1025}),
+            'metadata_filters["k"]',
+        ),
         (memory_pb2.SearchMemoryRequest(scope=AthenaClient.scope("acme", "", ""), query="q"), "scope.user_id"),
     ],
 )
-async def test_search_memory_is_refused_at_the_public_edge(client: AthenaClient, request_: memory_pb2.SearchMemoryRequest, field: str) -> None:
+async def test_search_memory_is_refused_at_the_public_edge(
+    client: AthenaClient, request_: memory_pb2.SearchMemoryRequest, field: str
+) -> None:
     # No formation runs here: a request that got past ingest's validation would fail UNAVAILABLE instead.
     assert await _refusal(client, "SearchMemory", request_) == [field]
 
@@ -199,11 +236,15 @@ async def test_search_memory_is_refused_at_the_public_edge(client: AthenaClient,
         ("ForgetUser", memory_pb2.ForgetUserRequest(tenant_id="acme", user_id=""), "user_id"),
     ],
 )
-async def test_chain_and_erasure_requests_are_refused_at_the_public_edge(client: AthenaClient, method: str, request_: Any, field: str) -> None:
+async def test_chain_and_erasure_requests_are_refused_at_the_public_edge(
+    client: AthenaClient, method: str, request_: Any, field: str
+) -> None:
     assert await _refusal(client, method, request_) == [field]
 
 
-async def test_invalid_utf8_in_a_string_field_is_invalid_argument_not_internal(client: AthenaClient, ingest: Ingestor, redis: Any) -> None:
+async def test_invalid_utf8_in_a_string_field_is_invalid_argument_not_internal(
+    client: AthenaClient, ingest: Ingestor, redis: Any
+) -> None:
     wire = memory_pb2.StoreEventRequest(scope=SCOPE, event=_event("MARK")).SerializeToString()
     invalid = wire.replace(b"MARK", b"\xff\xfe\xc3(")
 
@@ -226,7 +267,9 @@ GARBAGE = {
 
 @pytest.mark.parametrize("payload", GARBAGE.values(), ids=GARBAGE.keys())
 @pytest.mark.parametrize("method", MEMORY_METHODS)
-async def test_garbage_bytes_are_invalid_argument_on_every_rpc(client: AthenaClient, ingest: Ingestor, method: str, payload: bytes) -> None:
+async def test_garbage_bytes_are_invalid_argument_on_every_rpc(
+    client: AthenaClient, ingest: Ingestor, method: str, payload: bytes
+) -> None:
     async with grpc.aio.insecure_channel(ingest.target) as channel:  # type: ignore[attr-defined]
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await call_raw(channel, method, payload, metadata=client.options.metadata)
@@ -259,8 +302,10 @@ def test_the_limits_are_the_configured_ones() -> None:
             event_max_future_skew_seconds=60,
         )
     )
-    now = datetime.now(timezone.utc)
-    event = _event("eleven byte", metadata={"a": "1", "b": "2"}, timestamp=to_timestamp(datetime(2019, 6, 1, tzinfo=timezone.utc)))
+    now = datetime.now(UTC)
+    event = _event(
+        "eleven byte", metadata={"a": "1", "b": "2"}, timestamp=to_timestamp(datetime(2019, 6, 1, tzinfo=UTC))
+    )
 
     fields = [v.field for v in validate_new_event(event, field="event", limits=limits, now=now)]
     assert fields == ["event.content", "event.metadata", "event.timestamp"]

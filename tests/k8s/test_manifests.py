@@ -17,7 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +49,19 @@ TARGETS = {**OVERLAYS, "base": K8S / "base", "no-keda": ALTERNATIVE}
 K8S_VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
 
 # Env names that are not Athena settings but are read by a library Athena uses.
-STANDARD_ENV = {"OMP_NUM_THREADS", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "PYTHONUNBUFFERED", "TOKENIZERS_PARALLELISM"}
+STANDARD_ENV = {
+    "OMP_NUM_THREADS",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "PYTHONUNBUFFERED",
+    "TOKENIZERS_PARALLELISM",
+}
 STANDARD_ENV_PREFIXES = ("OTEL_",)
 
 COGNITION_MEMORY_BUDGET = 1536 * 2**20  # 1.5 GiB: cognition with the model loaded must fit
 
 
-@lru_cache(maxsize=None)
+@cache
 def rendered(target: str) -> tuple[dict[str, Any], ...]:
     return tuple(rm.render(TARGETS[target]))
 
@@ -93,10 +99,14 @@ def autoscaler_targets(docs: tuple[dict[str, Any], ...]) -> dict[str, list[tuple
     out: dict[str, list[tuple[str, int, int]]] = {}
     for hpa in of_kind(docs, "HorizontalPodAutoscaler"):
         spec = hpa["spec"]
-        out.setdefault(spec["scaleTargetRef"]["name"], []).append(("HPA", spec.get("minReplicas", 1), spec["maxReplicas"]))
+        out.setdefault(spec["scaleTargetRef"]["name"], []).append(
+            ("HPA", spec.get("minReplicas", 1), spec["maxReplicas"])
+        )
     for so in of_kind(docs, "ScaledObject"):
         spec = so["spec"]
-        out.setdefault(spec["scaleTargetRef"]["name"], []).append(("ScaledObject", spec.get("minReplicaCount", 0), spec.get("maxReplicaCount", 100)))
+        out.setdefault(spec["scaleTargetRef"]["name"], []).append(
+            ("ScaledObject", spec.get("minReplicaCount", 0), spec.get("maxReplicaCount", 100))
+        )
     return out
 
 
@@ -194,8 +204,15 @@ def test_grpc_probes_use_the_numeric_container_ports(target: str) -> None:
         deployment = one(docs, "Deployment", name)
         (container,) = containers(deployment)
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-        assert ports == {"grpc": getattr(settings, f"{name}_grpc_port"), "metrics": getattr(settings, f"{name}_metrics_port")}
-        for probe, health_service in (("startupProbe", "liveness"), ("livenessProbe", "liveness"), ("readinessProbe", "readiness")):
+        assert ports == {
+            "grpc": getattr(settings, f"{name}_grpc_port"),
+            "metrics": getattr(settings, f"{name}_metrics_port"),
+        }
+        for probe, health_service in (
+            ("startupProbe", "liveness"),
+            ("livenessProbe", "liveness"),
+            ("readinessProbe", "readiness"),
+        ):
             grpc = container[probe]["grpc"]
             assert isinstance(grpc["port"], int) and grpc["port"] == ports["grpc"], (name, probe)
             assert grpc["service"] == health_service, (name, probe)
@@ -213,7 +230,9 @@ def test_grpc_probes_use_the_numeric_container_ports(target: str) -> None:
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_termination_grace_exceeds_the_shutdown_grace(target: str) -> None:
     docs = rendered(target)
-    grace = float(config(docs).get("GRPC_SHUTDOWN_GRACE_SECONDS", Settings.model_fields["grpc_shutdown_grace_seconds"].default))
+    grace = float(
+        config(docs).get("GRPC_SHUTDOWN_GRACE_SECONDS", Settings.model_fields["grpc_shutdown_grace_seconds"].default)
+    )
     for name in SERVICES:
         pod = one(docs, "Deployment", name)["spec"]["template"]["spec"]
         pre_stop = 0.0
@@ -252,7 +271,10 @@ def test_every_container_has_requests_and_limits(target: str) -> None:
         for container in containers(deployment):
             res = container["resources"]
             for resource in ("cpu", "memory"):
-                assert quantity(res["limits"][resource]) >= quantity(res["requests"][resource]) > 0, (container["name"], resource)
+                assert quantity(res["limits"][resource]) >= quantity(res["requests"][resource]) > 0, (
+                    container["name"],
+                    resource,
+                )
     (cognition,) = containers(one(docs, "Deployment", "cognition"))
     assert quantity(cognition["resources"]["limits"]["memory"]) <= COGNITION_MEMORY_BUDGET
     # the model alone is about 600 MiB resident
@@ -363,7 +385,9 @@ def test_overlays_differ_as_documented() -> None:
         assert quantity(prod_c["resources"]["limits"]["memory"]) > quantity(dev_c["resources"]["limits"]["memory"])
         assert quantity(prod_c["resources"]["limits"]["cpu"]) >= quantity(dev_c["resources"]["limits"]["cpu"])
         image = prod_c["image"]
-        assert re.search(r"(:[\w][\w.-]*|@sha256:[0-9a-f]{64})$", image.split("/")[-1]) and not image.endswith(":latest"), image
+        assert re.search(r"(:[\w][\w.-]*|@sha256:[0-9a-f]{64})$", image.split("/")[-1]) and not image.endswith(
+            ":latest"
+        ), image
         assert prod_c["args"] == [name] and dev_c["args"] == [name]
     for docs in (dev, prod):
         assert {d["metadata"].get("namespace") for d in docs if d["kind"] != "Namespace"} == {"athena"}
@@ -422,10 +446,18 @@ def test_dockerfile_runs_athena_serve_as_non_root_offline() -> None:
 
 
 def test_dockerignore_keeps_the_context_small() -> None:
-    lines = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    lines = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert lines[0] == "**"
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
-    copied = {rest.split()[0].rstrip("/").removeprefix("./") for word, rest in dockerfile_instructions() if word == "COPY" and not rest.startswith("--from")}
+    copied = {
+        rest.split()[0].rstrip("/").removeprefix("./")
+        for word, rest in dockerfile_instructions()
+        if word == "COPY" and not rest.startswith("--from")
+    }
     assert copied <= allowed, copied - allowed
     assert allowed <= {"pyproject.toml", "README.md", "libs", "services"}
 
@@ -442,7 +474,12 @@ def test_strategic_merge_merges_containers_env_and_volumes_by_key() -> None:
     target = {
         "spec": {
             "containers": [
-                {"name": "a", "image": "x", "env": [{"name": "A", "value": "1"}], "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}},
+                {
+                    "name": "a",
+                    "image": "x",
+                    "env": [{"name": "A", "value": "1"}],
+                    "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
+                },
                 {"name": "b", "image": "y"},
             ],
             "tolerations": [{"key": "t1"}],
@@ -450,7 +487,9 @@ def test_strategic_merge_merges_containers_env_and_volumes_by_key() -> None:
     }
     patch = {
         "spec": {
-            "containers": [{"name": "a", "env": [{"name": "B", "value": "2"}], "resources": {"limits": {"memory": "2Gi"}}}],
+            "containers": [
+                {"name": "a", "env": [{"name": "B", "value": "2"}], "resources": {"limits": {"memory": "2Gi"}}}
+            ],
             "tolerations": [{"key": "t2"}],
         }
     }
@@ -484,7 +523,9 @@ def test_split_image(image: str, parts: tuple[str, str, str]) -> None:
 
 
 def test_render_applies_bases_patches_namespace_labels_and_images(tmp_path: Path) -> None:
-    write(tmp_path / "base" / "kustomization.yaml", "namespace: one\ncommonLabels:\n  team: t\nresources:\n  - all.yaml\n")
+    write(
+        tmp_path / "base" / "kustomization.yaml", "namespace: one\ncommonLabels:\n  team: t\nresources:\n  - all.yaml\n"
+    )
     write(
         tmp_path / "base" / "all.yaml",
         """
@@ -588,11 +629,17 @@ $patch: delete
     ("kustomization", "patch", "message"),
     [
         ("resources: [a.yaml]\npatches: []\n", None, "unsupported fields"),
-        ("resources: [a.yaml]\npatchesStrategicMerge: [p.yaml]\n", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nope}\n", "matches 0"),
+        (
+            "resources: [a.yaml]\npatchesStrategicMerge: [p.yaml]\n",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nope}\n",
+            "matches 0",
+        ),
         ("resources: [missing.yaml]\n", None, "not found"),
     ],
 )
-def test_render_refuses_what_it_does_not_understand(tmp_path: Path, kustomization: str, patch: str | None, message: str) -> None:
+def test_render_refuses_what_it_does_not_understand(
+    tmp_path: Path, kustomization: str, patch: str | None, message: str
+) -> None:
     write(tmp_path / "kustomization.yaml", kustomization)
     write(tmp_path / "a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
     if patch:
@@ -617,7 +664,9 @@ def _kubectl() -> str | None:
 
 
 def _kustomize_major(kubectl: str) -> int:
-    out = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run(
+        [kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=60
+    ).stdout
     try:
         version = json.loads(out).get("kustomizeVersion", "v2")
     except json.JSONDecodeError:
@@ -633,7 +682,9 @@ def test_renderer_matches_kubectl_kustomize(target: str) -> None:
     kubectl = _kubectl()
     assert kubectl is not None
     if target == "no-keda" and _kustomize_major(kubectl) < 4:
-        pytest.skip("kustomize v2/v3 cannot `$patch: delete` a custom resource; the alternative needs a current kubectl")
+        pytest.skip(
+            "kustomize v2/v3 cannot `$patch: delete` a custom resource; the alternative needs a current kubectl"
+        )
     result = subprocess.run([kubectl, "kustomize", str(TARGETS[target])], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert list(yaml.safe_load_all(result.stdout)) == list(rendered(target))

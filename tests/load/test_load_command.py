@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -24,14 +24,20 @@ from athena import keys
 from athena.events import event_to_doc, to_timestamp
 from athena.memory.v1 import memory_pb2
 from athena.stores import EventLog
+from athena_cli.main import app
 from athena_lab.load._driver import Ack, PhaseTraffic
 from athena_lab.load._report import PhaseOutcome, build_report
 from athena_lab.load._verify import events_in_log, wait_decided
-from athena_cli.main import app
 
-FIGURES = ("throughput_events_per_s", "quiet_queue_wait_p50_ms", "quiet_queue_wait_p95_ms",
-           "quiet_queue_wait_p50_ms_without_noisy", "quiet_queue_wait_p95_ms_without_noisy", "noisy_queue_wait_p95_ms",
-           "store_event_p95_ms")
+FIGURES = (
+    "throughput_events_per_s",
+    "quiet_queue_wait_p50_ms",
+    "quiet_queue_wait_p95_ms",
+    "quiet_queue_wait_p50_ms_without_noisy",
+    "quiet_queue_wait_p95_ms_without_noisy",
+    "noisy_queue_wait_p95_ms",
+    "store_event_p95_ms",
+)
 
 
 def _positive(v: object) -> bool:
@@ -40,12 +46,27 @@ def _positive(v: object) -> bool:
 
 @pytest.mark.slow
 def test_load_against_a_local_stack_loses_nothing_and_reports_every_figure() -> None:
-    result = CliRunner().invoke(app, [
-        "load", "--tenants", "3", "--users-per-tenant", "2", "--rate", "0.6", "--noisy-factor", "10",
-        "--duration", "5", "--drain-timeout", "120", "--json",
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "load",
+            "--tenants",
+            "3",
+            "--users-per-tenant",
+            "2",
+            "--rate",
+            "0.6",
+            "--noisy-factor",
+            "10",
+            "--duration",
+            "5",
+            "--drain-timeout",
+            "120",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    report: dict[str, Any] = json.loads(result.stdout[result.stdout.index("{"):])
+    report: dict[str, Any] = json.loads(result.stdout[result.stdout.index("{") :])
     print({k: report[k] for k in ("acknowledged", "in_log", "user_messages", "decided", "lost", *FIGURES)})
 
     assert report["lost"] == 0
@@ -61,15 +82,23 @@ def test_load_against_a_local_stack_loses_nothing_and_reports_every_figure() -> 
 
 
 def _event(tenant: str, user: str, event_id: str, role: int) -> memory_pb2.Event:
-    now = to_timestamp(datetime.now(timezone.utc))
+    now = to_timestamp(datetime.now(UTC))
     return memory_pb2.Event(
-        id=event_id, scope=memory_pb2.Scope(tenant_id=tenant, user_id=user, agent_id="assistant"), role=role,
-        type=memory_pb2.EVENT_TYPE_MESSAGE, content="hello", timestamp=now, stored_at=now, client_event_id=event_id,
+        id=event_id,
+        scope=memory_pb2.Scope(tenant_id=tenant, user_id=user, agent_id="assistant"),
+        role=role,
+        type=memory_pb2.EVENT_TYPE_MESSAGE,
+        content="hello",
+        timestamp=now,
+        stored_at=now,
+        client_event_id=event_id,
     )
 
 
 async def test_an_event_missing_from_the_log_and_every_undecided_message_count_as_lost(
-    redis: Redis, mongo: AsyncMongoClient, mongo_db_name: str  # type: ignore[type-arg]
+    redis: Redis,
+    mongo: AsyncMongoClient,
+    mongo_db_name: str,  # type: ignore[type-arg]
 ) -> None:
     scope = keys.scope_id("t0", "u0", "assistant")
     acks = [
@@ -82,10 +111,18 @@ async def test_an_event_missing_from_the_log_and_every_undecided_message_count_a
     ]
     logged = [_event("t0", "u0", a.event_id, memory_pb2.ROLE_USER) for a in acks if a.event_id != "ev-not-logged"]
     await EventLog(mongo, mongo_db_name).collection.insert_many([event_to_doc(e) for e in logged])
-    await redis.set(keys.task_result_key(scope, "chk-ev-decided"), json.dumps({"status": "done", "decision": "continue", "queue_wait_ms": 3.5}))
-    await redis.set(keys.task_result_key(scope, "chk-ev-dead"), json.dumps({"status": "dead_lettered", "error": "boom"}))
+    await redis.set(
+        keys.task_result_key(scope, "chk-ev-decided"),
+        json.dumps({"status": "done", "decision": "continue", "queue_wait_ms": 3.5}),
+    )
+    await redis.set(
+        keys.task_result_key(scope, "chk-ev-dead"), json.dumps({"status": "dead_lettered", "error": "boom"})
+    )
     await redis.set(keys.task_result_key(scope, "chk-ev-undecided"), json.dumps({"status": "retry_scheduled"}))
-    await redis.set(keys.task_result_key(scope, "chk-ev-trimmed"), json.dumps({"status": "done", "decision": "none", "path": "not_in_window"}))
+    await redis.set(
+        keys.task_result_key(scope, "chk-ev-trimmed"),
+        json.dumps({"status": "done", "decision": "none", "path": "not_in_window"}),
+    )
 
     decisions = await wait_decided(redis, acks, timeout=0.5, poll=0.1)
     in_log = await events_in_log(mongo, mongo_db_name, [a.event_id for a in acks])

@@ -8,8 +8,8 @@ producer_span / inject_context / consumer_span.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -43,15 +43,21 @@ class Side:
 def journey(ingest: Side, cognition: Side, monkeypatch: pytest.MonkeyPatch) -> tuple[bool, bool]:
     """One message: StoreEvent with its producer span on ingest's side, the consumer span and a child
     of it on cognition's. Returns (ingest's half exported, cognition's half exported)."""
-    ingest.exporter.clear(), cognition.exporter.clear()
+    ingest.exporter.clear()
+    cognition.exporter.clear()
     carrier: dict[str, str] = {}
-    with ingest.active(monkeypatch):
-        with ingest.tracer.start_as_current_span("StoreEvent"), tracing.producer_span(count=1):
-            tracing.inject_context(carrier)
-    with cognition.active(monkeypatch):
-        with tracing.consumer_span(trace_context=carrier, task_id="t1", task_type="chain_check", attempt=0):
-            with cognition.tracer.start_as_current_span("chain_break.decide"):
-                pass
+    with (
+        ingest.active(monkeypatch),
+        ingest.tracer.start_as_current_span("StoreEvent"),
+        tracing.producer_span(count=1),
+    ):
+        tracing.inject_context(carrier)
+    with (
+        cognition.active(monkeypatch),
+        tracing.consumer_span(trace_context=carrier, task_id="t1", task_type="chain_check", attempt=0),
+        cognition.tracer.start_as_current_span("chain_break.decide"),
+    ):
+        pass
     ingest_names, cognition_names = ingest.names(), cognition.names()
     # Within each side the parent-based sampler already keeps a trace whole.
     assert len(ingest_names) in (0, 2) and len(cognition_names) in (0, 2), (ingest_names, cognition_names)
@@ -75,12 +81,16 @@ def test_without_following_the_link_the_two_halves_are_sampled_independently(mon
     assert split > 40, split  # about half of them
 
 
-def test_a_consumer_follows_a_sampled_producer_even_where_its_own_roots_are_off(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_consumer_follows_a_sampled_producer_even_where_its_own_roots_are_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     ingest, cognition = Side(FollowLinkedProducer(DEFAULT_ON)), Side(FollowLinkedProducer(DEFAULT_OFF))
     assert journey(ingest, cognition, monkeypatch) == (True, True)
 
 
-def test_a_consumer_drops_what_its_producer_dropped_even_where_its_own_roots_are_on(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_consumer_drops_what_its_producer_dropped_even_where_its_own_roots_are_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     ingest, cognition = Side(FollowLinkedProducer(DEFAULT_OFF)), Side(FollowLinkedProducer(DEFAULT_ON))
     assert journey(ingest, cognition, monkeypatch) == (False, False)
 

@@ -39,10 +39,17 @@ async def test_one_user_message_yields_spans_from_every_service_linked_across_th
     formation_port = free_port()
     credentials = StackCredentials()
     settings = load_settings(
-        redis_url=redis_server.url, mongodb_uri=mongo_server.url, mongodb_database=mongo_db_name,
-        vector_index_uri=str(tmp_path / "milvus.db"), grpc_bind_host="127.0.0.1", llm_base_url="",
-        ingest_grpc_port=free_port(), formation_grpc_port=formation_port, cognition_grpc_port=free_port(),
-        formation_address=f"127.0.0.1:{formation_port}", **credentials.settings_overrides(),
+        redis_url=redis_server.url,
+        mongodb_uri=mongo_server.url,
+        mongodb_database=mongo_db_name,
+        vector_index_uri=str(tmp_path / "milvus.db"),
+        grpc_bind_host="127.0.0.1",
+        llm_base_url="",
+        ingest_grpc_port=free_port(),
+        formation_grpc_port=formation_port,
+        cognition_grpc_port=free_port(),
+        formation_address=f"127.0.0.1:{formation_port}",
+        **credentials.settings_overrides(),
     )
     formation = await build_formation(settings)
     await formation.host.start()
@@ -55,16 +62,23 @@ async def test_one_user_message_yields_spans_from_every_service_linked_across_th
     await pool.start()
     try:
         scope = AthenaClient.scope("acme", "alice", "helper")
-        async with AthenaClient(f"127.0.0.1:{ingest.bound_port}", bearer_token=credentials.token_for(scope.tenant_id)) as client:
+        async with AthenaClient(
+            f"127.0.0.1:{ingest.bound_port}", bearer_token=credentials.token_for(scope.tenant_id)
+        ) as client:
             for role, text in [
                 ("user", "How do I rotate the API keys of my Stripe account?"),
                 ("agent", "In the Stripe dashboard open Developers, API keys, and roll the secret key."),
                 ("user", "Will rolling the Stripe secret key break my running webhooks?"),
-                ("agent", "Webhooks use a separate signing secret, so they keep working; update servers using the old key."),
+                (
+                    "agent",
+                    "Webhooks use a separate signing secret, so they keep working; update servers using the old key.",
+                ),
             ]:
                 await client.store_event(scope, EventInput(role, text))
             EXPORTER.clear()
-            trigger = await client.store_event(scope, EventInput("user", "Totally different: what's a good recipe for banana bread?"))
+            trigger = await client.store_event(
+                scope, EventInput("user", "Totally different: what's a good recipe for banana bread?")
+            )
         deadline = time.monotonic() + 120
         result = None
         while time.monotonic() < deadline:
@@ -90,8 +104,12 @@ async def test_one_user_message_yields_spans_from_every_service_linked_across_th
     assert consumer.kind == SpanKind.CONSUMER and consumer.parent is None  # linked, not parented
     assert consumer.context.trace_id != producer.context.trace_id
     in_consumer_trace = [s for s in spans if s.context.trace_id == consumer.context.trace_id]
-    client_call = next(s for s in in_consumer_trace if s.kind == SpanKind.CLIENT and s.name.endswith("FormationService/FormChain"))
-    server_call = next(s for s in in_consumer_trace if s.kind == SpanKind.SERVER and s.name.endswith("FormationService/FormChain"))
+    client_call = next(
+        s for s in in_consumer_trace if s.kind == SpanKind.CLIENT and s.name.endswith("FormationService/FormChain")
+    )
+    server_call = next(
+        s for s in in_consumer_trace if s.kind == SpanKind.SERVER and s.name.endswith("FormationService/FormChain")
+    )
     assert server_call.parent.span_id == client_call.context.span_id
     names = {s.name for s in in_consumer_trace}
     assert any(n.startswith("chain_break.decide") for n in names)

@@ -34,7 +34,9 @@ async def test_dlq_list_shows_dead_letters_and_replay_requeues_them(redis, redis
     refused = await asyncio.to_thread(runner.invoke, app, ["dlq", "replay", "--redis-url", redis_server.url])
     assert refused.exit_code != 0 and "--all" in refused.output
 
-    replayed = await asyncio.to_thread(runner.invoke, app, ["dlq", "replay", "--task-id", "chk-ev_one", "--redis-url", redis_server.url])
+    replayed = await asyncio.to_thread(
+        runner.invoke, app, ["dlq", "replay", "--task-id", "chk-ev_one", "--redis-url", redis_server.url]
+    )
     assert replayed.exit_code == 0 and "requeued 1 task" in replayed.output
     assert await redis.llen(keys.QUEUE_DEAD_LETTERS) == 0
     assert await redis.llen(keys.scope_queue_key("acme:alice:helper")) == 1

@@ -4,12 +4,15 @@ fresh Milvus Lite file."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from security_support import BuildSettings, RsaKeys, ScratchCA, Services, StartIngest, StartServices
+from support.in_process import in_process_settings
 
 from athena.config import Settings
 from athena.grpc_util import ServiceHost
@@ -17,8 +20,6 @@ from athena.local import MongoWireServer, RedisServer
 from athena_cli.stack import StackCredentials
 from athena_formation.server import build_formation
 from athena_ingest.server import build_ingest
-from security_support import BuildSettings, RsaKeys, ScratchCA, Services, StartIngest, StartServices
-from support.in_process import in_process_settings
 
 
 @pytest.fixture
@@ -30,19 +31,29 @@ def scratch_ca(tmp_path: Path) -> ScratchCA:
 def rsa_keys(tmp_path_factory: pytest.TempPathFactory) -> RsaKeys:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     public_file = tmp_path_factory.mktemp("rsa") / "jwt-public.pem"
-    public_file.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    public_file.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     return RsaKeys(private_pem=private, public_file=public_file)
 
 
 @pytest.fixture
-def build_settings(redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, tmp_path: Path) -> BuildSettings:
+def build_settings(
+    redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, tmp_path: Path
+) -> BuildSettings:
     """build(credentials, **overrides) -> Settings of this test's services (fresh ports, auth configured)."""
 
     def build(credentials: StackCredentials, **overrides: Any) -> Settings:
         return in_process_settings(
-            redis_url=redis_server.url, mongodb_uri=mongo_server.url, database=mongo_db_name, data_dir=tmp_path,
-            credentials=credentials, **{"mongodb_timeout_ms": 5000, **overrides},
+            redis_url=redis_server.url,
+            mongodb_uri=mongo_server.url,
+            database=mongo_db_name,
+            data_dir=tmp_path,
+            credentials=credentials,
+            **{"mongodb_timeout_ms": 5000, **overrides},
         )
 
     return build

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import grpc
 from cryptography import x509
@@ -31,7 +32,9 @@ __all__ = ["BuildSettings", "Issued", "RsaKeys", "ScratchCA", "Services", "Start
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 @dataclass
@@ -61,7 +64,7 @@ class ScratchCA:
         self.folder.mkdir(parents=True, exist_ok=True)
         self._key = ec.generate_private_key(ec.SECP256R1())
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, self.name)])
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         self._cert = (
             x509.CertificateBuilder()
             .subject_name(subject)
@@ -86,7 +89,7 @@ class ScratchCA:
 
     def issue(self, name: str, *, server: bool) -> Issued:
         key = ec.generate_private_key(ec.SECP256R1())
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
         cert = (
             x509.CertificateBuilder()
@@ -97,10 +100,17 @@ class ScratchCA:
             .not_valid_before(now - dt.timedelta(minutes=5))
             .not_valid_after(now + dt.timedelta(days=1))
             .add_extension(
-                x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                x509.SubjectAlternativeName(
+                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                ),
                 critical=False,
             )
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH] if server else [usage]), critical=False)
+            .add_extension(
+                x509.ExtendedKeyUsage(
+                    [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH] if server else [usage]
+                ),
+                critical=False,
+            )
             .sign(self._key, hashes.SHA256())
         )
         issued = Issued(self.folder / f"{name}.pem", self.folder / f"{name}.key")
@@ -143,7 +153,9 @@ class Services:
 
     def formation_channel(self) -> grpc.aio.Channel:
         """A plaintext channel to formation carrying the internal credential."""
-        return grpc.aio.insecure_channel(self.formation_target, interceptors=[BearerCredentialInterceptor(self.credentials.internal_token)])
+        return grpc.aio.insecure_channel(
+            self.formation_target, interceptors=[BearerCredentialInterceptor(self.credentials.internal_token)]
+        )
 
     def formation_stub(self, channel: grpc.aio.Channel) -> formation_pb2_grpc.FormationServiceStub:
         return formation_pb2_grpc.FormationServiceStub(channel)

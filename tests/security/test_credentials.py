@@ -13,14 +13,16 @@ import hmac
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import grpc
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from security_support import BuildSettings, RsaKeys, StartIngest
 
 from athena.auth import ApiKeyEntry, hash_api_key, mint_hs256, new_api_key
 from athena.client import AthenaClient, ClientOptions, EventInput
@@ -29,7 +31,6 @@ from athena.memory.v1 import memory_pb2
 from athena_cli.stack import StackCredentials
 from athena_formation.server import build_formation
 from athena_ingest.server import build_ingest
-from security_support import BuildSettings, RsaKeys, StartIngest
 
 AUDIENCE = "athena"
 SCOPE = memory_pb2.Scope(tenant_id="acme", user_id="alice", agent_id="helper")
@@ -47,6 +48,7 @@ def _rs256(keys: RsaKeys, claims: dict[str, Any]) -> str:
 
 def _hmac_jwt(key: bytes, claims: dict[str, Any]) -> str:
     """An HS256 token signed by hand (PyJWT rightly refuses to HMAC with a PEM key)."""
+
     def b64(data: bytes) -> str:
         return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
@@ -56,15 +58,21 @@ def _hmac_jwt(key: bytes, claims: dict[str, Any]) -> str:
 
 def _other_rsa_private_pem() -> bytes:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 @pytest.fixture
 async def ingest(start_ingest: StartIngest, tmp_path: Path, rsa_keys: RsaKeys) -> tuple[str, StackCredentials]:
     credentials = StackCredentials()
     keys_file = tmp_path / "api-keys"
-    keys_file.write_text(f"# acme's production key\n{ApiKeyEntry('acme', hash_api_key(FILE_KEY)).render()}  # issued today\n\n")
-    host = await start_ingest(credentials, auth_api_keys_file=str(keys_file), auth_jwt_rs256_public_key_file=str(rsa_keys.public_file))
+    keys_file.write_text(
+        f"# acme's production key\n{ApiKeyEntry('acme', hash_api_key(FILE_KEY)).render()}  # issued today\n\n"
+    )
+    host = await start_ingest(
+        credentials, auth_api_keys_file=str(keys_file), auth_jwt_rs256_public_key_file=str(rsa_keys.public_file)
+    )
     return f"127.0.0.1:{host.bound_port}", credentials
 
 
@@ -92,22 +100,32 @@ REFUSED: dict[str, Callable[[StackCredentials, RsaKeys], tuple[tuple[str, str], 
     "two credentials": lambda c, k: (*_bearer(FILE_KEY), *_bearer(FILE_KEY)),
     "api key unknown": lambda c, k: _bearer(new_api_key()),
     "api key hash sent instead of the key": lambda c, k: _bearer(hash_api_key(FILE_KEY)),
-    "HS256 bad signature": lambda c, k: _bearer(mint_hs256("not-the-secret-of-this-deployment-at-all", "acme", audience=AUDIENCE)),
+    "HS256 bad signature": lambda c, k: _bearer(
+        mint_hs256("not-the-secret-of-this-deployment-at-all", "acme", audience=AUDIENCE)
+    ),
     "HS256 expired": lambda c, k: _bearer(jwt.encode(_claims(exp_in=-3600), c.jwt_secret, algorithm="HS256")),
     "HS256 wrong audience": lambda c, k: _bearer(mint_hs256(c.jwt_secret, "acme", audience="someone-else")),
-    "HS256 without exp": lambda c, k: _bearer(jwt.encode({"tenant_id": "acme", "aud": AUDIENCE}, c.jwt_secret, algorithm="HS256")),
-    "HS256 without tenant claim": lambda c, k: _bearer(jwt.encode(_claims() | {"tenant_id": ""}, c.jwt_secret, algorithm="HS256")),
+    "HS256 without exp": lambda c, k: _bearer(
+        jwt.encode({"tenant_id": "acme", "aud": AUDIENCE}, c.jwt_secret, algorithm="HS256")
+    ),
+    "HS256 without tenant claim": lambda c, k: _bearer(
+        jwt.encode(_claims() | {"tenant_id": ""}, c.jwt_secret, algorithm="HS256")
+    ),
     "RS256 bad signature": lambda c, k: _bearer(jwt.encode(_claims(), _other_rsa_private_pem(), algorithm="RS256")),
     "RS256 expired": lambda c, k: _bearer(_rs256(k, _claims(exp_in=-3600))),
     "RS256 wrong audience": lambda c, k: _bearer(_rs256(k, _claims(aud="someone-else"))),
     "alg none": lambda c, k: _bearer(jwt.encode(_claims(), None, algorithm="none")),  # type: ignore[arg-type]
-    "HS256 signed with the RS256 public key (algorithm confusion)": lambda c, k: _bearer(_hmac_jwt(k.public_file.read_bytes(), _claims())),
+    "HS256 signed with the RS256 public key (algorithm confusion)": lambda c, k: _bearer(
+        _hmac_jwt(k.public_file.read_bytes(), _claims())
+    ),
     "garbage jwt": lambda c, k: _bearer("aaa.bbb.ccc"),
 }
 
 
 @pytest.mark.parametrize("name", list(ACCEPTED))
-async def test_valid_credentials_are_accepted(ingest: tuple[str, StackCredentials], rsa_keys: RsaKeys, name: str) -> None:
+async def test_valid_credentials_are_accepted(
+    ingest: tuple[str, StackCredentials], rsa_keys: RsaKeys, name: str
+) -> None:
     target, credentials = ingest
     stored = await _store(target, ACCEPTED[name](credentials, rsa_keys))
     assert stored.event_id
@@ -139,17 +157,23 @@ async def test_a_configured_issuer_is_required_and_a_custom_tenant_claim_is_read
     credentials = StackCredentials()
     host = await start_ingest(credentials, auth_jwt_issuer="https://id.example", auth_jwt_tenant_claim="org")
     target = f"127.0.0.1:{host.bound_port}"
-    good = jwt.encode(_claims("other") | {"org": "acme", "iss": "https://id.example"}, credentials.jwt_secret, algorithm="HS256")
+    good = jwt.encode(
+        _claims("other") | {"org": "acme", "iss": "https://id.example"}, credentials.jwt_secret, algorithm="HS256"
+    )
     assert (await _store(target, _bearer(good))).event_id
     for bad in (
-        jwt.encode(_claims() | {"org": "acme", "iss": "https://evil.example"}, credentials.jwt_secret, algorithm="HS256"),
+        jwt.encode(
+            _claims() | {"org": "acme", "iss": "https://evil.example"}, credentials.jwt_secret, algorithm="HS256"
+        ),
         jwt.encode(_claims() | {"org": "acme"}, credentials.jwt_secret, algorithm="HS256"),
     ):
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await _store(target, _bearer(bad))
         assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
     # the tenant comes from the configured claim, not from tenant_id
-    wrong_tenant = jwt.encode(_claims("acme") | {"org": "globex", "iss": "https://id.example"}, credentials.jwt_secret, algorithm="HS256")
+    wrong_tenant = jwt.encode(
+        _claims("acme") | {"org": "globex", "iss": "https://id.example"}, credentials.jwt_secret, algorithm="HS256"
+    )
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await _store(target, _bearer(wrong_tenant))
     assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
@@ -160,7 +184,9 @@ async def test_health_needs_no_credential(ingest: tuple[str, StackCredentials]) 
 
     target, _ = ingest
     async with grpc.aio.insecure_channel(target) as channel:
-        answer = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="readiness"), timeout=10)
+        answer = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service="readiness"), timeout=10
+        )
     assert answer.status == health_pb2.HealthCheckResponse.SERVING
 
 
@@ -168,13 +194,21 @@ async def test_ingest_refuses_to_start_without_a_credential_source(build_setting
     settings = build_settings(StackCredentials(), auth_api_keys="", auth_jwt_hs256_secret="")
     with pytest.raises(SettingsError) as err:
         await build_ingest(settings)
-    for name in ("AUTH_API_KEYS", "AUTH_API_KEYS_FILE", "AUTH_JWT_HS256_SECRET", "AUTH_JWT_RS256_PUBLIC_KEY_FILE", "AUTH_DISABLED"):
+    for name in (
+        "AUTH_API_KEYS",
+        "AUTH_API_KEYS_FILE",
+        "AUTH_JWT_HS256_SECRET",
+        "AUTH_JWT_RS256_PUBLIC_KEY_FILE",
+        "AUTH_DISABLED",
+    ):
         assert name in str(err.value)
 
 
 async def test_a_malformed_key_entry_stops_start_up_without_echoing_it(build_settings: BuildSettings) -> None:
     leaked = new_api_key()
-    settings = build_settings(StackCredentials(), auth_api_keys=f"acme:{leaked}")  # the key pasted where its hash belongs
+    settings = build_settings(
+        StackCredentials(), auth_api_keys=f"acme:{leaked}"
+    )  # the key pasted where its hash belongs
     with pytest.raises(SettingsError) as err:
         await build_ingest(settings)
     assert "AUTH_API_KEYS" in str(err.value) and leaked not in str(err.value)

@@ -7,11 +7,11 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from security_support import StartServices
 
 from athena.auth import bearer_metadata
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.memory.v1 import memory_pb2
-from security_support import StartServices
 
 SCOPE = memory_pb2.Scope(tenant_id="acme", user_id="alice", agent_id="helper")
 
@@ -19,7 +19,9 @@ SCOPE = memory_pb2.Scope(tenant_id="acme", user_id="alice", agent_id="helper")
 def _requests() -> dict[str, Any]:
     return {
         "FormChain": formation_pb2.FormChainRequest(segment=formation_pb2.Segment(id="seg_x", scope=SCOPE)),
-        "SearchMemory": formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="anything", limit=3)),
+        "SearchMemory": formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="anything", limit=3)
+        ),
         "GetChain": memory_pb2.GetChainRequest(scope=SCOPE, chain_id="ch_0"),
         "ListChains": memory_pb2.ListChainsRequest(scope=SCOPE),
         "ForgetUser": memory_pb2.ForgetUserRequest(tenant_id="acme", user_id="alice"),
@@ -45,14 +47,18 @@ async def test_formation_refuses_every_call_without_the_internal_token(start_ser
                 with pytest.raises(grpc.aio.AioRpcError) as err:
                     await getattr(stub, method)(request, timeout=30, metadata=metadata)
                 assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED, f"{method} with {what}: {err.value.code()}"
-        health = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="readiness"), timeout=10)
+        health = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service="readiness"), timeout=10
+        )
         assert health.status == health_pb2.HealthCheckResponse.SERVING
 
 
 async def test_formation_answers_the_internal_token(start_services: StartServices) -> None:
     services = await start_services()
     async with services.formation_channel() as channel:
-        listed = await services.formation_stub(channel).ListChains(memory_pb2.ListChainsRequest(scope=SCOPE), timeout=30)
+        listed = await services.formation_stub(channel).ListChains(
+            memory_pb2.ListChainsRequest(scope=SCOPE), timeout=30
+        )
     assert list(listed.chains) == []
     # and ingest, which sends the token, reaches it for a tenant's SearchMemory
     async with services.client("acme") as client:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import grpc
 import pytest
@@ -23,6 +24,9 @@ from google.protobuf import text_format
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
+from security_support import Services, StartServices
+from support.formation_data import COOKING, KYOTO, PYTHON_BUG
+from support.hostile import check_refusal, refused_fields
 
 from athena.client import AthenaClient, EventInput
 from athena.events import METADATA_PAIRS
@@ -30,9 +34,6 @@ from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
 from athena.stm import ShortTermWindow
 from athena.stores import metadata_filter_query
-from security_support import Services, StartServices
-from support.formation_data import COOKING, KYOTO, PYTHON_BUG
-from support.hostile import check_refusal, refused_fields
 
 pytestmark = pytest.mark.slow
 
@@ -52,11 +53,53 @@ METADATA: dict[str, dict[str, str]] = {
 }
 SECRETS = ("acme-bob-secret", "globex-secret", "globex")
 
-SQL = ["'", "a'b", "x')=?)OR(1=1)OR ?=0)/*", "' OR '1'='1", "k') OR 1=1 --", "?", "/*", "*/", "--", ")", "'; DROP TABLE cognitive_events; --"]
-MONGO = ["$where", "$ne", "$gt", "$exists", "$or", "a.b", "metadata.secret", "metadata", "metadata_pairs", "tenant_id", "_id", "chain_id", '{"$ne": null}']
+SQL = [
+    "'",
+    "a'b",
+    "x')=?)OR(1=1)OR ?=0)/*",
+    "' OR '1'='1",
+    "k') OR 1=1 --",
+    "?",
+    "/*",
+    "*/",
+    "--",
+    ")",
+    "'; DROP TABLE cognitive_events; --",
+]
+MONGO = [
+    "$where",
+    "$ne",
+    "$gt",
+    "$exists",
+    "$or",
+    "a.b",
+    "metadata.secret",
+    "metadata",
+    "metadata_pairs",
+    "tenant_id",
+    "_id",
+    "chain_id",
+    '{"$ne": null}',
+]
 MILVUS = ['"', "' or 1==1 or '", '" or tenant_id != "', "in [", "like", 'tenant_id like "%"', "1==1", "%", "_", "*"]
 PATHS = ["..", "[0]", "a[0]", "\\", "a\\b", "$[0]", "$.metadata", "/", '["k","v"]', "[", "]", ","]
-UNICODE = ["ключ", "значение", "日本", "語", "e\u0301", "\u00e9", "שלום", "\u202e", "ß", "SS", "🔑", "\u0000", "\x7f", "\ufeff", "\t"]
+UNICODE = [
+    "ключ",
+    "значение",
+    "日本",
+    "語",
+    "e\u0301",
+    "\u00e9",
+    "שלום",
+    "\u202e",
+    "ß",
+    "SS",
+    "🔑",
+    "\u0000",
+    "\x7f",
+    "\ufeff",
+    "\t",
+]
 SEEDED = sorted({s for md in METADATA.values() for pair in md.items() for s in pair})
 FRAGMENTS = sorted(set(SQL + MONGO + MILVUS + PATHS + UNICODE + SEEDED))
 
@@ -66,7 +109,9 @@ _VALUE_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 def _acceptable(key: str, value: str) -> bool:
     """The rule of docs/api.md for a metadata filter entry (what validation lets through)."""
-    key_ok = 0 < len(key.encode()) <= 128 and not _KEY_CONTROL.search(key) and "." not in key and not key.startswith("$")
+    key_ok = (
+        0 < len(key.encode()) <= 128 and not _KEY_CONTROL.search(key) and "." not in key and not key.startswith("$")
+    )
     return key_ok and len(value.encode()) <= 1024 and not _VALUE_CONTROL.search(value)
 
 
@@ -82,19 +127,34 @@ class Seeded:
         return {self.chains[n] for n in ("alice_ops", "alice_travel") if filters.items() <= METADATA[n].items()}
 
     async def search(self, filters: Mapping[str, str]) -> memory_pb2.SearchMemoryResponse:
-        request = memory_pb2.SearchMemoryRequest(scope=ALICE, query="what did we talk about", limit=10, metadata_filters=dict(filters))
+        request = memory_pb2.SearchMemoryRequest(
+            scope=ALICE, query="what did we talk about", limit=10, metadata_filters=dict(filters)
+        )
         return await self.alice._stub.SearchMemory(request, timeout=30, metadata=self.alice.options.metadata)
 
 
-async def _form(services: Services, window: ShortTermWindow, scope: memory_pb2.Scope, turns: list[tuple[str, str]], metadata: dict[str, str]) -> str:
+async def _form(
+    services: Services,
+    window: ShortTermWindow,
+    scope: memory_pb2.Scope,
+    turns: list[tuple[str, str]],
+    metadata: dict[str, str],
+) -> str:
     """Store the turns through the public API (every event with `metadata`), then form the scope's
     window into a chain as cognition would hand it to formation."""
     async with services.client(scope.tenant_id) as client:
         await client.store_events(scope, [EventInput(role, text, metadata=metadata) for role, text in turns])
     events = await window.read(scope)
     async with services.formation_channel() as channel:
-        segment = formation_pb2.Segment(id=f"seg_{scope.tenant_id}_{scope.user_id}_{scope.agent_id}", scope=scope, events=events, reason=formation_pb2.CUT_REASON_TOPIC_BREAK)
-        response = await services.formation_stub(channel).FormChain(formation_pb2.FormChainRequest(segment=segment), timeout=120)
+        segment = formation_pb2.Segment(
+            id=f"seg_{scope.tenant_id}_{scope.user_id}_{scope.agent_id}",
+            scope=scope,
+            events=events,
+            reason=formation_pb2.CUT_REASON_TOPIC_BREAK,
+        )
+        response = await services.formation_stub(channel).FormChain(
+            formation_pb2.FormChainRequest(segment=segment), timeout=120
+        )
     assert response.outcome == formation_pb2.FORM_OUTCOME_CREATED, response
     return response.chain_id
 
@@ -129,13 +189,17 @@ hostile_strings = st.one_of(
     st.text(max_size=12),
 )
 seeded_subsets = st.sampled_from(sorted(METADATA)).flatmap(
-    lambda name: st.lists(st.sampled_from(sorted(METADATA[name].items())), min_size=1, max_size=3, unique_by=lambda kv: kv[0]).map(dict)
+    lambda name: st.lists(
+        st.sampled_from(sorted(METADATA[name].items())), min_size=1, max_size=3, unique_by=lambda kv: kv[0]
+    ).map(dict)
 )
 hostile_filters = st.dictionaries(hostile_strings, st.one_of(hostile_strings, st.just("")), min_size=1, max_size=4)
 filters_strategy = st.one_of(
     seeded_subsets,  # honest filters, of alice's chains and of the others' (secrets included)
     hostile_filters,
-    st.tuples(seeded_subsets, hostile_filters).map(lambda pair: {**pair[0], **pair[1]}),  # a real pair and injected ones
+    st.tuples(seeded_subsets, hostile_filters).map(
+        lambda pair: {**pair[0], **pair[1]}
+    ),  # a real pair and injected ones
 ).filter(lambda f: len(f) <= 8)
 
 PROPERTY = settings(
@@ -153,7 +217,9 @@ PROPERTY = settings(
 @example(filters={"x')=?)OR(1=1)OR ?=0)/*": "x"})  # was an oracle on every tenant's events
 @example(filters={"secret": "globex-secret"})
 @example(filters={"workflow_id": "wf-1", "' or 1==1 or '": "' or 1==1 or '"})
-async def test_injected_metadata_filters_are_refused_by_field_or_match_only_the_callers_own_chains(seeded: Seeded, filters: dict[str, str]) -> None:
+async def test_injected_metadata_filters_are_refused_by_field_or_match_only_the_callers_own_chains(
+    seeded: Seeded, filters: dict[str, str]
+) -> None:
     try:
         response = await seeded.search(filters)
     except grpc.aio.AioRpcError as err:
@@ -176,13 +242,30 @@ async def test_unicode_quote_backslash_and_bracket_keys_match_the_users_own_chai
     assert {h.chain.id for h in (await seeded.search(TRICKY)).hits} == {ops}
     assert {h.chain.id for h in (await seeded.search({"ключ": "значение2", "\u00e9": "e\u0301"})).hits} == {travel}
     near_misses = [
-        {"клю": "значение"}, {"ключ": "значени"}, {"ключ": "значение "}, {"КЛЮЧ": "значение"},  # prefix, suffix, case
-        {'q"': "v\\w"}, {'q"k': "v\\\\w"}, {'q"k': "v"}, {"k\\": "bs"}, {"k\\\\1": "bs"},  # quotes and backslashes
-        {"br[0": "y"}, {"br[0]": ""}, {"br": "y"}, {"a'b": "X"}, {"a''b": "x"}, {"ab": "x"},
-        {"\u00e9": "\u00e9"}, {"e\u0301": "e\u0301"},  # the same letter, composed the other way: not the same string
+        {"клю": "значение"},
+        {"ключ": "значени"},
+        {"ключ": "значение "},
+        {"КЛЮЧ": "значение"},  # prefix, suffix, case
+        {'q"': "v\\w"},
+        {'q"k': "v\\\\w"},
+        {'q"k': "v"},
+        {"k\\": "bs"},
+        {"k\\\\1": "bs"},  # quotes and backslashes
+        {"br[0": "y"},
+        {"br[0]": ""},
+        {"br": "y"},
+        {"a'b": "X"},
+        {"a''b": "x"},
+        {"ab": "x"},
+        {"\u00e9": "\u00e9"},
+        {"e\u0301": "e\u0301"},  # the same letter, composed the other way: not the same string
         {"ключ": "значение", "workflow_id": "wf-2"},  # each pair is someone's, not both one event's
-        {"secret": "globex-secret"}, {"secret": "acme-bob-secret"},  # other scopes' pairs
-        {"ключ": "%"}, {"ключ": "_"}, {"%": "%"}, {"ключ": "*"},  # wildcards of LIKE and globs match nothing
+        {"secret": "globex-secret"},
+        {"secret": "acme-bob-secret"},  # other scopes' pairs
+        {"ключ": "%"},
+        {"ключ": "_"},
+        {"%": "%"},
+        {"ключ": "*"},  # wildcards of LIKE and globs match nothing
     ]
     for filters in near_misses:
         response = await seeded.search(filters)
@@ -217,8 +300,12 @@ def _leaves(node: Any) -> Iterator[Any]:
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
-@given(filters=st.dictionaries(st.one_of(hostile_strings, st.text()), st.one_of(hostile_strings, st.text()), max_size=8))
-def test_the_mongodb_query_of_any_filters_has_constant_field_names_and_the_users_strings_only_as_string_values(filters: dict[str, str]) -> None:
+@given(
+    filters=st.dictionaries(st.one_of(hostile_strings, st.text()), st.one_of(hostile_strings, st.text()), max_size=8)
+)
+def test_the_mongodb_query_of_any_filters_has_constant_field_names_and_the_users_strings_only_as_string_values(
+    filters: dict[str, str],
+) -> None:
     query = metadata_filter_query(tenant_id="acme", user_id="alice", filters=filters)
     assert set(_field_names(query)) <= _CONSTANT_FIELDS  # no user string is ever a field name or a path
     assert all(type(v) is str or v is True for v in _leaves(query))  # plain strings: no operator document, no regex

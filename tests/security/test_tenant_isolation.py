@@ -8,14 +8,16 @@ every public RPC with globex's ids.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import grpc
 import pytest
 from google.protobuf import text_format
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
+from security_support import Services, StartServices
 
 from athena import keys
 from athena.client import AthenaClient, EventInput
@@ -23,21 +25,29 @@ from athena.internal.v1 import formation_pb2, task_pb2
 from athena.memory.v1 import memory_pb2
 from athena.queue import WINDOW_FLUSH
 from athena.stm import ShortTermWindow
-from security_support import Services, StartServices
 
 pytestmark = pytest.mark.slow
 
 SAILING = [
     ("user", "We want to charter a sailing yacht in Croatia in June. Is Split or Dubrovnik the better base?"),
-    ("agent", "Split is more central: Hvar, Brac and Vis are each a short sail away, and the marinas there are well equipped."),
+    (
+        "agent",
+        "Split is more central: Hvar, Brac and Vis are each a short sail away, and the marinas there are well equipped.",
+    ),
     ("user", "How many nights should we plan to sail from Split to Hvar and on to Vis?"),
     ("agent", "Plan seven nights: two on Hvar, two on Vis, and stops in the coves of Brac on the way back to Split."),
 ]
 KUBERNETES = [
     ("user", "Our Kubernetes pods restart every few minutes with OOMKilled. How do I find out what uses the memory?"),
-    ("agent", "Compare the container's memory limit with its working set in kubectl top pod, then profile the process inside."),
+    (
+        "agent",
+        "Compare the container's memory limit with its working set in kubectl top pod, then profile the process inside.",
+    ),
     ("user", "The working set grows until the limit. Should I raise the memory limit of the deployment?"),
-    ("agent", "Raise it only after finding the leak; a heap profile of the process shows which allocations keep growing."),
+    (
+        "agent",
+        "Raise it only after finding the leak; a heap profile of the process shows which allocations keep growing.",
+    ),
 ]
 # globex talks about sailing, acme about Kubernetes: any sailing word in an answer to acme is globex's data.
 GLOBEX_WORDS = ("croatia", "hvar", "split", "dubrovnik", "yacht")
@@ -59,8 +69,12 @@ async def _form(services: Services, window: ShortTermWindow, scope: memory_pb2.S
     """Form the scope's window into a chain, as cognition would hand it to formation."""
     events = await window.read(scope)
     async with services.formation_channel() as channel:
-        segment = formation_pb2.Segment(id=seg_id, scope=scope, events=events, reason=formation_pb2.CUT_REASON_TOPIC_BREAK)
-        response = await services.formation_stub(channel).FormChain(formation_pb2.FormChainRequest(segment=segment), timeout=120)
+        segment = formation_pb2.Segment(
+            id=seg_id, scope=scope, events=events, reason=formation_pb2.CUT_REASON_TOPIC_BREAK
+        )
+        response = await services.formation_stub(channel).FormChain(
+            formation_pb2.FormChainRequest(segment=segment), timeout=120
+        )
     assert response.outcome == formation_pb2.FORM_OUTCOME_CREATED, response
     return response.chain_id
 
@@ -68,7 +82,9 @@ async def _form(services: Services, window: ShortTermWindow, scope: memory_pb2.S
 async def _globex_events(services: Services) -> int:
     client: AsyncMongoClient[Any] = AsyncMongoClient(services.settings.mongodb_uri)
     try:
-        return await client[services.settings.mongodb_database].cognitive_events.count_documents({"tenant_id": "globex"})
+        return await client[services.settings.mongodb_database].cognitive_events.count_documents(
+            {"tenant_id": "globex"}
+        )
     finally:
         await client.close()
 
@@ -80,7 +96,10 @@ async def seeded(start_services: StartServices, redis: Redis) -> Any:
     async with services.client("globex") as globex:
         await globex.store_events(GLOBEX, [EventInput(r, t) for r, t in SAILING])
         await globex.store_events(GLOBEX_ALICE, [EventInput(r, t) for r, t in SAILING])
-    chain_ids = [await _form(services, window, GLOBEX, "seg_globex_bob"), await _form(services, window, GLOBEX_ALICE, "seg_globex_alice")]
+    chain_ids = [
+        await _form(services, window, GLOBEX, "seg_globex_bob"),
+        await _form(services, window, GLOBEX_ALICE, "seg_globex_alice"),
+    ]
     acme = services.client("acme")
     await acme.store_events(ACME, [EventInput(r, t) for r, t in KUBERNETES])
     await _form(services, window, ACME, "seg_acme_alice")
@@ -97,15 +116,29 @@ def _leaks(message: Any, chain_ids: list[str]) -> list[str]:
 def _calls(s: Seeded) -> dict[str, Callable[[], Awaitable[Any]]]:
     """Every public RPC, called by acme's credential with globex's ids."""
     stub, md, chain = s.acme._stub, s.acme.options.metadata, s.globex_chain_ids[0]
-    event = memory_pb2.NewEvent(role=memory_pb2.ROLE_USER, type=memory_pb2.EVENT_TYPE_MESSAGE, content="let me in", event_id="intruder-1")
+    event = memory_pb2.NewEvent(
+        role=memory_pb2.ROLE_USER, type=memory_pb2.EVENT_TYPE_MESSAGE, content="let me in", event_id="intruder-1"
+    )
     return {
-        "StoreEvent": lambda: stub.StoreEvent(memory_pb2.StoreEventRequest(scope=GLOBEX, event=event), timeout=30, metadata=md),
-        "StoreEvents": lambda: stub.StoreEvents(memory_pb2.StoreEventsRequest(scope=GLOBEX, events=[event]), timeout=30, metadata=md),
-        "GetContext": lambda: stub.GetContext(memory_pb2.GetContextRequest(scope=GLOBEX, query="sailing in Croatia"), timeout=30, metadata=md),
-        "SearchMemory": lambda: stub.SearchMemory(memory_pb2.SearchMemoryRequest(scope=GLOBEX, query="sailing in Croatia", limit=5), timeout=30, metadata=md),
-        "GetChain": lambda: stub.GetChain(memory_pb2.GetChainRequest(scope=GLOBEX, chain_id=chain), timeout=30, metadata=md),
+        "StoreEvent": lambda: stub.StoreEvent(
+            memory_pb2.StoreEventRequest(scope=GLOBEX, event=event), timeout=30, metadata=md
+        ),
+        "StoreEvents": lambda: stub.StoreEvents(
+            memory_pb2.StoreEventsRequest(scope=GLOBEX, events=[event]), timeout=30, metadata=md
+        ),
+        "GetContext": lambda: stub.GetContext(
+            memory_pb2.GetContextRequest(scope=GLOBEX, query="sailing in Croatia"), timeout=30, metadata=md
+        ),
+        "SearchMemory": lambda: stub.SearchMemory(
+            memory_pb2.SearchMemoryRequest(scope=GLOBEX, query="sailing in Croatia", limit=5), timeout=30, metadata=md
+        ),
+        "GetChain": lambda: stub.GetChain(
+            memory_pb2.GetChainRequest(scope=GLOBEX, chain_id=chain), timeout=30, metadata=md
+        ),
         "ListChains": lambda: stub.ListChains(memory_pb2.ListChainsRequest(scope=GLOBEX), timeout=30, metadata=md),
-        "ForgetUser": lambda: stub.ForgetUser(memory_pb2.ForgetUserRequest(tenant_id="globex", user_id="bob"), timeout=30, metadata=md),
+        "ForgetUser": lambda: stub.ForgetUser(
+            memory_pb2.ForgetUserRequest(tenant_id="globex", user_id="bob"), timeout=30, metadata=md
+        ),
         "FlushWindow": lambda: stub.FlushWindow(memory_pb2.FlushWindowRequest(scope=GLOBEX), timeout=30, metadata=md),
     }
 
@@ -117,27 +150,41 @@ async def test_every_public_rpc_refuses_another_tenants_ids_and_leaks_nothing(se
     for name, call in calls.items():
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await call()
-        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED, f"{name}: {err.value.code()} {err.value.details()}"
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED, (
+            f"{name}: {err.value.code()} {err.value.details()}"
+        )
         assert not _leaks(err.value.details() or "", seeded.globex_chain_ids), f"{name} leaked {err.value.details()}"
         assert not _leaks(str(err.value.trailing_metadata()), seeded.globex_chain_ids), name
     # nothing of globex changed: no intruding event, nothing erased, no flush queued
     assert await _globex_events(seeded.services) == seeded.globex_event_count
-    queued = await redis.lrange(keys.scope_queue_key(keys.scope_id(GLOBEX.tenant_id, GLOBEX.user_id, GLOBEX.agent_id)), 0, -1)
+    queued = await redis.lrange(
+        keys.scope_queue_key(keys.scope_id(GLOBEX.tenant_id, GLOBEX.user_id, GLOBEX.agent_id)), 0, -1
+    )
     assert not [raw for raw in queued if task_pb2.Task.FromString(raw).type == WINDOW_FLUSH]
     async with seeded.services.client("globex") as globex:
         assert len(await globex.get_context(GLOBEX)) == len(SAILING)
         assert {c.id for c in await globex.list_chains(GLOBEX)} == {seeded.globex_chain_ids[0]}
 
 
-async def test_own_tenant_calls_with_the_other_tenants_user_and_chain_ids_see_only_their_own_data(seeded: Seeded) -> None:
+async def test_own_tenant_calls_with_the_other_tenants_user_and_chain_ids_see_only_their_own_data(
+    seeded: Seeded,
+) -> None:
     acme, chains = seeded.acme, seeded.globex_chain_ids
     # acme/alice and globex/alice share user and agent ids; the tenant from the credential keeps them apart
     window = await acme.get_context(ACME)
-    assert len(window) == len(KUBERNETES) and not _leaks("".join(text_format.MessageToString(e) for e in window), chains)
-    context = await acme._stub.GetContext(memory_pb2.GetContextRequest(scope=ACME, query="sailing in Croatia", chain_limit=5), timeout=30, metadata=acme.options.metadata)
+    assert len(window) == len(KUBERNETES) and not _leaks(
+        "".join(text_format.MessageToString(e) for e in window), chains
+    )
+    context = await acme._stub.GetContext(
+        memory_pb2.GetContextRequest(scope=ACME, query="sailing in Croatia", chain_limit=5),
+        timeout=30,
+        metadata=acme.options.metadata,
+    )
     assert not _leaks(context, chains)
     hits = await acme.search_memory(ACME, "Where should we sail from Split in Croatia?", limit=10)
-    assert all(h.chain.scope.tenant_id == "acme" for h in hits) and not _leaks(memory_pb2.SearchMemoryResponse(hits=hits), chains)
+    assert all(h.chain.scope.tenant_id == "acme" for h in hits) and not _leaks(
+        memory_pb2.SearchMemoryResponse(hits=hits), chains
+    )
     # another tenant's chain id answers exactly as an id that never existed: no existence oracle
     with pytest.raises(grpc.aio.AioRpcError) as unknown:
         await acme.get_chain(ACME, "ch_00000000000000000000000000000000")
@@ -145,7 +192,9 @@ async def test_own_tenant_calls_with_the_other_tenants_user_and_chain_ids_see_on
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await acme.get_chain(ACME, chain_id)
         assert err.value.code() == unknown.value.code() == grpc.StatusCode.NOT_FOUND
-        assert (err.value.details() or "").replace(chain_id, "ID") == (unknown.value.details() or "").replace("ch_00000000000000000000000000000000", "ID")
+        assert (err.value.details() or "").replace(chain_id, "ID") == (unknown.value.details() or "").replace(
+            "ch_00000000000000000000000000000000", "ID"
+        )
     own = await acme.list_chains(ACME)
     assert len(own) == 1 and own[0].scope.tenant_id == "acme" and not _leaks(own[0], chains)
     assert await acme.list_chains(memory_pb2.Scope(tenant_id="acme", user_id="bob", agent_id="travel")) == []

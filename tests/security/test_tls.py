@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from security_support import BuildSettings, ScratchCA, StartIngest, StartServices
 
 from athena.auth import bearer_metadata
 from athena.client import AthenaClient, ClientOptions, EventInput
@@ -13,16 +14,19 @@ from athena.internal.v1 import formation_pb2_grpc
 from athena.memory.v1 import memory_pb2
 from athena_cli.stack import StackCredentials
 from athena_ingest.server import build_ingest
-from security_support import BuildSettings, StartIngest, StartServices, ScratchCA
 
 SCOPE = memory_pb2.Scope(tenant_id="acme", user_id="alice", agent_id="helper")
 FAIL_FAST = ClientOptions(timeout=5, max_attempts=1)
 
 
-async def test_a_tls_listener_serves_clients_trusting_its_ca_and_refuses_plaintext(start_ingest: StartIngest, scratch_ca: ScratchCA, tmp_path) -> None:
+async def test_a_tls_listener_serves_clients_trusting_its_ca_and_refuses_plaintext(
+    start_ingest: StartIngest, scratch_ca: ScratchCA, tmp_path
+) -> None:
     server = scratch_ca.issue("ingest", server=True)
     credentials = StackCredentials()
-    host = await start_ingest(credentials, grpc_tls_cert_file=str(server.cert_file), grpc_tls_key_file=str(server.key_file))
+    host = await start_ingest(
+        credentials, grpc_tls_cert_file=str(server.cert_file), grpc_tls_key_file=str(server.key_file)
+    )
     target = f"127.0.0.1:{host.bound_port}"
     token = credentials.token_for("acme")
 
@@ -43,7 +47,9 @@ async def test_a_tls_listener_serves_clients_trusting_its_ca_and_refuses_plainte
 
     # probes over TLS need no client certificate and no credential
     async with grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(scratch_ca.ca)) as channel:
-        health = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="readiness"), timeout=10)
+        health = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service="readiness"), timeout=10
+        )
         assert health.status == health_pb2.HealthCheckResponse.SERVING
 
 
@@ -52,7 +58,9 @@ async def test_the_internal_hop_is_mutual_tls_and_refuses_clients_without_a_cert
 ) -> None:
     own = scratch_ca.issue("athena-service", server=True)
     services = await start_services(
-        grpc_tls_cert_file=str(own.cert_file), grpc_tls_key_file=str(own.key_file), internal_tls_ca_file=str(scratch_ca.ca_file)
+        grpc_tls_cert_file=str(own.cert_file),
+        grpc_tls_key_file=str(own.key_file),
+        internal_tls_ca_file=str(scratch_ca.ca_file),
     )
     internal = bearer_metadata(services.credentials.internal_token)
     request = memory_pb2.ListChainsRequest(scope=SCOPE)
@@ -68,10 +76,15 @@ async def test_the_internal_hop_is_mutual_tls_and_refuses_clients_without_a_cert
             else grpc.aio.insecure_channel(services.formation_target)
         )
         async with channel:
-            return await formation_pb2_grpc.FormationServiceStub(channel).ListChains(request, timeout=5, metadata=internal)
+            return await formation_pb2_grpc.FormationServiceStub(channel).ListChains(
+                request, timeout=5, metadata=internal
+            )
 
     client_cert = scratch_ca.issue("cognition", server=False)
-    assert list((await list_chains(grpc.ssl_channel_credentials(scratch_ca.ca, client_cert.key, client_cert.cert))).chains) == []
+    assert (
+        list((await list_chains(grpc.ssl_channel_credentials(scratch_ca.ca, client_cert.key, client_cert.cert))).chains)
+        == []
+    )
 
     stranger = ScratchCA(tmp_path / "other-pki", name="someone-elses-ca").issue("intruder", server=False)
     refused = {
@@ -85,7 +98,9 @@ async def test_the_internal_hop_is_mutual_tls_and_refuses_clients_without_a_cert
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE, f"{what}: {err.value.code()}"
 
 
-async def test_a_client_ca_without_an_own_certificate_stops_start_up(build_settings: BuildSettings, scratch_ca: ScratchCA) -> None:
+async def test_a_client_ca_without_an_own_certificate_stops_start_up(
+    build_settings: BuildSettings, scratch_ca: ScratchCA
+) -> None:
     with pytest.raises(SettingsError) as err:
         await build_ingest(build_settings(StackCredentials(), internal_tls_ca_file=str(scratch_ca.ca_file)))
     assert "GRPC_TLS_CERT_FILE" in str(err.value)
@@ -102,7 +117,9 @@ def test_the_local_stack_probes_and_serves_over_tls(scratch_ca: ScratchCA, tmp_p
         "GRPC_TLS_KEY_FILE": str(own.key_file),
         "INTERNAL_TLS_CA_FILE": str(scratch_ca.ca_file),
     }
-    with LocalStack(data_dir=tmp_path / "stack", ports=StackPorts.free(), services=("ingest",), env=env) as stack:  # wait_serving probed over TLS
+    with LocalStack(
+        data_dir=tmp_path / "stack", ports=StackPorts.free(), services=("ingest",), env=env
+    ) as stack:  # wait_serving probed over TLS
 
         async def roundtrip() -> list[str]:
             async with stack.client(tenant_id="acme", options=FAIL_FAST) as client:

@@ -13,7 +13,8 @@ SECRET = "s" * 40
 
 def test_a_cached_jwt_is_refused_once_its_exp_has_passed() -> None:
     verifier = JwtVerifier(JwtPolicy(audience="athena", leeway_seconds=0), hs256_secret=SECRET)
-    token = mint_hs256(SECRET, "acme", audience="athena", ttl_seconds=1)
+    # exp is whole seconds (now truncated + ttl): a ttl of 2 leaves the token at least 1 s of life.
+    token = mint_hs256(SECRET, "acme", audience="athena", ttl_seconds=2)
     first = verifier.verify(token)
     assert first is not None and first.tenant_id == "acme"
     assert verifier.verify(token) == first  # served again while valid
@@ -27,7 +28,9 @@ def test_a_token_differing_from_a_cached_one_gets_the_full_check() -> None:
     token = mint_hs256(SECRET, "acme", audience="athena")
     assert verifier.verify(token) is not None
     header, claims, signature = token.split(".")
-    forged_claims = jwt.encode({"tenant_id": "other", "aud": "athena", "exp": int(time.time()) + 60}, SECRET).split(".")[1]
+    forged_claims = jwt.encode({"tenant_id": "other", "aud": "athena", "exp": int(time.time()) + 60}, SECRET).split(
+        "."
+    )[1]
     assert verifier.verify(f"{header}.{forged_claims}.{signature}") is None
     flipped = signature[:-2] + ("AA" if signature[-2:] != "AA" else "BB")
     assert verifier.verify(f"{header}.{claims}.{flipped}") is None

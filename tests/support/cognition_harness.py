@@ -14,12 +14,21 @@ from pathlib import Path
 import grpc
 
 from athena.client import AthenaClient
-from athena.queue import TaskResult, wait_for_results
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.local import free_port
+from athena.queue import TaskResult, wait_for_results
 from athena_cli.stack import StackCredentials
 
-__all__ = ["CREDENTIALS", "KYOTO", "PYTHON", "SCOPE", "SCOPE_ID", "CognitionProcess", "RecordingFormation", "task_result"]
+__all__ = [
+    "CREDENTIALS",
+    "KYOTO",
+    "PYTHON",
+    "SCOPE",
+    "SCOPE_ID",
+    "CognitionProcess",
+    "RecordingFormation",
+    "task_result",
+]
 
 SCOPE = AthenaClient.scope("acme", "alice", "helper")
 SCOPE_ID = "acme:alice:helper"
@@ -32,7 +41,10 @@ KYOTO = [
     ("user", "How many days would you recommend for Kyoto and a day trip to Nara?"),
     ("agent", "Plan four days in Kyoto plus one for Nara."),
 ]
-PYTHON = ("user", "Different question: my Python script crashes with KeyError: 'user_id' when parsing the webhook payload.")
+PYTHON = (
+    "user",
+    "Different question: my Python script crashes with KeyError: 'user_id' when parsing the webhook payload.",
+)
 
 
 class RecordingFormation(formation_pb2_grpc.FormationServiceServicer):
@@ -44,11 +56,15 @@ class RecordingFormation(formation_pb2_grpc.FormationServiceServicer):
         self.release.set()
         self.called = asyncio.Event()
 
-    async def FormChain(self, request: formation_pb2.FormChainRequest, context: grpc.aio.ServicerContext) -> formation_pb2.FormChainResponse:
+    async def FormChain(
+        self, request: formation_pb2.FormChainRequest, context: grpc.aio.ServicerContext
+    ) -> formation_pb2.FormChainResponse:
         self.calls.append(request.segment)
         self.called.set()
         await self.release.wait()
-        return formation_pb2.FormChainResponse(outcome=formation_pb2.FORM_OUTCOME_CREATED, chain_id="ch_" + request.segment.id[4:20])
+        return formation_pb2.FormChainResponse(
+            outcome=formation_pb2.FORM_OUTCOME_CREATED, chain_id="ch_" + request.segment.id[4:20]
+        )
 
 
 class CognitionProcess:
@@ -69,7 +85,10 @@ class CognitionProcess:
             INTERNAL_AUTH_TOKEN=CREDENTIALS.internal_token,
         )
         env.update(extra_env)
-        self.proc = subprocess.Popen([sys.executable, "-m", "athena_cognition"], env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+        with open(log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "athena_cognition"], env=env, stdout=out, stderr=subprocess.STDOUT
+            )
 
     def wait_serving(self, timeout: float = 180.0) -> None:
         """Block until the process answers SERVING (the embedding model is loaded by then)."""
@@ -81,7 +100,10 @@ class CognitionProcess:
             while time.monotonic() < deadline:
                 assert self.proc.poll() is None, "cognition exited during start-up"
                 try:
-                    if stub.Check(health_pb2.HealthCheckRequest(service="readiness"), timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
+                    if (
+                        stub.Check(health_pb2.HealthCheckRequest(service="readiness"), timeout=1).status
+                        == health_pb2.HealthCheckResponse.SERVING
+                    ):
                         return
                 except grpc.RpcError:
                     pass

@@ -92,7 +92,9 @@ class FakeOpenAI:
         tasks of a service in flight long enough to kill it mid-task).
     """
 
-    def __init__(self, *, json_mode_supported: bool = True, embedding_dim: int = 384, embedding_delay: float = 0.0) -> None:
+    def __init__(
+        self, *, json_mode_supported: bool = True, embedding_dim: int = 384, embedding_delay: float = 0.0
+    ) -> None:
         self.json_mode_supported = json_mode_supported
         self.embedding_dim = embedding_dim
         self.embedding_delay = embedding_delay

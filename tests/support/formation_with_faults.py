@@ -39,7 +39,12 @@ def start_formation_with_faults(stack: LocalStack, faults: list[str], *, fired_l
     env = {**stack.service_env(), "ATHENA_TEST_FAULTS": ",".join(faults), "ATHENA_TEST_FAULTS_LOG": str(fired_log)}
     with open(stack.data_dir / "formation.log", "ab") as log:
         stack.procs["formation"] = subprocess.Popen(
-            [sys.executable, __file__], env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            [sys.executable, __file__],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
 
 
@@ -61,7 +66,7 @@ async def _serve(settings: Settings) -> None:
         if n >= len(faults) or faults[n][0] != step:
             return
         action = faults[n][1]
-        with log.open("a") as f:
+        with log.open("a") as f:  # noqa: ASYNC230 - written before a possible os._exit below, on purpose blocking
             f.write(f"{step}:{action}\n")
         print(f"fault injected at {step}: {action}", flush=True)
         if action == "exit":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import grpc
 
@@ -12,12 +12,19 @@ __all__ = ["ACCEPTABLE_REFUSALS", "MEMORY_METHODS", "call_raw", "check_refusal",
 
 MEMORY_METHODS = ("StoreEvent", "StoreEvents", "GetContext", "SearchMemory", "GetChain", "ListChains", "ForgetUser")
 
-ACCEPTABLE_REFUSALS = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED})
+ACCEPTABLE_REFUSALS = frozenset(
+    {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED}
+)
 """The only ways the public API may refuse a hostile request: never INTERNAL or UNKNOWN."""
 
 
 async def call_raw(
-    channel: grpc.aio.Channel, method: str, payload: bytes, *, metadata: Sequence[tuple[str, str]], timeout: float = 10.0
+    channel: grpc.aio.Channel,
+    method: str,
+    payload: bytes,
+    *,
+    metadata: Sequence[tuple[str, str]],
+    timeout: float = 10.0,
 ) -> bytes:
     """Send `payload` as the serialized request of MemoryService/`method`, byte for byte."""
     call = channel.unary_unary(f"/athena.memory.v1.MemoryService/{method}")  # no serializers: bytes both ways

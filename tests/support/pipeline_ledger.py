@@ -20,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Iterable, Sequence
+from typing import Any
 
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
@@ -32,9 +34,20 @@ from athena.queue import ExponentialFullJitter, TaskResult, read_results, wait_f
 from athena.stm import parse_event
 from athena_cli.stack import LocalStack
 
-__all__ = ["Acked", "Ledger", "StackFactory", "conversation", "drive", "log_matches", "metric_total", "patient_options", "read_ledger", "wait_decided"]
+__all__ = [
+    "Acked",
+    "Ledger",
+    "StackFactory",
+    "conversation",
+    "drive",
+    "log_matches",
+    "metric_total",
+    "patient_options",
+    "read_ledger",
+    "wait_decided",
+]
 
-StackFactory = Callable[..., ContextManager[LocalStack]]
+StackFactory = Callable[..., AbstractContextManager[LocalStack]]
 """`with factory(**settings) as stack:` a local stack started for one test (tests/faults' `fault_stack`)."""
 
 # Each topic's words are its own: user messages of one topic share most words (the pair cosine of
@@ -215,8 +228,14 @@ async def read_ledger(stack: LocalStack, *, tenant_id: str, acked: Sequence[Acke
         await redis.aclose()
         await mongo.close()
     return Ledger(
-        acked=list(acked), logged=logged, results=results, outcomes=outcomes, chains=chains,
-        windows=windows, handoffs=handoffs, dead_letters=int(dead),
+        acked=list(acked),
+        logged=logged,
+        results=results,
+        outcomes=outcomes,
+        chains=chains,
+        windows=windows,
+        handoffs=handoffs,
+        dead_letters=int(dead),
     )
 
 

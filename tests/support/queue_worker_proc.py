@@ -23,7 +23,8 @@ import json
 import os
 import signal
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from redis.asyncio import Redis
 

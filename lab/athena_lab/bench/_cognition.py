@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -59,11 +59,15 @@ async def _process_replay(turns: list, passes: int, workers: int) -> tuple[int, 
     (decisions of all workers, seconds)."""
     embedder = LocalEmbedder(cache=EmbeddingCache())
     t0 = time.perf_counter()
-    counts = await asyncio.gather(*(_decide_all("continuity", turns, passes, embedder, salt=f"w{w} ") for w in range(workers)))
+    counts = await asyncio.gather(
+        *(_decide_all("continuity", turns, passes, embedder, salt=f"w{w} ") for w in range(workers))
+    )
     return sum(counts), time.perf_counter() - t0
 
 
-async def _decide_all(scorer_name: str, turns: list, passes: int, embedder: "_TimedEmbedder | LocalEmbedder", *, salt: str) -> int:
+async def _decide_all(
+    scorer_name: str, turns: list, passes: int, embedder: _TimedEmbedder | LocalEmbedder, *, salt: str
+) -> int:
     from athena_cognition.detector import Turn, default_thresholds, make_scorer, replay
 
     scorer = make_scorer(scorer_name)
@@ -72,8 +76,9 @@ async def _decide_all(scorer_name: str, turns: list, passes: int, embedder: "_Ti
     for p in range(passes):
         # A new pass changes every text, so the cache does not carry over between passes.
         seq = [Turn(role=t.role, type=t.type, content=f"{t.content} ({salt}{p})") for t in turns]
-        replayed = await replay(seq, scorer=scorer, embedder=embedder, thresholds=thresholds, arbiter=None,
-                                max_events_before_flush=20)
+        replayed = await replay(
+            seq, scorer=scorer, embedder=embedder, thresholds=thresholds, arbiter=None, max_events_before_flush=20
+        )
         decisions += len(replayed.decisions)
     return decisions
 
@@ -89,18 +94,33 @@ async def _measure(repeats: int, passes: int, tick: Callable[[], None], workers:
     dps, share, base_dps, base_share, proc_dps, worker_dps, n_dec = [], [], [], [], [], [], 0
     for _ in range(repeats):
         n_dec, el, emb = await _replay("continuity", turns, passes)
-        dps.append(n_dec / el), share.append(emb / el)
+        dps.append(n_dec / el)
+        share.append(emb / el)
         nb, el, emb = await _replay("pair_cosine", turns, passes)
-        base_dps.append(nb / el), base_share.append(emb / el)
+        base_dps.append(nb / el)
+        base_share.append(emb / el)
         n_proc, el = await _process_replay(turns, passes, workers)
-        proc_dps.append(n_proc / el), worker_dps.append(n_proc / el / workers)
+        proc_dps.append(n_proc / el)
+        worker_dps.append(n_proc / el / workers)
         tick()
     res = StageResult(stage="cognition")
     res.figures = [
         Figure("decide() continuity scorer", "decisions/s", summary(dps), "pair_cosine scorer", summary(base_dps)),
         Figure("share of time embedding", "fraction", summary(share), "pair_cosine scorer", summary(base_share)),
-        Figure(f"decide() per process, {workers} workers", "decisions/s", summary(proc_dps), "one worker alone", summary(dps)),
-        Figure(f"decide() per worker, {workers} in a process", "decisions/s", summary(worker_dps), "one worker alone", summary(dps)),
+        Figure(
+            f"decide() per process, {workers} workers",
+            "decisions/s",
+            summary(proc_dps),
+            "one worker alone",
+            summary(dps),
+        ),
+        Figure(
+            f"decide() per worker, {workers} in a process",
+            "decisions/s",
+            summary(worker_dps),
+            "one worker alone",
+            summary(dps),
+        ),
     ]
     res.keys = {
         "decisions_per_s": res.figures[0].value["median"],
@@ -110,10 +130,18 @@ async def _measure(repeats: int, passes: int, tick: Callable[[], None], workers:
         "decisions_per_s_per_worker": res.figures[3].value["median"],
         "cognition_workers": workers,
     }
-    res.detail = {"decisions_per_repeat": n_dec, "passes": passes, "repeats": repeats, "turns": len(turns), "workers": workers,
-                  "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures}}
-    res.notes.append(f"sample conversation ({len(turns)} turns) x {passes} passes = {n_dec} decisions per repeat, cold cache, no LLM; "
-                     f"per process: {workers} concurrent workers (MEMORY_WORKER_COUNT's default) sharing one embedder")
+    res.detail = {
+        "decisions_per_repeat": n_dec,
+        "passes": passes,
+        "repeats": repeats,
+        "turns": len(turns),
+        "workers": workers,
+        "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures},
+    }
+    res.notes.append(
+        f"sample conversation ({len(turns)} turns) x {passes} passes = {n_dec} decisions per repeat, cold cache, no LLM; "
+        f"per process: {workers} concurrent workers (MEMORY_WORKER_COUNT's default) sharing one embedder"
+    )
     return res
 
 

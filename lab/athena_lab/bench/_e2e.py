@@ -13,15 +13,15 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 from athena import keys
 from athena.client import AthenaClient, EventInput
 from athena.memory.v1 import memory_pb2
-from athena_lab.bench._report import Figure, StageResult, percentile, summary
 from athena_cli.demo import wait_until_processed
 from athena_cli.sample_conversation import sample_conversation
 from athena_cli.stack import LocalStack
+from athena_lab.bench._report import Figure, StageResult, percentile, summary
 
 __all__ = ["peak_rss_mb", "run_e2e_stage"]
 
@@ -67,7 +67,9 @@ async def _floor(client: AthenaClient) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
-async def _measure(stack: LocalStack, trials: int, repeats: int, timeout: float, tick: Callable[[], None]) -> StageResult:
+async def _measure(
+    stack: LocalStack, trials: int, repeats: int, timeout: float, tick: Callable[[], None]
+) -> StageResult:
     p50s, p95s, floors50, floors95, timeouts = [], [], [], [], 0
     async with stack.client(tenant_id="bench") as client:
         await _floor(client)
@@ -81,23 +83,44 @@ async def _measure(stack: LocalStack, trials: int, repeats: int, timeout: float,
                     lat.append(ms)
                 fl.append(await _floor(client))
             if lat:
-                p50s.append(percentile(lat, 50)), p95s.append(percentile(lat, 95))
-            floors50.append(percentile(fl, 50)), floors95.append(percentile(fl, 95))
+                p50s.append(percentile(lat, 50))
+                p95s.append(percentile(lat, 95))
+            floors50.append(percentile(fl, 50))
+            floors95.append(percentile(fl, 95))
             tick()
     res = StageResult(stage="e2e")
     if p50s:
         res.figures = [
-            Figure("StoreEvent -> chain searchable p50", "ms", summary(p50s), "StoreEvent + SearchMemory", summary(floors50)),
-            Figure("StoreEvent -> chain searchable p95", "ms", summary(p95s), "StoreEvent + SearchMemory", summary(floors95)),
+            Figure(
+                "StoreEvent -> chain searchable p50",
+                "ms",
+                summary(p50s),
+                "StoreEvent + SearchMemory",
+                summary(floors50),
+            ),
+            Figure(
+                "StoreEvent -> chain searchable p95",
+                "ms",
+                summary(p95s),
+                "StoreEvent + SearchMemory",
+                summary(floors95),
+            ),
         ]
     res.keys = {
-        "e2e_p50_ms": p50s and summary(p50s)["median"] or None,
-        "e2e_p95_ms": p95s and summary(p95s)["median"] or None,
+        "e2e_p50_ms": (p50s and summary(p50s)["median"]) or None,
+        "e2e_p95_ms": (p95s and summary(p95s)["median"]) or None,
         "e2e_floor_p50_ms": summary(floors50)["median"],
     }
-    res.detail = {"trials_per_repeat": trials, "repeats": repeats, "timeouts": timeouts, "poll_s": POLL_S,
-                  "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures}}
-    res.notes.append(f"{trials} trials x {repeats} repeats, fresh scope each, LLM off, poll {POLL_S * 1000:.0f} ms; timeouts: {timeouts}")
+    res.detail = {
+        "trials_per_repeat": trials,
+        "repeats": repeats,
+        "timeouts": timeouts,
+        "poll_s": POLL_S,
+        "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures},
+    }
+    res.notes.append(
+        f"{trials} trials x {repeats} repeats, fresh scope each, LLM off, poll {POLL_S * 1000:.0f} ms; timeouts: {timeouts}"
+    )
     return res
 
 
@@ -120,9 +143,10 @@ def peak_rss_mb(stack: LocalStack) -> dict[str, float | None]:
         if pid is None:
             continue
         try:
-            for line in open(f"/proc/{pid}/status"):
-                if line.startswith("VmHWM:"):
-                    out[name] = int(line.split()[1]) / 1024
+            with open(f"/proc/{pid}/status") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        out[name] = int(line.split()[1]) / 1024
         except OSError:
             pass
     return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pymongo import AsyncMongoClient
@@ -28,13 +28,23 @@ LOG_BATCH = 200
 
 
 def _events(n: int, content: str, k: int) -> list[memory_pb2.Event]:
-    ts = to_timestamp(datetime.now(timezone.utc))
+    ts = to_timestamp(datetime.now(UTC))
     scope = memory_pb2.Scope(tenant_id="bench-log", user_id=f"log-{k % 8}", agent_id="a")
     out = []
     for _ in range(n):
         event_id = f"ev_log_{uuid.uuid4().hex}"
-        out.append(memory_pb2.Event(id=event_id, scope=scope, role=memory_pb2.ROLE_USER, type=memory_pb2.EVENT_TYPE_MESSAGE,
-                                    content=content, timestamp=ts, stored_at=ts, client_event_id=event_id))
+        out.append(
+            memory_pb2.Event(
+                id=event_id,
+                scope=scope,
+                role=memory_pb2.ROLE_USER,
+                type=memory_pb2.EVENT_TYPE_MESSAGE,
+                content=content,
+                timestamp=ts,
+                stored_at=ts,
+                client_event_id=event_id,
+            )
+        )
     return out
 
 

@@ -17,8 +17,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import grpc
 
@@ -41,21 +42,24 @@ _CONTENT = (
 )
 
 
-def _event(role: int) -> memory_pb2.NewEvent:
-    return memory_pb2.NewEvent(role=role, type=memory_pb2.EVENT_TYPE_MESSAGE, content=_CONTENT, event_id=uuid.uuid4().hex)
+def _event(role: memory_pb2.Role.ValueType) -> memory_pb2.NewEvent:
+    return memory_pb2.NewEvent(
+        role=role, type=memory_pb2.EVENT_TYPE_MESSAGE, content=_CONTENT, event_id=uuid.uuid4().hex
+    )
 
 
 class _Empty(memory_pb2_grpc.MemoryServiceServicer):
-    async def StoreEvent(self, request, context):  # noqa: N802
+    async def StoreEvent(self, request, context):
         return memory_pb2.StoreEventResponse()
 
-    async def StoreEvents(self, request, context):  # noqa: N802
+    async def StoreEvents(self, request, context):
         return memory_pb2.StoreEventsResponse()
 
 
 async def _serve_empty(port: int) -> None:
     server = grpc.aio.server()
-    memory_pb2_grpc.add_MemoryServiceServicer_to_server(_Empty(), server)
+    # The stub marks every RPC abstract; the generated base class answers UNIMPLEMENTED for the others.
+    memory_pb2_grpc.add_MemoryServiceServicer_to_server(_Empty(), server)  # type: ignore[abstract]
     server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
     await server.wait_for_termination()
@@ -68,8 +72,10 @@ class EmptyServer:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def __enter__(self) -> "EmptyServer":
-        self.proc = subprocess.Popen([sys.executable, "-m", "athena_lab.bench._ingest", str(self.port)], stdin=subprocess.DEVNULL)
+    def __enter__(self) -> EmptyServer:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "athena_lab.bench._ingest", str(self.port)], stdin=subprocess.DEVNULL
+        )
         wait_for_port(self.port, timeout=30)
         return self
 
@@ -95,7 +101,9 @@ class _Caller:
         return grpc.aio.insecure_channel(target, interceptors=interceptors)
 
 
-async def _unary_round(target: str, n: int, role: int, caller: _Caller) -> tuple[float, list[float]]:
+async def _unary_round(
+    target: str, n: int, role: memory_pb2.Role.ValueType, caller: _Caller
+) -> tuple[float, list[float]]:
     """n StoreEvent calls, CONCURRENCY in flight. Returns (requests/s, latencies in ms)."""
     lat: list[float] = []
     async with caller.channel(target) as channel:
@@ -117,7 +125,7 @@ async def _unary_round(target: str, n: int, role: int, caller: _Caller) -> tuple
     return n / elapsed, lat
 
 
-async def _batch_round(target: str, batches: int, role: int, caller: _Caller) -> float:
+async def _batch_round(target: str, batches: int, role: memory_pb2.Role.ValueType, caller: _Caller) -> float:
     """StoreEvents of BATCH events, BATCH_CONCURRENCY in flight. Returns events/s."""
     async with caller.channel(target) as channel:
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
@@ -127,7 +135,9 @@ async def _batch_round(target: str, batches: int, role: int, caller: _Caller) ->
         async def worker(k: int) -> None:
             scope = memory_pb2.Scope(tenant_id=caller.tenant, user_id=f"batch-{k}", agent_id="a")
             for _ in counter:
-                await stub.StoreEvents(memory_pb2.StoreEventsRequest(scope=scope, events=[_event(role) for _ in range(BATCH)]), timeout=60)
+                await stub.StoreEvents(
+                    memory_pb2.StoreEventsRequest(scope=scope, events=[_event(role) for _ in range(BATCH)]), timeout=60
+                )
 
         t0 = time.perf_counter()
         await asyncio.gather(*(worker(k) for k in range(BATCH_CONCURRENCY)))
@@ -142,7 +152,9 @@ GROWTH_ROUNDS = 3
 figure is the median pair, so one slow moment of the host does not decide it."""
 
 
-async def _growth(ingest: str, empty: str, sizes: tuple[int, int], n: int, role: int, caller: _Caller) -> dict[str, Any]:
+async def _growth(
+    ingest: str, empty: str, sizes: tuple[int, int], n: int, role: memory_pb2.Role.ValueType, caller: _Caller
+) -> dict[str, Any]:
     """StoreEvent throughput (and its ratio to the empty handler, measured right after each round) with
     the event log holding about sizes[0] events, then again after StoreEvents filled it to sizes[1]."""
     stored = _WARM_UP
@@ -157,7 +169,9 @@ async def _growth(ingest: str, empty: str, sizes: tuple[int, int], n: int, role:
         for _ in range(GROWTH_ROUNDS):
             r, lat = await _unary_round(ingest, calls, role, caller)
             b, _ = await _unary_round(empty, calls, role, caller)
-            rates.append(r), p99s.append(percentile(lat, 99)), ratios.append(r / b)
+            rates.append(r)
+            p99s.append(percentile(lat, 99))
+            ratios.append(r / b)
         stored += calls * GROWTH_ROUNDS  # each StoreEvent stored one more event
         out[f"req_per_s_at_{size}"], out[f"p99_ms_at_{size}"] = statistics.median(rates), statistics.median(p99s)
         out[f"vs_empty_at_{size}"], out[f"vs_empty_rounds_at_{size}"] = statistics.median(ratios), ratios
@@ -170,7 +184,7 @@ async def _measure(
     n: int,
     batches: int,
     repeats: int,
-    role: int,
+    role: memory_pb2.Role.ValueType,
     tick: Callable[[], None],
     caller: _Caller,
     growth: tuple[int, int] | None = None,
@@ -183,24 +197,43 @@ async def _measure(
     rps, p50, p99, b_rps, b_p50, b_p99, ev, b_ev, log_ev = ([] for _ in range(9))
     for _ in range(repeats):
         r, lat = await _unary_round(ingest, n, role, caller)
-        rps.append(r), p50.append(percentile(lat, 50)), p99.append(percentile(lat, 99))
+        rps.append(r)
+        p50.append(percentile(lat, 50))
+        p99.append(percentile(lat, 99))
         r, lat = await _unary_round(empty, n, role, caller)
-        b_rps.append(r), b_p50.append(percentile(lat, 50)), b_p99.append(percentile(lat, 99))
+        b_rps.append(r)
+        b_p50.append(percentile(lat, 50))
+        b_p99.append(percentile(lat, 99))
         ev.append(await _batch_round(ingest, batches, role, caller))
         b_ev.append(await _batch_round(empty, batches, role, caller))
         if event_log is not None:
-            log_ev.append(await event_log_round(*event_log, batches=max(1, batches * BATCH // LOG_BATCH), content=_CONTENT))
+            log_ev.append(
+                await event_log_round(*event_log, batches=max(1, batches * BATCH // LOG_BATCH), content=_CONTENT)
+            )
         tick()
     res = StageResult(stage="ingest")
     res.figures = [
         Figure("StoreEvent throughput (c=32)", "req/s", summary(rps), "empty handler", summary(b_rps)),
         Figure("StoreEvent p50 latency", "ms", summary(p50), "empty handler", summary(b_p50)),
         Figure("StoreEvent p99 latency", "ms", summary(p99), "empty handler", summary(b_p99)),
-        Figure(f"StoreEvents batches of {BATCH} (c={BATCH_CONCURRENCY})", "events/s", summary(ev), "empty handler", summary(b_ev)),
+        Figure(
+            f"StoreEvents batches of {BATCH} (c={BATCH_CONCURRENCY})",
+            "events/s",
+            summary(ev),
+            "empty handler",
+            summary(b_ev),
+        ),
     ]
     if log_ev:
-        res.figures.append(Figure(f"StoreEvents batches of {BATCH} (c={BATCH_CONCURRENCY}), beside the log alone", "events/s", summary(ev),
-                                  f"the event log alone (EventLog.insert of {LOG_BATCH} + close, one at a time, no gRPC)", summary(log_ev)))
+        res.figures.append(
+            Figure(
+                f"StoreEvents batches of {BATCH} (c={BATCH_CONCURRENCY}), beside the log alone",
+                "events/s",
+                summary(ev),
+                f"the event log alone (EventLog.insert of {LOG_BATCH} + close, one at a time, no gRPC)",
+                summary(log_ev),
+            )
+        )
     res.keys = {
         "ingest_vs_baseline": res.figures[0].ratio(),
         "store_event_per_s": res.figures[0].value["median"],
@@ -225,7 +258,12 @@ async def _measure(
         small, big = growth
         # Each side as a ratio to the empty handler measured just after it, so load drift cancels.
         res.keys["ingest_growth_10x"] = grown[f"vs_empty_at_{big}"] / grown[f"vs_empty_at_{small}"]
-        res.detail["growth"] = {"log_events": [small, big], "requests_per_round": max(1, n // GROWTH_ROUNDS), "rounds": GROWTH_ROUNDS, **grown}
+        res.detail["growth"] = {
+            "log_events": [small, big],
+            "requests_per_round": max(1, n // GROWTH_ROUNDS),
+            "rounds": GROWTH_ROUNDS,
+            **grown,
+        }
         res.notes.append(
             f"growth: StoreEvent {grown[f'req_per_s_at_{small}']:.0f} req/s with ~{small:,} events in the log, "
             f"{grown[f'req_per_s_at_{big}']:.0f} with ~{big:,} (vs empty handler {grown[f'vs_empty_at_{small}']:.2f} -> "
@@ -236,7 +274,8 @@ async def _measure(
 
 def _cpu_seconds(pid: int) -> float:
     try:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except OSError:
         return float("nan")
@@ -267,13 +306,26 @@ def run_ingest_stage(
     with EmptyServer() as empty:
         caller = _Caller(tenant=tenant, credential=credential)
         res = asyncio.run(
-            _measure(ingest_target, f"127.0.0.1:{empty.port}", n, batches, repeats, memory_pb2.ROLE_USER, tick, caller, growth, event_log)
+            _measure(
+                ingest_target,
+                f"127.0.0.1:{empty.port}",
+                n,
+                batches,
+                repeats,
+                memory_pb2.ROLE_USER,
+                tick,
+                caller,
+                growth,
+                event_log,
+            )
         )
     wall = time.perf_counter() - t0
     # CPU seconds per process over the whole stage (both servers' rounds), to see what saturates.
     res.detail["cpu_seconds"] = {name: round(_cpu_seconds(p) - cpu0[name], 1) for name, p in pids.items()}
     res.detail["cpu_seconds"]["stage wall"] = round(wall, 1)
-    res.notes.append(f"{n} StoreEvent + {batches} StoreEvents x {repeats} repeats; user messages of {res.detail['content_bytes']} B; cognition not running")
+    res.notes.append(
+        f"{n} StoreEvent + {batches} StoreEvents x {repeats} repeats; user messages of {res.detail['content_bytes']} B; cognition not running"
+    )
     res.seconds = time.perf_counter() - t0
     return res
 

@@ -14,8 +14,8 @@ import asyncio
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from athena.local import RedisServer, free_port
 from athena.memory.v1 import memory_pb2
@@ -104,10 +104,14 @@ async def _run(port: int, n: int, repeats: int, tick: Callable[[], None]) -> Sta
             payloads = [t.SerializeToString() for t in tasks]
             await redis.flushdb()
             e, d = await _fair_round(redis, tasks)
-            fair_tps.append(n / (e + d)), fair_enq.append(n / e), fair_drain.append(n / d)
+            fair_tps.append(n / (e + d))
+            fair_enq.append(n / e)
+            fair_drain.append(n / d)
             await redis.flushdb()
             e, d = await _baseline_round(redis, payloads)
-            base_tps.append(n / (e + d)), base_enq.append(n / e), base_drain.append(n / d)
+            base_tps.append(n / (e + d))
+            base_enq.append(n / e)
+            base_drain.append(n / d)
             tick()
     finally:
         await redis.aclose()

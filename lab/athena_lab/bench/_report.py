@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -75,7 +76,15 @@ def render_table(results: Sequence[StageResult], console: Console) -> None:
     for r in results:
         for f in r.figures:
             ratio = f.ratio()
-            table.add_row(r.stage, f.name, f.unit, _fmt(f.value), f.baseline_name, _fmt(f.baseline), f"{ratio:.3f}" if ratio is not None else "")
+            table.add_row(
+                r.stage,
+                f.name,
+                f.unit,
+                _fmt(f.value),
+                f.baseline_name,
+                _fmt(f.baseline),
+                f"{ratio:.3f}" if ratio is not None else "",
+            )
         for note in r.notes:
             table.add_row(r.stage, "[dim]note[/dim]", "", f"[dim]{note}[/dim]", "", "", "")
     console.print(table)
@@ -92,6 +101,11 @@ def render_targets(verdicts: Sequence[dict[str, Any]], console: Console) -> None
     for v in verdicts:
         value = "" if v["value"] is None else _number(v["value"])
         style = _VERDICT_STYLE[v["verdict"]]
-        table.add_row(v["target"], f"{value} {v['unit']}".strip(), f"{v['comparison']} {_number(v['bound'])} {v['unit']}".strip(),
-                      f"[{style}]{v['verdict']}[/{style}]", v.get("why", ""))
+        table.add_row(
+            v["target"],
+            f"{value} {v['unit']}".strip(),
+            f"{v['comparison']} {_number(v['bound'])} {v['unit']}".strip(),
+            f"[{style}]{v['verdict']}[/{style}]",
+            v.get("why", ""),
+        )
     console.print(table)

@@ -28,15 +28,21 @@ import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from athena.embeddings import EmbeddingCache, LocalEmbedder
 from athena_lab.bench._report import Figure, StageResult, percentile, summary
 from athena_lab.bench._search_rpc import (
-    COLLECTION, CONCURRENT_CALLERS, DATABASE, OPEN_WINDOW_TURNS, SCOPE, run_cold_users_rpc, run_search_rpc,
+    COLLECTION,
+    CONCURRENT_CALLERS,
+    DATABASE,
+    OPEN_WINDOW_TURNS,
+    SCOPE,
+    run_cold_users_rpc,
+    run_search_rpc,
 )
 from athena_lab.bench._stores import BenchStores
 
@@ -45,8 +51,18 @@ __all__ = ["measure_search_at", "run_search_stage"]
 DIM = 384
 LIMIT = 10
 INSERT_BATCH = 5000
-_TOPICS = ["Kyoto temples", "the VAT number on my invoice", "a webhook KeyError", "chickpea curry", "the JR Pass",
-           "pydantic validation", "coconut milk", "Nara day trip", "billing address", "cherry blossom crowds"]
+_TOPICS = [
+    "Kyoto temples",
+    "the VAT number on my invoice",
+    "a webhook KeyError",
+    "chickpea curry",
+    "the JR Pass",
+    "pydantic validation",
+    "coconut milk",
+    "Nara day trip",
+    "billing address",
+    "cherry blossom crowds",
+]
 
 
 def _queries(n: int, salt: str) -> list[str]:
@@ -75,8 +91,13 @@ async def _fill(index, vectors: np.ndarray, users: int = 0) -> None:
     tenant, user, agent = SCOPE
     for i in range(0, len(vectors), INSERT_BATCH):
         rows = [
-            {"chain_id": f"c{j}", "tenant_id": tenant, "user_id": _cold_user(j, users) if users else user, "agent_id": agent,
-             "embedding": vectors[j].tolist()}
+            {
+                "chain_id": f"c{j}",
+                "tenant_id": tenant,
+                "user_id": _cold_user(j, users) if users else user,
+                "agent_id": agent,
+                "embedding": vectors[j].tolist(),
+            }
             for j in range(i, min(i + INSERT_BATCH, len(vectors)))
         ]
         await asyncio.to_thread(client.insert, index.collection, rows)
@@ -99,7 +120,9 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
     await index.search(vectors[0], tenant_id=SCOPE[0], user_id=SCOPE[1], limit=LIMIT)  # reads the user's vectors
     load_s = time.perf_counter() - t_load
 
-    out: dict[str, list[float]] = {k: [] for k in ("incl_p50", "incl_p95", "excl_p50", "excl_p95", "np_p50", "np_p95", "embed_p50", "np_incl_p95")}
+    out: dict[str, list[float]] = {
+        k: [] for k in ("incl_p50", "incl_p95", "excl_p50", "excl_p95", "np_p50", "np_p95", "embed_p50", "np_incl_p95")
+    }
     agree = 0
     total = 0
     try:
@@ -116,7 +139,7 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
                 incl.append((t2 - t0) * 1000)
                 emb.append((t1 - t0) * 1000)
                 qvecs.append((q, hits))
-            for q, hits in qvecs:
+            for q, _hits in qvecs:
                 t0 = time.perf_counter()
                 await index.search(q, tenant_id=SCOPE[0], user_id=SCOPE[1], limit=LIMIT)
                 excl.append((time.perf_counter() - t0) * 1000)
@@ -131,10 +154,14 @@ async def _measure(path: Path, n_chains: int, n_queries: int, repeats: int, tick
                 agree += len({f"c{j}" for j in top} & {h.chain_id for h in hits})
                 total += LIMIT
             base_incl = [e + b for e, b in zip(emb, base)]
-            out["incl_p50"].append(percentile(incl, 50)), out["incl_p95"].append(percentile(incl, 95))
-            out["excl_p50"].append(percentile(excl, 50)), out["excl_p95"].append(percentile(excl, 95))
-            out["np_p50"].append(percentile(base, 50)), out["np_p95"].append(percentile(base, 95))
-            out["embed_p50"].append(percentile(emb, 50)), out["np_incl_p95"].append(percentile(base_incl, 95))
+            out["incl_p50"].append(percentile(incl, 50))
+            out["incl_p95"].append(percentile(incl, 95))
+            out["excl_p50"].append(percentile(excl, 50))
+            out["excl_p95"].append(percentile(excl, 95))
+            out["np_p50"].append(percentile(base, 50))
+            out["np_p95"].append(percentile(base, 95))
+            out["embed_p50"].append(percentile(emb, 50))
+            out["np_incl_p95"].append(percentile(base_incl, 95))
             tick()
     finally:
         await _close_and_release(index, path)
@@ -162,12 +189,21 @@ async def _measure_cold_users(path: Path, n_chains: int, n_searched: int, repeat
     await _fill(index, vectors, users=n_users)
     fill_s = time.perf_counter() - t_fill
     order = rng.permutation(n_users)
-    searched, after_warm_up = order[:n_searched], order[n_searched:2 * n_searched]
-    out: dict[str, list[float]] = {"cold_p50": [], "cold_p95": [], "warm_p50": [], "warm_p95": [], "after_warm_up_p50": [], "after_warm_up_p95": []}
+    searched, after_warm_up = order[:n_searched], order[n_searched : 2 * n_searched]
+    out: dict[str, list[float]] = {
+        "cold_p50": [],
+        "cold_p95": [],
+        "warm_p50": [],
+        "warm_p95": [],
+        "after_warm_up_p50": [],
+        "after_warm_up_p95": [],
+    }
 
     async def timed_search(idx, u: int) -> float:
         t0 = time.perf_counter()
-        hits = await idx.search(vectors[rng.integers(n_chains)], tenant_id=SCOPE[0], user_id=_cold_user(int(u), n_users), limit=LIMIT)
+        hits = await idx.search(
+            vectors[rng.integers(n_chains)], tenant_id=SCOPE[0], user_id=_cold_user(int(u), n_users), limit=LIMIT
+        )
         ms = (time.perf_counter() - t0) * 1000
         if len(hits) != min(LIMIT, COLD_USER_CHAINS):
             raise RuntimeError(f"a cold user's search found {len(hits)} chains, not {LIMIT}")
@@ -179,8 +215,10 @@ async def _measure_cold_users(path: Path, n_chains: int, n_searched: int, repeat
             for u in group:
                 cold.append(await timed_search(index, u))
                 warm.append(await timed_search(index, u))
-            out["cold_p50"].append(percentile(cold, 50)), out["cold_p95"].append(percentile(cold, 95))
-            out["warm_p50"].append(percentile(warm, 50)), out["warm_p95"].append(percentile(warm, 95))
+            out["cold_p50"].append(percentile(cold, 50))
+            out["cold_p95"].append(percentile(cold, 95))
+            out["warm_p50"].append(percentile(warm, 50))
+            out["warm_p95"].append(percentile(warm, 95))
     finally:
         await index.close()
     # As formation starts: a new index over the same file warms its cache, then users it never searched.
@@ -191,14 +229,22 @@ async def _measure_cold_users(path: Path, n_chains: int, n_searched: int, repeat
         warm_up_s = time.perf_counter() - t_warm
         for group in np.array_split(after_warm_up, repeats):
             first = [await timed_search(index, u) for u in group]
-            out["after_warm_up_p50"].append(percentile(first, 50)), out["after_warm_up_p95"].append(percentile(first, 95))
+            out["after_warm_up_p50"].append(percentile(first, 50))
+            out["after_warm_up_p95"].append(percentile(first, 95))
     finally:
         await _close_and_release(index, path)
     return {"series": out, "users": n_users, "searched": len(searched), "fill_s": fill_s, "warm_up_s": warm_up_s}
 
 
-def measure_search_at(n_chains: int, n_queries: int, repeats: int, tick: Callable[[], None],
-                      stores: BenchStores = BenchStores(), *, cold_users: bool = False) -> tuple[dict, dict]:
+def measure_search_at(
+    n_chains: int,
+    n_queries: int,
+    repeats: int,
+    tick: Callable[[], None],
+    stores: BenchStores = BenchStores(),
+    *,
+    cold_users: bool = False,
+) -> tuple[dict, dict]:
     """In-process figures (with `cold_users`, the cold-user phase too, in a Milvus file of its own), then
     the public RPC over the first phase's Milvus file, in one stack's data dir."""
     env = {"LLM_BASE_URL": "", "MILVUS_COLLECTION": COLLECTION, "MONGODB_DATABASE": DATABASE}
@@ -209,14 +255,33 @@ def measure_search_at(n_chains: int, n_queries: int, repeats: int, tick: Callabl
             m = asyncio.run(_measure(stack.data_dir / "milvus" / "milvus.db", n_chains, n_queries, repeats, tick))
             if cold_users:
                 m["cold"] = asyncio.run(_measure_cold_users(cold_file, n_chains, n_queries, repeats))
-            rpc = run_search_rpc(stack, ids, lambda salt: _queries(n_queries, salt),
-                                 limit=LIMIT, repeats=repeats, tick=lambda: None, topics=_TOPICS)
+            rpc = run_search_rpc(
+                stack,
+                ids,
+                lambda salt: _queries(n_queries, salt),
+                limit=LIMIT,
+                repeats=repeats,
+                tick=lambda: None,
+                topics=_TOPICS,
+            )
         if cold_users:  # the cold-user file through the public API, in a stack of its own
             n_users = m["cold"]["users"]
             searched = [_cold_user(int(u), n_users) for u in np.random.default_rng(13).permutation(n_users)[:n_queries]]
-            with stores.stack(Path(tmp) / "cold-stack", services=("formation", "ingest"), env={**env, "VECTOR_INDEX_URI": str(cold_file)}) as cold_stack:
-                rpc["cold"] = run_cold_users_rpc(cold_stack, ids, lambda j: _cold_user(j, n_users), searched,
-                                                 lambda salt: _queries(n_queries, salt), limit=LIMIT, repeats=repeats, topics=_TOPICS)
+            with stores.stack(
+                Path(tmp) / "cold-stack",
+                services=("formation", "ingest"),
+                env={**env, "VECTOR_INDEX_URI": str(cold_file)},
+            ) as cold_stack:
+                rpc["cold"] = run_cold_users_rpc(
+                    cold_stack,
+                    ids,
+                    lambda j: _cold_user(j, n_users),
+                    searched,
+                    lambda salt: _queries(n_queries, salt),
+                    limit=LIMIT,
+                    repeats=repeats,
+                    topics=_TOPICS,
+                )
     return m, rpc
 
 
@@ -233,34 +298,127 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
     rs = rpc["series"]
     res = StageResult(stage="search")
     res.figures = [
-        Figure(f"vector step p50, query embedding included ({n_chains:,} chains)", "ms", summary(s["incl_p50"]), "numpy cosine + embedding", None),
-        Figure(f"vector step p95, query embedding included ({n_chains:,} chains)", "ms", summary(s["incl_p95"]), "numpy cosine + embedding", summary(s["np_incl_p95"])),
-        Figure(f"vector step p50, embedding excluded ({n_chains:,} chains)", "ms", summary(s["excl_p50"]), "numpy cosine", summary(s["np_p50"])),
-        Figure(f"vector step p95, embedding excluded ({n_chains:,} chains)", "ms", summary(s["excl_p95"]), "numpy cosine", summary(s["np_p95"])),
+        Figure(
+            f"vector step p50, query embedding included ({n_chains:,} chains)",
+            "ms",
+            summary(s["incl_p50"]),
+            "numpy cosine + embedding",
+            None,
+        ),
+        Figure(
+            f"vector step p95, query embedding included ({n_chains:,} chains)",
+            "ms",
+            summary(s["incl_p95"]),
+            "numpy cosine + embedding",
+            summary(s["np_incl_p95"]),
+        ),
+        Figure(
+            f"vector step p50, embedding excluded ({n_chains:,} chains)",
+            "ms",
+            summary(s["excl_p50"]),
+            "numpy cosine",
+            summary(s["np_p50"]),
+        ),
+        Figure(
+            f"vector step p95, embedding excluded ({n_chains:,} chains)",
+            "ms",
+            summary(s["excl_p95"]),
+            "numpy cosine",
+            summary(s["np_p95"]),
+        ),
         Figure("query embedding p50 (LocalEmbedder, 1 text)", "ms", summary(s["embed_p50"])),
-        Figure(f"SearchMemory RPC p50, embedding included ({n_chains:,} chains)", "ms", summary(rs["incl_p50"]), "in-process embedding + VectorIndex.search", summary(s["incl_p50"])),
-        Figure(f"SearchMemory RPC p95, embedding included ({n_chains:,} chains)", "ms", summary(rs["incl_p95"]), "in-process embedding + VectorIndex.search", summary(s["incl_p95"])),
-        Figure(f"SearchMemory RPC p50, embedding cached ({n_chains:,} chains)", "ms", summary(rs["excl_p50"]), "in-process VectorIndex.search", summary(s["excl_p50"])),
-        Figure(f"SearchMemory RPC p95, embedding cached ({n_chains:,} chains)", "ms", summary(rs["excl_p95"]), "in-process VectorIndex.search", summary(s["excl_p95"])),
+        Figure(
+            f"SearchMemory RPC p50, embedding included ({n_chains:,} chains)",
+            "ms",
+            summary(rs["incl_p50"]),
+            "in-process embedding + VectorIndex.search",
+            summary(s["incl_p50"]),
+        ),
+        Figure(
+            f"SearchMemory RPC p95, embedding included ({n_chains:,} chains)",
+            "ms",
+            summary(rs["incl_p95"]),
+            "in-process embedding + VectorIndex.search",
+            summary(s["incl_p95"]),
+        ),
+        Figure(
+            f"SearchMemory RPC p50, embedding cached ({n_chains:,} chains)",
+            "ms",
+            summary(rs["excl_p50"]),
+            "in-process VectorIndex.search",
+            summary(s["excl_p50"]),
+        ),
+        Figure(
+            f"SearchMemory RPC p95, embedding cached ({n_chains:,} chains)",
+            "ms",
+            summary(rs["excl_p95"]),
+            "in-process VectorIndex.search",
+            summary(s["excl_p95"]),
+        ),
         # Appended, so the figures above keep their indices.
-        Figure(f"SearchMemory RPC throughput, {CONCURRENT_CALLERS} callers, embedding included ({n_chains:,} chains)", "calls/s",
-               summary(rs["concurrent_per_s"]), "one caller", summary(rs["incl_per_s"])),
-        Figure(f"SearchMemory RPC p95, {CONCURRENT_CALLERS} callers, embedding included ({n_chains:,} chains)", "ms",
-               summary(rs["concurrent_p95"]), "one caller", summary(rs["incl_p95"])),
-        Figure(f"vector step p50, a user's first search ({cold['users']:,} users x {COLD_USER_CHAINS} chains)", "ms",
-               summary(cold["series"]["cold_p50"]), "the same user's next search", summary(cold["series"]["warm_p50"])),
-        Figure(f"vector step p95, a user's first search ({cold['users']:,} users x {COLD_USER_CHAINS} chains)", "ms",
-               summary(cold["series"]["cold_p95"]), "the same user's next search", summary(cold["series"]["warm_p95"])),
-        Figure(f"vector step p95, a user's first search after the cache's warm-up ({cold['users']:,} users)", "ms",
-               summary(cold["series"]["after_warm_up_p95"]), "without the warm-up", summary(cold["series"]["cold_p95"])),
-        Figure(f"SearchMemory RPC p50, a user's first search after formation's warm-up ({cold['users']:,} users)", "ms",
-               summary(cold_rpc["series"]["first_p50"]), "the same user's next search", summary(cold_rpc["series"]["next_p50"])),
-        Figure(f"SearchMemory RPC p95, a user's first search after formation's warm-up ({cold['users']:,} users)", "ms",
-               summary(cold_rpc["series"]["first_p95"]), "the same user's next search", summary(cold_rpc["series"]["next_p95"])),
-        Figure(f"SearchMemory RPC p50, an open window of {2 * OPEN_WINDOW_TURNS}+ events, embedding included ({n_chains:,} chains)", "ms",
-               summary(rs["open_p50"]), "no open window", summary(rs["incl_p50"])),
-        Figure(f"SearchMemory RPC p95, an open window of {2 * OPEN_WINDOW_TURNS}+ events, embedding included ({n_chains:,} chains)", "ms",
-               summary(rs["open_p95"]), "no open window", summary(rs["incl_p95"])),
+        Figure(
+            f"SearchMemory RPC throughput, {CONCURRENT_CALLERS} callers, embedding included ({n_chains:,} chains)",
+            "calls/s",
+            summary(rs["concurrent_per_s"]),
+            "one caller",
+            summary(rs["incl_per_s"]),
+        ),
+        Figure(
+            f"SearchMemory RPC p95, {CONCURRENT_CALLERS} callers, embedding included ({n_chains:,} chains)",
+            "ms",
+            summary(rs["concurrent_p95"]),
+            "one caller",
+            summary(rs["incl_p95"]),
+        ),
+        Figure(
+            f"vector step p50, a user's first search ({cold['users']:,} users x {COLD_USER_CHAINS} chains)",
+            "ms",
+            summary(cold["series"]["cold_p50"]),
+            "the same user's next search",
+            summary(cold["series"]["warm_p50"]),
+        ),
+        Figure(
+            f"vector step p95, a user's first search ({cold['users']:,} users x {COLD_USER_CHAINS} chains)",
+            "ms",
+            summary(cold["series"]["cold_p95"]),
+            "the same user's next search",
+            summary(cold["series"]["warm_p95"]),
+        ),
+        Figure(
+            f"vector step p95, a user's first search after the cache's warm-up ({cold['users']:,} users)",
+            "ms",
+            summary(cold["series"]["after_warm_up_p95"]),
+            "without the warm-up",
+            summary(cold["series"]["cold_p95"]),
+        ),
+        Figure(
+            f"SearchMemory RPC p50, a user's first search after formation's warm-up ({cold['users']:,} users)",
+            "ms",
+            summary(cold_rpc["series"]["first_p50"]),
+            "the same user's next search",
+            summary(cold_rpc["series"]["next_p50"]),
+        ),
+        Figure(
+            f"SearchMemory RPC p95, a user's first search after formation's warm-up ({cold['users']:,} users)",
+            "ms",
+            summary(cold_rpc["series"]["first_p95"]),
+            "the same user's next search",
+            summary(cold_rpc["series"]["next_p95"]),
+        ),
+        Figure(
+            f"SearchMemory RPC p50, an open window of {2 * OPEN_WINDOW_TURNS}+ events, embedding included ({n_chains:,} chains)",
+            "ms",
+            summary(rs["open_p50"]),
+            "no open window",
+            summary(rs["incl_p50"]),
+        ),
+        Figure(
+            f"SearchMemory RPC p95, an open window of {2 * OPEN_WINDOW_TURNS}+ events, embedding included ({n_chains:,} chains)",
+            "ms",
+            summary(rs["open_p95"]),
+            "no open window",
+            summary(rs["incl_p95"]),
+        ),
     ]
     res.figures[0].baseline_name = ""
     # search_p95_ms is SearchMemory itself (the public RPC, hybrid ranking, MongoDB fetch included);
@@ -300,37 +458,59 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
         "fill_seconds": m["fill_s"],
         "first_search_user_load_seconds": m["user_load_s"],
         "milvus_vs_numpy_top10_agreement": m["top10_agreement"],
-        "cold_users": {"users": cold["users"], "chains_per_user": COLD_USER_CHAINS, "users_searched": cold["searched"],
-                       "fill_seconds": cold["fill_s"],
-                       "rpc": {"chain_doc_fill_seconds": cold_rpc["doc_fill_s"], "services_start_seconds": cold_rpc["services_start_s"],
-                               "formation_warm_up_after_serving_seconds": cold_rpc["warm_up_after_serving_s"],
-                               "users_searched": n_queries}},
+        "cold_users": {
+            "users": cold["users"],
+            "chains_per_user": COLD_USER_CHAINS,
+            "users_searched": cold["searched"],
+            "fill_seconds": cold["fill_s"],
+            "rpc": {
+                "chain_doc_fill_seconds": cold_rpc["doc_fill_s"],
+                "services_start_seconds": cold_rpc["services_start_s"],
+                "formation_warm_up_after_serving_seconds": cold_rpc["warm_up_after_serving_s"],
+                "users_searched": n_queries,
+            },
+        },
         "rpc": _rpc_detail(rpc),
         "figures": {f.name: {"value": f.value, "baseline": f.baseline} for f in res.figures},
     }
     if small is not None and small_rpc is not None:
         g = {k: statistics.median(small["series"][k]) for k in ("incl_p95", "excl_p50", "excl_p95", "np_p95")}
         res.keys["search_vector_step_growth_10x_p95"] = res.figures[1].value["median"] / g["incl_p95"]
-        res.keys["search_vector_step_growth_10x_p95_excluding_embedding"] = res.figures[3].value["median"] / g["excl_p95"]
+        res.keys["search_vector_step_growth_10x_p95_excluding_embedding"] = (
+            res.figures[3].value["median"] / g["excl_p95"]
+        )
         small_rpc_p95 = statistics.median(small_rpc["series"]["incl_p95"])
         small_rpc_cached_p95 = statistics.median(small_rpc["series"]["excl_p95"])
         res.keys["search_growth_10x_p95"] = res.figures[6].value["median"] / small_rpc_p95
         res.keys["search_growth_10x_p95_excluding_embedding"] = res.figures[8].value["median"] / small_rpc_cached_p95
         res.keys["search_rpc_growth_10x_p95"] = res.keys["search_growth_10x_p95"]
-        res.detail["growth"] = {"chains": n_chains // 10, "repeats": 3, **{f"{k}_ms": v for k, v in g.items()},
-                                "fill_seconds": small["fill_s"], "first_search_user_load_seconds": small["user_load_s"],
-                                "rpc": _rpc_detail(small_rpc)}
-    res.notes.append(f"{n_chains:,} random unit vectors in one scope, {n_queries} queries x {repeats} repeats; fill took {m['fill_s']:.1f}s")
-    res.notes.append(f"cold users: {n_chains:,} vectors over {cold['users']:,} users of {COLD_USER_CHAINS} in a Milvus file of their own "
-                     f"(fill {cold['fill_s']:.1f}s); {cold['searched']} of them searched twice, first with their vectors read from Milvus; "
-                     f"the cache's warm-up (as formation starts) {cold['warm_up_s']:.1f}s, then the first searches of {cold['searched']} others")
-    res.notes.append(f"cold users through SearchMemory: the same {cold['users']:,} users' chain documents in a stack of their own "
-                     f"(written in {cold_rpc['doc_fill_s']:.1f}s); formation's warm-up (vectors and lexicons) ended "
-                     f"{cold_rpc['warm_up_after_serving_s']:.1f}s after it served; then {n_queries} users searched twice")
-    res.notes.append(f"SearchMemory through ingest -> formation, limit {LIMIT}: {n_chains:,} chain documents written in {rpc['doc_fill_s']:.1f}s; "
-                     f"first call of the user (straight to formation) {rpc['first_call_s']:.1f}s; MongoDB fetch p50 {rpc['steps']['mongo_fetch_p50_ms']:.1f} ms, "
-                     f"warm-ups p50 {rpc['steps']['mongo_warm_ups_p50_ms']:.1f} ms; cached questions straight to formation p50 "
-                     f"{rpc['steps']['formation_direct_cached_p50_ms']:.1f} ms")
+        res.detail["growth"] = {
+            "chains": n_chains // 10,
+            "repeats": 3,
+            **{f"{k}_ms": v for k, v in g.items()},
+            "fill_seconds": small["fill_s"],
+            "first_search_user_load_seconds": small["user_load_s"],
+            "rpc": _rpc_detail(small_rpc),
+        }
+    res.notes.append(
+        f"{n_chains:,} random unit vectors in one scope, {n_queries} queries x {repeats} repeats; fill took {m['fill_s']:.1f}s"
+    )
+    res.notes.append(
+        f"cold users: {n_chains:,} vectors over {cold['users']:,} users of {COLD_USER_CHAINS} in a Milvus file of their own "
+        f"(fill {cold['fill_s']:.1f}s); {cold['searched']} of them searched twice, first with their vectors read from Milvus; "
+        f"the cache's warm-up (as formation starts) {cold['warm_up_s']:.1f}s, then the first searches of {cold['searched']} others"
+    )
+    res.notes.append(
+        f"cold users through SearchMemory: the same {cold['users']:,} users' chain documents in a stack of their own "
+        f"(written in {cold_rpc['doc_fill_s']:.1f}s); formation's warm-up (vectors and lexicons) ended "
+        f"{cold_rpc['warm_up_after_serving_s']:.1f}s after it served; then {n_queries} users searched twice"
+    )
+    res.notes.append(
+        f"SearchMemory through ingest -> formation, limit {LIMIT}: {n_chains:,} chain documents written in {rpc['doc_fill_s']:.1f}s; "
+        f"first call of the user (straight to formation) {rpc['first_call_s']:.1f}s; MongoDB fetch p50 {rpc['steps']['mongo_fetch_p50_ms']:.1f} ms, "
+        f"warm-ups p50 {rpc['steps']['mongo_warm_ups_p50_ms']:.1f} ms; cached questions straight to formation p50 "
+        f"{rpc['steps']['formation_direct_cached_p50_ms']:.1f} ms"
+    )
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -341,12 +521,18 @@ def _rpc_detail(rpc: dict) -> dict:
         "services_start_seconds": rpc["services_start_s"],
         "first_call_user_load_seconds": rpc["first_call_s"],
         "formation_warm_up_wait_after_first_call_seconds": rpc["warm_up_wait_s"],
-        **{k: statistics.median(v) for k, v in (("p50_ms", rpc["series"]["incl_p50"]), ("p95_ms", rpc["series"]["incl_p95"]),
-                                                 ("cached_embedding_p50_ms", rpc["series"]["excl_p50"]),
-                                                 ("cached_embedding_p95_ms", rpc["series"]["excl_p95"]),
-                                                 ("concurrent_per_s", rpc["series"]["concurrent_per_s"]),
-                                                 ("concurrent_p95_ms", rpc["series"]["concurrent_p95"]),
-                                                 ("open_window_p50_ms", rpc["series"]["open_p50"]),
-                                                 ("open_window_p95_ms", rpc["series"]["open_p95"]))},
+        **{
+            k: statistics.median(v)
+            for k, v in (
+                ("p50_ms", rpc["series"]["incl_p50"]),
+                ("p95_ms", rpc["series"]["incl_p95"]),
+                ("cached_embedding_p50_ms", rpc["series"]["excl_p50"]),
+                ("cached_embedding_p95_ms", rpc["series"]["excl_p95"]),
+                ("concurrent_per_s", rpc["series"]["concurrent_per_s"]),
+                ("concurrent_p95_ms", rpc["series"]["concurrent_p95"]),
+                ("open_window_p50_ms", rpc["series"]["open_p50"]),
+                ("open_window_p95_ms", rpc["series"]["open_p95"]),
+            )
+        },
         **rpc["steps"],
     }

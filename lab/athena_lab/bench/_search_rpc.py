@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 from pymongo import AsyncMongoClient
@@ -35,10 +36,10 @@ from athena.client import AthenaClient, EventInput
 from athena.formation_client import FormationClient
 from athena.internal.v1 import formation_pb2
 from athena.memory.v1 import memory_pb2
-from athena_lab.bench._report import percentile
 from athena_cli.stack import LocalStack
+from athena_lab.bench._report import percentile
 
-__all__ = ["CONCURRENT_CALLERS", "DATABASE", "COLLECTION", "SCOPE", "run_cold_users_rpc", "run_search_rpc"]
+__all__ = ["COLLECTION", "CONCURRENT_CALLERS", "DATABASE", "SCOPE", "run_cold_users_rpc", "run_search_rpc"]
 
 DATABASE = "athena"
 COLLECTION = "cognitive_chains"
@@ -64,31 +65,61 @@ def _lexicon(index: int, topic_words: list[str], rng: np.random.Generator) -> di
     return lexicon
 
 
-def _chain_doc(chain_id: str, now: float, lexicon: dict[str, int] | None = None, event_count: int = 2, user: str | None = None) -> dict[str, Any]:
+def _chain_doc(
+    chain_id: str, now: float, lexicon: dict[str, int] | None = None, event_count: int = 2, user: str | None = None
+) -> dict[str, Any]:
     """A chain document with the fields formation's ChainFormer writes for a new, indexed chain (of
     SCOPE, or of `user` in SCOPE's tenant)."""
     tenant, scope_user, agent = SCOPE
     lexicon = lexicon or {}
     return {
-        "_id": chain_id, "tenant_id": tenant, "user_id": user or scope_user, "agent_id": agent,
-        "topic": f"topic {chain_id}", "subtopics": [{"name": "travel", "confidence": 0.8}],
+        "_id": chain_id,
+        "tenant_id": tenant,
+        "user_id": user or scope_user,
+        "agent_id": agent,
+        "topic": f"topic {chain_id}",
+        "subtopics": [{"name": "travel", "confidence": 0.8}],
         "summary": f"The user talked about plans numbered {chain_id} and what to book next.",
-        "entities": [{"text": "Kyoto", "kind": "place"}], "analysis_path": "heuristic",
-        "quality": {"coherence": 0.8, "completeness": 0.7, "relevance": 0.8, "engagement": 0.6, "cognitive_depth": 0.5, "overall": 0.77},
-        "recall_count": 0, "recall_strength": 0.0, "status": "active", "embedding_state": "indexed",
-        "created_at": now, "updated_at": now, "last_accessed_at": now, "first_event_at": now - 60, "last_event_at": now,
-        "event_ids": [f"{chain_id}-e{i}" for i in range(event_count)], "segment_ids": [f"{chain_id}-s0"], "event_count": event_count,
-        "lexicon": lexicon, "lexicon_terms": sum(lexicon.values()),
-        "merge_count": 0, "version": 0, "activity": 0.5, "continues_chain_id": "",
-        "importance": 0.6, "heat_score": 0.6, "lifecycle": "warm",
+        "entities": [{"text": "Kyoto", "kind": "place"}],
+        "analysis_path": "heuristic",
+        "quality": {
+            "coherence": 0.8,
+            "completeness": 0.7,
+            "relevance": 0.8,
+            "engagement": 0.6,
+            "cognitive_depth": 0.5,
+            "overall": 0.77,
+        },
+        "recall_count": 0,
+        "recall_strength": 0.0,
+        "status": "active",
+        "embedding_state": "indexed",
+        "created_at": now,
+        "updated_at": now,
+        "last_accessed_at": now,
+        "first_event_at": now - 60,
+        "last_event_at": now,
+        "event_ids": [f"{chain_id}-e{i}" for i in range(event_count)],
+        "segment_ids": [f"{chain_id}-s0"],
+        "event_count": event_count,
+        "lexicon": lexicon,
+        "lexicon_terms": sum(lexicon.values()),
+        "merge_count": 0,
+        "version": 0,
+        "activity": 0.5,
+        "continues_chain_id": "",
+        "importance": 0.6,
+        "heat_score": 0.6,
+        "lifecycle": "warm",
     }
 
 
-async def _fill_docs(mongo_uri: str, database: str, chain_ids: list[str], topics: list[str],
-                     user_of: Callable[[int], str] | None = None) -> float:
+async def _fill_docs(
+    mongo_uri: str, database: str, chain_ids: list[str], topics: list[str], user_of: Callable[[int], str] | None = None
+) -> float:
     """One chain document per id (chain j of user `user_of(j)` when given, else of SCOPE); returns the seconds taken."""
-    from athena_formation.store.chain_store import ChainStore
     from athena_formation.search.lexicon import terms
+    from athena_formation.store.chain_store import ChainStore
 
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_uri)
     rng = np.random.default_rng(11)
@@ -96,13 +127,18 @@ async def _fill_docs(mongo_uri: str, database: str, chain_ids: list[str], topics
     try:
         store = ChainStore(client, database)
         await store.ensure_indexes()
-        now = datetime.now(timezone.utc).timestamp()
+        now = datetime.now(UTC).timestamp()
         t0 = time.perf_counter()
         for i in range(0, len(chain_ids), DOC_BATCH):
             docs = [
-                _chain_doc(c, now, _lexicon(j, topic_terms[j % len(topic_terms)], rng), event_count=2 + j % 19,
-                           user=user_of(j) if user_of is not None else None)
-                for j, c in enumerate(chain_ids[i:i + DOC_BATCH], start=i)
+                _chain_doc(
+                    c,
+                    now,
+                    _lexicon(j, topic_terms[j % len(topic_terms)], rng),
+                    event_count=2 + j % 19,
+                    user=user_of(j) if user_of is not None else None,
+                )
+                for j, c in enumerate(chain_ids[i : i + DOC_BATCH], start=i)
             ]
             await store.chains.insert_many(docs, ordered=False)
         return time.perf_counter() - t0
@@ -110,7 +146,9 @@ async def _fill_docs(mongo_uri: str, database: str, chain_ids: list[str], topics
         await client.close()
 
 
-async def _mongo_steps(mongo_uri: str, database: str, chain_ids: list[str], *, fetch: int, warm: int, rounds: int) -> dict[str, float]:
+async def _mongo_steps(
+    mongo_uri: str, database: str, chain_ids: list[str], *, fetch: int, warm: int, rounds: int
+) -> dict[str, float]:
     """p50 of Recall's two MongoDB steps, as it runs them when its search cache does not have the
     hits: one read of the hits without their lexicons, then one bulk write of their warm-ups (which
     Recall sends behind the answer)."""
@@ -147,12 +185,21 @@ def _open_turn(topic: str, n: int) -> list[EventInput]:
     ]
 
 
-async def _open_window_calls(client: AthenaClient, scope: memory_pb2.Scope, queries: Callable[[str], list[str]], topics: list[str], *,
-                             limit: int, repeats: int) -> dict[str, list[float]]:
+async def _open_window_calls(
+    client: AthenaClient,
+    scope: memory_pb2.Scope,
+    queries: Callable[[str], list[str]],
+    topics: list[str],
+    *,
+    limit: int,
+    repeats: int,
+) -> dict[str, list[float]]:
     """New questions (embedding included) with an open window: OPEN_WINDOW_TURNS turns about the bench
     topics stored first, and one more before each repeat (not embedded yet, as after a new turn of a
     conversation)."""
-    await client.store_events(scope, [e for n in range(OPEN_WINDOW_TURNS) for e in _open_turn(topics[n % len(topics)], n)])
+    await client.store_events(
+        scope, [e for n in range(OPEN_WINDOW_TURNS) for e in _open_turn(topics[n % len(topics)], n)]
+    )
     series: dict[str, list[float]] = {"open_p50": [], "open_p95": []}
     for r in range(repeats):
         await client.store_events(scope, _open_turn(topics[r % len(topics)], OPEN_WINDOW_TURNS + r))
@@ -172,7 +219,9 @@ CONCURRENT_CALLERS = 8
 """Callers of the concurrent phase: SearchMemory from several callers of the one bench scope at once."""
 
 
-async def _concurrent_calls(client: AthenaClient, scope: memory_pb2.Scope, texts: list[str], *, limit: int) -> tuple[float, list[float]]:
+async def _concurrent_calls(
+    client: AthenaClient, scope: memory_pb2.Scope, texts: list[str], *, limit: int
+) -> tuple[float, list[float]]:
     """New questions (embedding included) from CONCURRENT_CALLERS callers at once. Returns (calls/s, latencies in ms)."""
     ms: list[float] = []
     pending = iter(texts)
@@ -183,7 +232,9 @@ async def _concurrent_calls(client: AthenaClient, scope: memory_pb2.Scope, texts
             hits = await client.search_memory(scope, text, limit=limit)
             ms.append((time.perf_counter() - t0) * 1000)
             if len(hits) != limit:  # an answer cut short under load would make the figures meaningless
-                raise RuntimeError(f"SearchMemory under {CONCURRENT_CALLERS} callers returned {len(hits)} hits, expected {limit}")
+                raise RuntimeError(
+                    f"SearchMemory under {CONCURRENT_CALLERS} callers returned {len(hits)} hits, expected {limit}"
+                )
 
     t0 = time.perf_counter()
     await asyncio.gather(*(caller() for _ in range(CONCURRENT_CALLERS)))
@@ -200,14 +251,32 @@ def _wait_for_warm_up(stack: LocalStack, *, timeout: float = 900.0) -> float:
     return time.perf_counter() - t0
 
 
-async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], topics: list[str], *, limit: int, repeats: int,
-                      tick: Callable[[], None]) -> dict[str, Any]:
+async def _time_calls(
+    stack: LocalStack,
+    queries: Callable[[str], list[str]],
+    topics: list[str],
+    *,
+    limit: int,
+    repeats: int,
+    tick: Callable[[], None],
+) -> dict[str, Any]:
     tenant, user, agent = SCOPE
-    series: dict[str, list[float]] = {k: [] for k in ("incl_p50", "incl_p95", "excl_p50", "excl_p95", "incl_per_s",
-                                                         "concurrent_per_s", "concurrent_p50", "concurrent_p95")}
+    series: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "incl_p50",
+            "incl_p95",
+            "excl_p50",
+            "excl_p95",
+            "incl_per_s",
+            "concurrent_per_s",
+            "concurrent_p50",
+            "concurrent_p95",
+        )
+    }
     # Straight to formation, with a deadline long enough for the user's first search, which reads all
     # its vectors (tens of seconds at 100,000): through ingest it would outlast the hop's 10 s deadline.
-    direct = FormationClient(stack.formation_target, timeout=900.0, attempts=1, metadata=stack.internal_metadata)
+    direct = FormationClient(stack.formation_target, timeout=900.0, attempts=1, metadata=stack.internal_metadata())
 
     def request(text: str) -> formation_pb2.SearchRequest:
         scope = memory_pb2.Scope(tenant_id=tenant, user_id=user, agent_id=agent)
@@ -249,11 +318,24 @@ async def _time_calls(stack: LocalStack, queries: Callable[[str], list[str]], to
             ms.append((time.perf_counter() - t0) * 1000)
     finally:
         await direct.close()
-    return {"series": series, "first_call_s": first_s, "warm_up_wait_s": warm_up_wait_s, "formation_direct_cached_p50_ms": percentile(ms, 50)}
+    return {
+        "series": series,
+        "first_call_s": first_s,
+        "warm_up_wait_s": warm_up_wait_s,
+        "formation_direct_cached_p50_ms": percentile(ms, 50),
+    }
 
 
-def run_search_rpc(stack: LocalStack, chain_ids: list[str], queries: Callable[[str], list[str]], *, limit: int, repeats: int,
-                   tick: Callable[[], None], topics: list[str]) -> dict[str, Any]:
+def run_search_rpc(
+    stack: LocalStack,
+    chain_ids: list[str],
+    queries: Callable[[str], list[str]],
+    *,
+    limit: int,
+    repeats: int,
+    tick: Callable[[], None],
+    topics: list[str],
+) -> dict[str, Any]:
     """Fill the stack's MongoDB with the chains whose vectors are already in its Milvus file, start
     formation and ingest, time SearchMemory; the stack is stopped on return."""
     stack.start_dependencies()
@@ -261,7 +343,9 @@ def run_search_rpc(stack: LocalStack, chain_ids: list[str], queries: Callable[[s
         fill_s = asyncio.run(_fill_docs(stack.mongodb_uri, stack.mongodb_database, chain_ids, topics))
         start_s = _start_services(stack)
         out = asyncio.run(_time_calls(stack, queries, topics, limit=limit, repeats=repeats, tick=tick))
-        out["steps"] = asyncio.run(_mongo_steps(stack.mongodb_uri, stack.mongodb_database, chain_ids, fetch=limit, warm=limit, rounds=60))
+        out["steps"] = asyncio.run(
+            _mongo_steps(stack.mongodb_uri, stack.mongodb_database, chain_ids, fetch=limit, warm=limit, rounds=60)
+        )
     finally:
         stack.stop()
     out["steps"]["formation_direct_cached_p50_ms"] = out.pop("formation_direct_cached_p50_ms")
@@ -277,14 +361,16 @@ def _start_services(stack: LocalStack) -> float:
     return time.perf_counter() - t0
 
 
-async def _first_searches(stack: LocalStack, users: list[str], queries: Callable[[str], list[str]], *, limit: int,
-                          repeats: int) -> dict[str, list[float]]:
+async def _first_searches(
+    stack: LocalStack, users: list[str], queries: Callable[[str], list[str]], *, limit: int, repeats: int
+) -> dict[str, list[float]]:
     """Each user's first SearchMemory (a new question) and then its next (another), in `repeats` groups."""
     tenant, _, agent = SCOPE
     series: dict[str, list[float]] = {"first_p50": [], "first_p95": [], "next_p50": [], "next_p95": []}
     async with stack.client(tenant_id=tenant) as client:
         for g, group in enumerate(np.array_split(np.array(users), repeats)):
-            first, after = [], []
+            first: list[float] = []
+            after: list[float] = []
             texts = queries(f"cold{g}")
             for k, user in enumerate(group):
                 scope = client.scope(tenant, str(user), agent)
@@ -293,14 +379,27 @@ async def _first_searches(stack: LocalStack, users: list[str], queries: Callable
                     hits = await client.search_memory(scope, text, limit=limit)
                     bucket.append((time.perf_counter() - t0) * 1000)
                     if len(hits) != limit:
-                        raise RuntimeError(f"SearchMemory of cold user {user} returned {len(hits)} hits, expected {limit}")
-            series["first_p50"].append(percentile(first, 50)), series["first_p95"].append(percentile(first, 95))
-            series["next_p50"].append(percentile(after, 50)), series["next_p95"].append(percentile(after, 95))
+                        raise RuntimeError(
+                            f"SearchMemory of cold user {user} returned {len(hits)} hits, expected {limit}"
+                        )
+            series["first_p50"].append(percentile(first, 50))
+            series["first_p95"].append(percentile(first, 95))
+            series["next_p50"].append(percentile(after, 50))
+            series["next_p95"].append(percentile(after, 95))
     return series
 
 
-def run_cold_users_rpc(stack: LocalStack, chain_ids: list[str], user_of: Callable[[int], str], searched: list[str],
-                       queries: Callable[[str], list[str]], *, limit: int, repeats: int, topics: list[str]) -> dict[str, Any]:
+def run_cold_users_rpc(
+    stack: LocalStack,
+    chain_ids: list[str],
+    user_of: Callable[[int], str],
+    searched: list[str],
+    queries: Callable[[str], list[str]],
+    *,
+    limit: int,
+    repeats: int,
+    topics: list[str],
+) -> dict[str, Any]:
     """Many users through the public API: the chains (their vectors already in the stack's Milvus
     file, chain j of user `user_of(j)`) get their documents, formation and ingest start and warm
     their search caches (timed to the gauge's 0), then each of the `searched` users, never searched

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pymongo import MongoClient
@@ -55,7 +56,9 @@ class BenchStores:
         except PyMongoError as exc:
             # PyMongo's message goes on to describe the whole topology: its first clause says why.
             reason = str(exc).split(" (configured timeouts", 1)[0].split(", Timeout:", 1)[0]
-            raise BenchStoresError(f"cannot reach {', '.join(nodes)} within {_CONNECT_TIMEOUT_MS // 1000} s: {reason}") from exc
+            raise BenchStoresError(
+                f"cannot reach {', '.join(nodes)} within {_CONNECT_TIMEOUT_MS // 1000} s: {reason}"
+            ) from exc
         finally:
             client.close()
         # Nodes only: the URI may carry credentials, and the report is meant to be shared.
@@ -70,8 +73,13 @@ class BenchStores:
         env = dict(env)
         if self.mongodb_uri is not None:
             env["MONGODB_DATABASE"] = f"{BENCH_DATABASE_PREFIX}{secrets.token_hex(6)}"
-        stack = LocalStack(data_dir=data_dir, ports=StackPorts.free(), services=services, env=env,
-                           external_mongodb_uri=self.mongodb_uri)
+        stack = LocalStack(
+            data_dir=Path(data_dir),
+            ports=StackPorts.free(),
+            services=services,
+            env=env,
+            external_mongodb_uri=self.mongodb_uri,
+        )
         try:
             yield stack
         finally:

@@ -10,8 +10,9 @@ store rather than as a shortfall of the code.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["TARGETS", "Target", "judge"]
 
@@ -39,16 +40,31 @@ class Target:
 TARGETS: tuple[Target, ...] = (
     Target("ingest_vs_baseline", "StoreEvent throughput over the empty handler's", 0.6, at_least=True, unit="x"),
     Target(
-        "store_events_per_s", "StoreEvents, batches of 100", 20_000, at_least=True, unit="events/s",
-        ceiling_key="event_log_events_per_s", ceiling_label="the event log written alone through the run's MongoDB, no gRPC, no Redis",
+        "store_events_per_s",
+        "StoreEvents, batches of 100",
+        20_000,
+        at_least=True,
+        unit="events/s",
+        ceiling_key="event_log_events_per_s",
+        ceiling_label="the event log written alone through the run's MongoDB, no gRPC, no Redis",
     ),
     Target("queue_vs_baseline", "queue over raw LPUSH + RPOP", 0.5, at_least=True, unit="x"),
     Target(
-        "search_p95_ms", "SearchMemory p95 at 100,000 chains, query embedding included", 30.0, at_least=False, unit="ms",
+        "search_p95_ms",
+        "SearchMemory p95 at 100,000 chains, query embedding included",
+        30.0,
+        at_least=False,
+        unit="ms",
         conditions=(("search_chains", 100_000),),
     ),
     Target("e2e_p95_ms", "StoreEvent to searchable chain p95, no LLM", 1000.0, at_least=False, unit="ms"),
-    Target("peak_rss_mib.cognition", "cognition peak RSS with the model loaded", 1.5 * _GB_IN_MIB, at_least=False, unit="MiB"),
+    Target(
+        "peak_rss_mib.cognition",
+        "cognition peak RSS with the model loaded",
+        1.5 * _GB_IN_MIB,
+        at_least=False,
+        unit="MiB",
+    ),
 )
 
 
@@ -64,8 +80,12 @@ def _lookup(doc: Mapping[str, Any], key: str) -> float | None:
 def _verdict(target: Target, doc: Mapping[str, Any]) -> dict[str, Any]:
     value = _lookup(doc, target.key)
     out: dict[str, Any] = {
-        "target": target.label, "key": target.key, "value": value, "bound": target.bound,
-        "comparison": ">=" if target.at_least else "<=", "unit": target.unit,
+        "target": target.label,
+        "key": target.key,
+        "value": value,
+        "bound": target.bound,
+        "comparison": ">=" if target.at_least else "<=",
+        "unit": target.unit,
     }
     if value is None:
         return {**out, "verdict": "not measured", "why": "its stage did not run"}
@@ -73,15 +93,21 @@ def _verdict(target: Target, doc: Mapping[str, Any]) -> dict[str, Any]:
         measured_at = _lookup(doc, key)
         if measured_at is None or measured_at < minimum:
             at = "an unknown size" if measured_at is None else f"{key} = {measured_at:,.0f}"
-            return {**out, "verdict": "not measured", "why": f"measured at {at}; the target is at {key} = {minimum:,.0f} (a full run)"}
+            return {
+                **out,
+                "verdict": "not measured",
+                "why": f"measured at {at}; the target is at {key} = {minimum:,.0f} (a full run)",
+            }
     met = value >= target.bound if target.at_least else value <= target.bound
     out["verdict"] = "met" if met else "missed"
     ceiling = _lookup(doc, target.ceiling_key) if target.ceiling_key else None
     if ceiling is not None:
         out["ceiling"] = ceiling
         if not met and target.at_least and ceiling < target.bound:
-            out["why"] = (f"the bound is {target.bound / ceiling:.1f}x the ceiling measured in this run "
-                          f"({ceiling:,.0f} {target.unit}: {target.ceiling_label}): out of reach on this store")
+            out["why"] = (
+                f"the bound is {target.bound / ceiling:.1f}x the ceiling measured in this run "
+                f"({ceiling:,.0f} {target.unit}: {target.ceiling_label}): out of reach on this store"
+            )
     return out
 
 

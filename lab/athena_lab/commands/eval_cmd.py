@@ -52,7 +52,9 @@ def _thresholds(scorer: str, high: float | None, low: float | None) -> Any:
 
 @app.command("segmentation")
 def segmentation(
-    data: Annotated[Path, typer.Option("--data", exists=True, dir_okay=False, help="Def-DTS jsonl file (shared/data/segmentation).")],
+    data: Annotated[
+        Path, typer.Option("--data", exists=True, dir_okay=False, help="Def-DTS jsonl file (shared/data/segmentation).")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")] = False,
     predictions_out: Annotated[
         Path | None, typer.Option("--predictions-out", help='Write one {"id", "starts"} JSON line per dialogue.')
@@ -65,9 +67,12 @@ def segmentation(
     max_events: Annotated[
         int | None, typer.Option("--max-events", min=2, help="Force-flush size (default STM_MAX_EVENTS_BEFORE_FLUSH).")
     ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N dialogues (after --split).")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Only the first N dialogues (after --split).")
+    ] = None,
     split: Annotated[
-        SplitChoice, typer.Option("--split", help="heldout/train: the fixed 30%/70% split by id hash used for training.")
+        SplitChoice,
+        typer.Option("--split", help="heldout/train: the fixed 30%/70% split by id hash used for training."),
     ] = SplitChoice.ALL,
     placement: Annotated[
         bool,
@@ -108,8 +113,12 @@ def segmentation(
     embedder = make_embedder(settings)
     started = time.perf_counter()
     with Progress(
-        TextColumn("[bold]segmenting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=_err, transient=True,
+        TextColumn("[bold]segmenting"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_err,
+        transient=True,
     ) as progress:
         task = progress.add_task("dialogues", total=len(dialogues))
         result = asyncio.run(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
 __all__ = ["locomo"]
@@ -23,14 +23,16 @@ def locomo(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     timeout: float = typer.Option(1800.0, help="Seconds to wait for the pipeline per conversation."),
     keep_data: bool = typer.Option(False, help="Keep the stack's data folder."),
-    chains_out: Path | None = typer.Option(None, "--chains-out", help="Write the chains formed (dia_ids per chain) as JSON."),
+    chains_out: Path | None = typer.Option(
+        None, "--chains-out", help="Write the chains formed (dia_ids per chain) as JSON."
+    ),
 ) -> None:
     """Replay each conversation through a fresh local stack and measure what SearchMemory retrieves."""
     from athena.config import load_settings
     from athena.embeddings import LocalEmbedder, make_query_embedder
-    from athena_lab.locomo import run_locomo
-    from athena_formation.search.ranking import Ranking
     from athena_cli.stack import LocalStack, StackPorts
+    from athena_formation.search.ranking import Ranking
+    from athena_lab.locomo import run_locomo
 
     files = sorted(data.glob("*.json")) if data.is_dir() else [data]
     settings = load_settings()  # the stack's formation reads the same environment
@@ -43,8 +45,10 @@ def locomo(
     try:
         with err.status("starting the local stack..."):
             stack.start()
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err, transient=True) as progress:
-            bars: dict[str, int] = {}
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err, transient=True
+        ) as progress:
+            bars: dict[str, TaskID] = {}
             dumped: list[dict[str, object]] = []
 
             def update(label: str, done: int, total: int) -> None:

@@ -49,9 +49,13 @@ def continuity(
         from athena_lab.segmentation.train_continuity_agnostic import AgnosticConfig, train_continuity_agnostic
 
         config = AgnosticConfig(continuity=TrainConfig(seed=seed))
-        record = asyncio.run(train_continuity_agnostic(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=config, log=log))
+        record = asyncio.run(
+            train_continuity_agnostic(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=config, log=log)
+        )
     else:
-        record = asyncio.run(train_continuity(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=TrainConfig(seed=seed), log=log))
+        record = asyncio.run(
+            train_continuity(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=TrainConfig(seed=seed), log=log)
+        )
     metrics = record["metrics_no_llm"]
     assert isinstance(metrics, dict)
     for name, m in metrics.items():
@@ -67,10 +71,15 @@ def opener(
         Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
     ] = None,
     hidden_units: Annotated[
-        int | None, typer.Option("--hidden-units", min=0, help="Tanh hidden units; 0 = logistic regression (default: 8).")
+        int | None,
+        typer.Option("--hidden-units", min=0, help="Tanh hidden units; 0 = logistic regression (default: 8)."),
     ] = None,
-    alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, help="L2 penalty of the hidden-layer model.")] = None,
-    l2_c: Annotated[float | None, typer.Option("--l2-c", min=0.0, help="Inverse L2 strength of the logistic regression.")] = None,
+    alpha: Annotated[
+        float | None, typer.Option("--alpha", min=0.0, help="L2 penalty of the hidden-layer model.")
+    ] = None,
+    l2_c: Annotated[
+        float | None, typer.Option("--l2-c", min=0.0, help="Inverse L2 strength of the logistic regression.")
+    ] = None,
 ) -> None:
     """Train the boundary-placement opener model; writes opener_v1.npz and opener_v1.record.json.
 
@@ -82,8 +91,14 @@ def opener(
     from athena_lab.segmentation.train_opener import DETECTOR_DIR, OpenerConfig, train_opener
 
     config = OpenerConfig()
-    overrides = {k: v for k, v in (("hidden_units", hidden_units), ("alpha", alpha), ("l2_c", l2_c)) if v is not None}
-    config = replace(config, spec=replace(config.spec, **overrides))
+    spec = config.spec
+    spec = replace(
+        spec,
+        hidden_units=spec.hidden_units if hidden_units is None else hidden_units,
+        alpha=spec.alpha if alpha is None else alpha,
+        l2_c=spec.l2_c if l2_c is None else l2_c,
+    )
+    config = replace(config, spec=spec)
     record = asyncio.run(
         train_opener(
             out_dir=out or DETECTOR_DIR,

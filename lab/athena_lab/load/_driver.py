@@ -12,8 +12,8 @@ import asyncio
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import grpc
 
@@ -80,14 +80,28 @@ async def _send(
     finally:
         slots.release()
     out.acks.append(
-        Ack(plan.tenant_id, plan.user_id, plan.agent_id, response.event_id, response.task_id, plan.noisy,
-            (time.perf_counter() - started) * 1000)
+        Ack(
+            plan.tenant_id,
+            plan.user_id,
+            plan.agent_id,
+            response.event_id,
+            response.task_id,
+            plan.noisy,
+            (time.perf_counter() - started) * 1000,
+        )
     )
 
 
 async def _user_loop(
-    client: AthenaClient, plan: UserPlan, *, start: float, end: float, out: PhaseTraffic,
-    slots: asyncio.Semaphore, pending: set[asyncio.Task[None]], rng: random.Random,
+    client: AthenaClient,
+    plan: UserPlan,
+    *,
+    start: float,
+    end: float,
+    out: PhaseTraffic,
+    slots: asyncio.Semaphore,
+    pending: set[asyncio.Task[None]],
+    rng: random.Random,
 ) -> None:
     turns = sample_conversation()
     interval = 1.0 / plan.rate
@@ -128,8 +142,18 @@ async def drive_phase(
     start = loop.time()
     end = start + duration
     users = [
-        asyncio.create_task(_user_loop(client_for(p.tenant_id), p, start=start, end=end, out=out, slots=slots,
-                                       pending=pending, rng=random.Random(rng.random())))
+        asyncio.create_task(
+            _user_loop(
+                client_for(p.tenant_id),
+                p,
+                start=start,
+                end=end,
+                out=out,
+                slots=slots,
+                pending=pending,
+                rng=random.Random(rng.random()),
+            )
+        )
         for p in plans
     ]
     ticker = asyncio.create_task(_tick(loop, start, end, on_second)) if on_second else None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from pathlib import Path
 
 from athena.client import ClientOptions
 from athena_lab.load._run import LoadTarget
@@ -27,7 +28,7 @@ def local_target(*, timeout: float = 30.0, on_status: Callable[[str], None] = la
     from athena_cli.stack import LocalStack, StackPorts
 
     data_dir = tempfile.mkdtemp(prefix="athena-load-")
-    stack = LocalStack(data_dir=data_dir, ports=StackPorts.free(), env=LOCAL_STACK_ENV)
+    stack = LocalStack(data_dir=Path(data_dir), ports=StackPorts.free(), env=LOCAL_STACK_ENV)
     try:
         on_status("starting the local stack (Redis, nx-27017, Milvus Lite, ingest, cognition, formation)")
         stack.start()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -72,7 +73,9 @@ def phase_figures(phase: PhaseOutcome, in_log: set[str]) -> dict[str, Any]:
     }
 
 
-def build_report(baseline: PhaseOutcome, noisy: PhaseOutcome, in_log: set[str], *, config: dict[str, Any]) -> dict[str, Any]:
+def build_report(
+    baseline: PhaseOutcome, noisy: PhaseOutcome, in_log: set[str], *, config: dict[str, Any]
+) -> dict[str, Any]:
     """The JSON document: the run's totals first, the quiet tenants' waits with and without the noisy one, each phase."""
     b, n = phase_figures(baseline, in_log), phase_figures(noisy, in_log)
     total = lambda key: b[key] + n[key]  # noqa: E731
@@ -136,8 +139,10 @@ _ROWS = (
 
 def render_report(report: dict[str, Any], console: Console) -> None:
     cfg = report["config"]
-    table = Table(title=f"athena load: {cfg['tenants']} tenants x {cfg['users_per_tenant']} users, "
-                        f"{cfg['rate']:g} events/s per quiet user, noisy x{cfg['noisy_factor']:g}, {cfg['duration']:g} s per phase")
+    table = Table(
+        title=f"athena load: {cfg['tenants']} tenants x {cfg['users_per_tenant']} users, "
+        f"{cfg['rate']:g} events/s per quiet user, noisy x{cfg['noisy_factor']:g}, {cfg['duration']:g} s per phase"
+    )
     table.add_column("figure")
     table.add_column("without the noisy tenant", justify="right")
     table.add_column("with the noisy tenant", justify="right")
@@ -149,7 +154,9 @@ def render_report(report: dict[str, Any], console: Console) -> None:
             cells.append(" / ".join(_cell(p[k]) for k in key) if isinstance(key, tuple) else _cell(p[key]))
         table.add_row(label, *cells)
     console.print(table)
-    verdict = "[bold green]no loss[/bold green]" if report["lost"] == 0 else f"[bold red]{report['lost']} lost[/bold red]"
+    verdict = (
+        "[bold green]no loss[/bold green]" if report["lost"] == 0 else f"[bold red]{report['lost']} lost[/bold red]"
+    )
     console.print(
         f"{verdict}: {report['in_log']:,}/{report['acknowledged']:,} acknowledged events in the log, "
         f"{report['decided']:,}/{report['user_messages']:,} user messages decided; "

@@ -9,9 +9,10 @@ the durable log.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from athena.client import AthenaClient
 from athena.config import Settings
@@ -109,15 +110,33 @@ async def run_load(config: LoadConfig, target: LoadTarget, progress: LoadProgres
         outcomes: list[PhaseOutcome] = []
         for seed, (name, plans) in enumerate((("baseline", quiet), ("noisy", quiet + noisy))):
             progress.phase(name, config.duration)
-            traffic = await drive_phase(name, plans, client_for, duration=config.duration, max_in_flight=config.max_in_flight,
-                                        seed=config.seed + seed, on_second=progress.sent)
-            decisions = await wait_decided(redis, traffic.acks, timeout=config.drain_timeout, on_progress=progress.draining)
+            traffic = await drive_phase(
+                name,
+                plans,
+                client_for,
+                duration=config.duration,
+                max_in_flight=config.max_in_flight,
+                seed=config.seed + seed,
+                on_second=progress.sent,
+            )
+            decisions = await wait_decided(
+                redis, traffic.acks, timeout=config.drain_timeout, on_progress=progress.draining
+            )
             outcomes.append(PhaseOutcome(traffic, decisions))
         progress.verifying()
         acked = [a.event_id for o in outcomes for a in o.traffic.acks]
         in_log = await events_in_log(mongo, target.mongodb_database, acked)
-    report = build_report(outcomes[0], outcomes[1], in_log, config={
-        **asdict(config), "tenants": len(tenant_ids), "quiet_users": len(quiet), "noisy_users": len(noisy),
-        "noisy_user_rate": config.rate * config.noisy_factor, "run_id": run_id,
-    })
+    report = build_report(
+        outcomes[0],
+        outcomes[1],
+        in_log,
+        config={
+            **asdict(config),
+            "tenants": len(tenant_ids),
+            "quiet_users": len(quiet),
+            "noisy_users": len(noisy),
+            "noisy_user_rate": config.rate * config.noisy_factor,
+            "run_id": run_id,
+        },
+    )
     return report

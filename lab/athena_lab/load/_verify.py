@@ -11,8 +11,9 @@ In the log means the acknowledged event id is a document of `cognitive_events`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis

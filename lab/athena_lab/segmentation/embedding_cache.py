@@ -15,7 +15,6 @@ import numpy as np
 
 from athena.embeddings import Embedder, LocalEmbedder
 from athena.embeddings._cache import text_key
-
 from athena_lab.segmentation.segmentation_data import Dialogue
 
 __all__ = ["DiskCachedEmbedder", "default_cache_path", "embed_utterances"]

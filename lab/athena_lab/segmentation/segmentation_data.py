@@ -18,15 +18,15 @@ __all__ = [
     "SHARED_FILES",
     "Dialogue",
     "SharedSets",
+    "Utterance",
     "cv_fold",
     "data_record",
-    "file_sha256",
-    "load_shared_sets",
-    "Utterance",
     "default_data_dir",
+    "file_sha256",
     "heldout_split",
     "iter_dialogues",
     "load_dialogues",
+    "load_shared_sets",
     "parse_dialogue",
     "split_dialogues",
 ]
@@ -105,7 +105,7 @@ def heldout_split(dialogue_id: str, fraction: float = 0.3) -> bool:
 
 def cv_fold(dialogue_id: str, folds: int) -> int:
     """Cross-validation fold of a training dialogue: a fixed assignment by a hash of its id."""
-    digest = hashlib.sha256(f"fold:{dialogue_id}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"fold:{dialogue_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % folds
 
 

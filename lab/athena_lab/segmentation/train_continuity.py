@@ -34,11 +34,26 @@ from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_feat
 from athena_cognition.detector._scorers import CONTINUITY_ARTIFACT
 from athena_cognition.detector._turns import user_message_indices
 from athena_lab.segmentation.embedding_cache import embed_utterances
-from athena_lab.segmentation.fitting import ClassifierSpec, Part, fit_classifier
 from athena_lab.segmentation.evaluate import dialogue_turns, evaluate, scores_record
-from athena_lab.segmentation.segmentation_data import Dialogue, data_record, default_data_dir, file_sha256, load_shared_sets
+from athena_lab.segmentation.fitting import ClassifierSpec, Part, fit_classifier
+from athena_lab.segmentation.segmentation_data import (
+    Dialogue,
+    data_record,
+    default_data_dir,
+    file_sha256,
+    load_shared_sets,
+)
 
-__all__ = ["DETECTOR_DIR", "TrainConfig", "continuity_examples", "continuity_parts", "embedding_record", "fit_continuity", "splices", "train_continuity"]
+__all__ = [
+    "DETECTOR_DIR",
+    "TrainConfig",
+    "continuity_examples",
+    "continuity_parts",
+    "embedding_record",
+    "fit_continuity",
+    "splices",
+    "train_continuity",
+]
 
 RECORD_NAME = "continuity_v1.record.json"
 DETECTOR_DIR = Path(detector_package.__file__).resolve().parent  # where the committed artifacts live (the product)
@@ -138,7 +153,12 @@ def embedding_record(*, raw_vector_input: bool) -> dict[str, object]:
 
 
 async def continuity_parts(
-    superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: TrainConfig, *, agnostic: bool = False
+    superseg: Sequence[Dialogue],
+    tiage: Sequence[Dialogue],
+    embedder: Embedder,
+    config: TrainConfig,
+    *,
+    agnostic: bool = False,
 ) -> list[Part]:
     """Weighted example parts: SuperDialseg, TIAGE and seeded splices of the TIAGE dialogues given."""
     spliced = splices(tiage, config.splices, random.Random(config.seed))
@@ -152,8 +172,13 @@ async def continuity_parts(
 
 
 async def fit_continuity(
-    superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: TrainConfig, thresholds: Thresholds,
-    *, agnostic: bool = False,
+    superseg: Sequence[Dialogue],
+    tiage: Sequence[Dialogue],
+    embedder: Embedder,
+    config: TrainConfig,
+    thresholds: Thresholds,
+    *,
+    agnostic: bool = False,
 ) -> ContinuityModel:
     """The continuity model this recipe fits on these training dialogues (also used for cross-validation)."""
     return _fit(await continuity_parts(superseg, tiage, embedder, config, agnostic=agnostic), config, thresholds)
@@ -213,9 +238,14 @@ async def train_continuity(
         ss_m = await _replay(inner_model, inner_ss_val, embedder, th, max_events)
         ti_m = await _replay(inner_model, inner_ti_val, embedder, th, max_events)
         objective = (float(ss_m["pk"]) + float(ti_m["pk"])) / 2  # type: ignore[arg-type]
-        sweep.append({"midpoint": mid, "objective_mean_pk": round(objective, 4),
-                      "superseg_inner_val": {k: ss_m[k] for k in ("pk", "wd", "f1")},
-                      "tiage_inner_val": {k: ti_m[k] for k in ("pk", "wd", "f1")}})
+        sweep.append(
+            {
+                "midpoint": mid,
+                "objective_mean_pk": round(objective, 4),
+                "superseg_inner_val": {k: ss_m[k] for k in ("pk", "wd", "f1")},
+                "tiage_inner_val": {k: ti_m[k] for k in ("pk", "wd", "f1")},
+            }
+        )
         log(f"midpoint {mid:.2f}: superseg pk {ss_m['pk']} f1 {ss_m['f1']} | tiage pk {ti_m['pk']} -> {objective:.4f}")
     best = min(sweep, key=lambda r: (r["objective_mean_pk"], abs(float(r["midpoint"]) - 0.5)))  # type: ignore[arg-type]
     thresholds = _gray(float(best["midpoint"]), config.gray_half_width)  # type: ignore[arg-type]
@@ -234,7 +264,7 @@ async def train_continuity(
     if disk is not None:
         disk.save()
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - an offline training run: the loop serves nothing else
     artifact = out_dir / CONTINUITY_ARTIFACT
     model.save(artifact)
     import sklearn
@@ -250,7 +280,10 @@ async def train_continuity(
             "inputs": len(model.feature_names),
         },
         "embedding": embedding_record(raw_vector_input=True),
-        "features": {"hand": list(HAND_FEATURE_NAMES), "embedding": "new_embedding_0..383: the new user message's own embedding"},
+        "features": {
+            "hand": list(HAND_FEATURE_NAMES),
+            "embedding": "new_embedding_0..383: the new user message's own embedding",
+        },
         "data": data_record(files),
         "split": {
             "superseg_heldout": f"sha256(id) as a 64-bit fraction < {config.heldout_fraction}",
@@ -261,9 +294,9 @@ async def train_continuity(
             "threshold_selection": f"inner split sha256('inner:'+id) < {config.inner_val_fraction} of the training dialogues",
         },
         "training_examples": {
-            "superseg": int(len(parts[0][1])),
-            "tiage": int(len(parts[1][1])),
-            "tiage_splices": int(len(parts[2][1])),
+            "superseg": len(parts[0][1]),
+            "tiage": len(parts[1][1]),
+            "tiage_splices": len(parts[2][1]),
         },
         "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()},
         "threshold_sweep": sweep,

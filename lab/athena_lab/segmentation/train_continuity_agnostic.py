@@ -26,10 +26,11 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
-from athena.embeddings import Embedder
 
+from athena.embeddings import Embedder
 from athena_cognition.detector import (
     AgnosticContinuityScorer,
     ContinuityModel,
@@ -95,7 +96,11 @@ async def _per_dialogue(dialogues: Sequence[Dialogue], embedder: Embedder, max_e
 
 
 async def _parts(
-    rows: Mapping[str, Rows], superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: TrainConfig
+    rows: Mapping[str, Rows],
+    superseg: Sequence[Dialogue],
+    tiage: Sequence[Dialogue],
+    embedder: Embedder,
+    config: TrainConfig,
 ) -> list[Part]:
     """The `athena train continuity` parts (splices made from these TIAGE dialogues), hand features only."""
     width = len(HAND_FEATURE_NAMES)
@@ -104,7 +109,10 @@ async def _parts(
     return [
         (*_stack(rows, superseg, width), config.weight_superseg),
         (*_stack(rows, tiage, width), config.weight_tiage),
-        (*await continuity_examples(spliced, embedder, config.max_events_before_flush, agnostic=True), config.weight_splice),
+        (
+            *await continuity_examples(spliced, embedder, config.max_events_before_flush, agnostic=True),
+            config.weight_splice,
+        ),
     ]
 
 
@@ -113,28 +121,62 @@ def _fit(parts: Sequence[Part], l2_c: float, thresholds: Thresholds) -> Continui
 
 
 async def _evaluate(
-    model: ContinuityModel, opener: OpenerModel | None, dialogues: Sequence[Dialogue], embedder: Embedder, max_events: int
+    model: ContinuityModel,
+    opener: OpenerModel | None,
+    dialogues: Sequence[Dialogue],
+    embedder: Embedder,
+    max_events: int,
 ) -> EvaluationResult:
     """The dialogues replayed by the production decide() (no LLM) with this model, its gate and the opener."""
-    return await evaluate(dialogues, scorer=AgnosticContinuityScorer(model, opener=opener), embedder=embedder,
-                          thresholds=model.thresholds, arbiter=None, max_events_before_flush=max_events)
+    return await evaluate(
+        dialogues,
+        scorer=AgnosticContinuityScorer(model, opener=opener),
+        embedder=embedder,
+        thresholds=model.thresholds,
+        arbiter=None,
+        max_events_before_flush=max_events,
+    )
 
 
 async def _replay(
-    model: ContinuityModel, opener: OpenerModel | None, dialogues: Sequence[Dialogue], embedder: Embedder, max_events: int
+    model: ContinuityModel,
+    opener: OpenerModel | None,
+    dialogues: Sequence[Dialogue],
+    embedder: Embedder,
+    max_events: int,
 ) -> Starts:
     result = await _evaluate(model, opener, dialogues, embedder, max_events)
     return {p.id: p.starts for p in result.predictions}
 
 
-def _pooled(superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], starts: Starts) -> dict[str, object]:
+class _Pooled(TypedDict):
+    superseg_train_cv: dict[str, float]
+    tiage_train_cv: dict[str, float]
+    objective_mean_pk: float
+
+
+class _GateRow(_Pooled):
+    """An (L2 strength, gate midpoint) candidate with its pooled out-of-fold scores."""
+
+    l2_c: float
+    midpoint: float
+
+
+class _OpenerRow(_Pooled):
+    """An opener threshold candidate (None: no opener) with its pooled out-of-fold scores."""
+
+    opener_threshold: float | None
+
+
+def _pooled(superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], starts: Starts) -> _Pooled:
     """Out-of-fold Pk / WD / F1 of each domain and their mean Pk (the objective)."""
-    out: dict[str, object] = {}
-    for name, ds in (("superseg_train_cv", superseg), ("tiage_train_cv", tiage)):
+
+    def domain(ds: Sequence[Dialogue]) -> dict[str, float]:
         s = score_segmentations([d.starts for d in ds], [starts[d.id] for d in ds])
-        out[name] = {"pk": round(s.pk, 4), "wd": round(s.wd, 4), "f1": round(s.f1, 4)}
-    out["objective_mean_pk"] = round((out["superseg_train_cv"]["pk"] + out["tiage_train_cv"]["pk"]) / 2, 4)  # type: ignore[index]
-    return out
+        return {"pk": round(s.pk, 4), "wd": round(s.wd, 4), "f1": round(s.f1, 4)}
+
+    ss, ti = domain(superseg), domain(tiage)
+    return {"superseg_train_cv": ss, "tiage_train_cv": ti, "objective_mean_pk": round((ss["pk"] + ti["pk"]) / 2, 4)}
 
 
 @dataclass
@@ -147,7 +189,11 @@ class _Folds:
 
 
 async def _folds(
-    rows: Mapping[str, Rows], superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: AgnosticConfig
+    rows: Mapping[str, Rows],
+    superseg: Sequence[Dialogue],
+    tiage: Sequence[Dialogue],
+    embedder: Embedder,
+    config: AgnosticConfig,
 ) -> _Folds:
     folds = _Folds(held=[], parts=[], train=[])
     for f in range(config.folds):
@@ -160,12 +206,16 @@ async def _folds(
 
 
 async def _gate_sweep(
-    folds: _Folds, superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder, config: AgnosticConfig,
+    folds: _Folds,
+    superseg: Sequence[Dialogue],
+    tiage: Sequence[Dialogue],
+    embedder: Embedder,
+    config: AgnosticConfig,
     log: Callable[[str], None],
-) -> list[dict[str, object]]:
+) -> list[_GateRow]:
     """Pooled out-of-fold scores of every (L2 strength, gate midpoint), without the opener."""
     c = config.continuity
-    sweep: list[dict[str, object]] = []
+    sweep: list[_GateRow] = []
     for l2_c in config.l2_cs:
         starts: dict[float, Starts] = {m: {} for m in c.midpoints}
         for f, held in enumerate(folds.held):
@@ -174,16 +224,23 @@ async def _gate_sweep(
                 fold_model = replace(model, thresholds=_gray(mid, c.gray_half_width))
                 starts[mid].update(await _replay(fold_model, None, held, embedder, c.max_events_before_flush))
         for mid in c.midpoints:
-            row = {"l2_c": l2_c, "midpoint": mid, **_pooled(superseg, tiage, starts[mid])}
-            sweep.append(row)
-            log(f"C {l2_c} midpoint {mid:.2f}: {json.dumps({k: row[k] for k in ('superseg_train_cv', 'tiage_train_cv', 'objective_mean_pk')})}")
+            pooled = _pooled(superseg, tiage, starts[mid])
+            sweep.append({"l2_c": l2_c, "midpoint": mid, **pooled})
+            log(f"C {l2_c} midpoint {mid:.2f}: {json.dumps(pooled)}")
     return sweep
 
 
 async def _opener_sweep(
-    folds: _Folds, opener_rows: Mapping[str, Rows], superseg: Sequence[Dialogue], tiage: Sequence[Dialogue],
-    embedder: Embedder, l2_c: float, gate: Thresholds, config: AgnosticConfig, log: Callable[[str], None],
-) -> list[dict[str, object]]:
+    folds: _Folds,
+    opener_rows: Mapping[str, Rows],
+    superseg: Sequence[Dialogue],
+    tiage: Sequence[Dialogue],
+    embedder: Embedder,
+    l2_c: float,
+    gate: Thresholds,
+    config: AgnosticConfig,
+    log: Callable[[str], None],
+) -> list[_OpenerRow]:
     """Pooled out-of-fold scores of every opener threshold (None: no opener) with the chosen gate."""
     candidates: tuple[float | None, ...] = (None, *config.opener_thresholds)
     starts: dict[float | None, Starts] = {t: {} for t in candidates}
@@ -192,23 +249,29 @@ async def _opener_sweep(
     for f, held in enumerate(folds.held):
         model = _fit(folds.parts[f], l2_c, gate)
         train_ss, train_ti = folds.train[f]
-        opener_parts: list[Part] = [(*_stack(opener_rows, train_ss, width), oc.weight_superseg),
-                                    (*_stack(opener_rows, train_ti, width), oc.weight_tiage)]
+        opener_parts: list[Part] = [
+            (*_stack(opener_rows, train_ss, width), oc.weight_superseg),
+            (*_stack(opener_rows, train_ti, width), oc.weight_tiage),
+        ]
         fitted = OpenerModel(classifier=fit_classifier(opener_parts, OPENER_FEATURE_NAMES, oc.spec), threshold=0.5)
         for t in candidates:
             opener = None if t is None else replace(fitted, threshold=t)
             starts[t].update(await _replay(model, opener, held, embedder, config.continuity.max_events_before_flush))
         log(f"opener fold {f + 1}/{config.folds} done")
-    sweep: list[dict[str, object]] = []
+    sweep: list[_OpenerRow] = []
     for t in candidates:
-        row = {"opener_threshold": t, **_pooled(superseg, tiage, starts[t])}
-        sweep.append(row)
-        log(f"opener threshold {t}: {json.dumps({k: row[k] for k in ('superseg_train_cv', 'tiage_train_cv', 'objective_mean_pk')})}")
+        pooled = _pooled(superseg, tiage, starts[t])
+        sweep.append({"opener_threshold": t, **pooled})
+        log(f"opener threshold {t}: {json.dumps(pooled)}")
     return sweep
 
 
 async def _measure(
-    model: ContinuityModel, opener: OpenerModel | None, dialogues: Sequence[Dialogue], embedder: Embedder, max_events: int
+    model: ContinuityModel,
+    opener: OpenerModel | None,
+    dialogues: Sequence[Dialogue],
+    embedder: Embedder,
+    max_events: int,
 ) -> dict[str, object]:
     return scores_record(await _evaluate(model, opener, dialogues, embedder, max_events))
 
@@ -237,15 +300,17 @@ async def train_continuity_agnostic(
     # 1. L2 strength and gate midpoint, by cross-validation over the training dialogues.
     folds = await _folds(rows, ss_train, tiage_train, embedder, config)
     gate_sweep = await _gate_sweep(folds, ss_train, tiage_train, embedder, config, log)
-    best = min(gate_sweep, key=lambda r: (r["objective_mean_pk"], abs(float(r["midpoint"]) - 0.5), float(r["l2_c"])))  # type: ignore[arg-type]
-    l2_c, gate = float(best["l2_c"]), _gray(float(best["midpoint"]), c.gray_half_width)  # type: ignore[arg-type]
+    best = min(gate_sweep, key=lambda r: (r["objective_mean_pk"], abs(float(r["midpoint"]) - 0.5), float(r["l2_c"])))
+    l2_c, gate = float(best["l2_c"]), _gray(float(best["midpoint"]), c.gray_half_width)
     log(f"chosen: C {l2_c}, high {gate.high} low {gate.low} (midpoint {best['midpoint']})")
 
     # 2. The opener threshold with that gate, the same way.
     opener_sweep = await _opener_sweep(folds, opener_rows, ss_train, tiage_train, embedder, l2_c, gate, config, log)
-    best_opener = min(opener_sweep, key=lambda r: (r["objective_mean_pk"], r["opener_threshold"] is not None,
-                                                   -float(r["opener_threshold"] or 0.0)))  # type: ignore[arg-type]
-    opener_threshold: float | None = best_opener["opener_threshold"]  # type: ignore[assignment]
+    best_opener = min(
+        opener_sweep,
+        key=lambda r: (r["objective_mean_pk"], r["opener_threshold"] is not None, -float(r["opener_threshold"] or 0.0)),
+    )
+    opener_threshold = best_opener["opener_threshold"]
     log(f"chosen opener threshold: {opener_threshold}")
 
     # 3. Refit on all training dialogues; measure on the held-out sets with the committed opener.
@@ -265,7 +330,7 @@ async def train_continuity_agnostic(
     if disk is not None:
         disk.save()
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - an offline training run: the loop serves nothing else
     artifact = out_dir / AGNOSTIC_ARTIFACT
     model.save(artifact)
     import sklearn
@@ -290,8 +355,10 @@ async def train_continuity_agnostic(
             "superseg_heldout_dialogues": len(ss_heldout),
             "tiage_train_dialogues": len(tiage_train),
             "tiage_validation_dialogues": len(tiage_val),
-            "selection": (f"{config.folds}-fold cross-validation over the training dialogues (superseg train part + "
-                          "tiage_train), fold = sha256('fold:'+id) mod folds; pooled out-of-fold mean Pk"),
+            "selection": (
+                f"{config.folds}-fold cross-validation over the training dialogues (superseg train part + "
+                "tiage_train), fold = sha256('fold:'+id) mod folds; pooled out-of-fold mean Pk"
+            ),
         },
         "training_examples": {
             "superseg": len(parts[0][1]),

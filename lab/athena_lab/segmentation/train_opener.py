@@ -23,12 +23,18 @@ import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 
 from athena.embeddings import Embedder
 from athena_cognition.detector import ContinuityModel, ContinuityScorer, OpenerModel, Thresholds, load_continuity_model
-from athena_cognition.detector._placement import OPENER_ARTIFACT, OPENER_FEATURE_NAMES, opener_candidate, opener_features
+from athena_cognition.detector._placement import (
+    OPENER_ARTIFACT,
+    OPENER_FEATURE_NAMES,
+    opener_candidate,
+    opener_features,
+)
 from athena_lab.segmentation.embedding_cache import embed_utterances
 from athena_lab.segmentation.evaluate import EvaluationResult, dialogue_turns, evaluate, scores_record
 from athena_lab.segmentation.fitting import ClassifierSpec, Part, fit_classifier
@@ -88,7 +94,9 @@ def _fit(parts: Sequence[Part], config: OpenerConfig) -> OpenerModel:
     return OpenerModel(classifier=fit_classifier(parts, OPENER_FEATURE_NAMES, config.spec), threshold=0.5)
 
 
-def _parts(rows: Mapping[str, Rows], superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], config: OpenerConfig) -> list[Part]:
+def _parts(
+    rows: Mapping[str, Rows], superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], config: OpenerConfig
+) -> list[Part]:
     def stacked(ds: Sequence[Dialogue]) -> Rows:
         chosen = [rows[d.id] for d in ds if len(rows[d.id][1])]
         return np.vstack([r[0] for r in chosen]), np.concatenate([r[1] for r in chosen])
@@ -102,17 +110,41 @@ def _scores(dialogues: Sequence[Dialogue], starts: Mapping[str, tuple[int, ...]]
 
 
 async def _replay(
-    continuity: ContinuityModel, opener: OpenerModel | None, dialogues: Sequence[Dialogue], embedder: Embedder,
-    gate: Thresholds, max_events: int,
+    continuity: ContinuityModel,
+    opener: OpenerModel | None,
+    dialogues: Sequence[Dialogue],
+    embedder: Embedder,
+    gate: Thresholds,
+    max_events: int,
 ) -> EvaluationResult:
-    return await evaluate(dialogues, scorer=ContinuityScorer(continuity, opener=opener), embedder=embedder,
-                          thresholds=gate, arbiter=None, max_events_before_flush=max_events)
+    return await evaluate(
+        dialogues,
+        scorer=ContinuityScorer(continuity, opener=opener),
+        embedder=embedder,
+        thresholds=gate,
+        arbiter=None,
+        max_events_before_flush=max_events,
+    )
+
+
+class _ThresholdRow(TypedDict):
+    """A candidate threshold (None: no opener) with its pooled out-of-fold scores."""
+
+    threshold: float | None
+    objective_mean_pk: float
+    superseg_train_cv: dict[str, float]
+    tiage_train_cv: dict[str, float]
 
 
 async def _cross_validate(
-    rows: Mapping[str, Rows], superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], embedder: Embedder,
-    gate: Thresholds, config: OpenerConfig, log: Callable[[str], None],
-) -> list[dict[str, object]]:
+    rows: Mapping[str, Rows],
+    superseg: Sequence[Dialogue],
+    tiage: Sequence[Dialogue],
+    embedder: Embedder,
+    gate: Thresholds,
+    config: OpenerConfig,
+    log: Callable[[str], None],
+) -> list[_ThresholdRow]:
     """Pooled out-of-fold Pk / WD / F1 per candidate threshold (None = no opener)."""
     candidates: tuple[float | None, ...] = (None, *config.thresholds)
     starts: dict[float | None, dict[str, tuple[int, ...]]] = {c: {} for c in candidates}
@@ -127,18 +159,26 @@ async def _cross_validate(
             result = await _replay(continuity, opener, held, embedder, gate, config.max_events_before_flush)
             starts[c].update((p.id, p.starts) for p in result.predictions)
         log(f"fold {f + 1}/{config.folds} done")
-    sweep: list[dict[str, object]] = []
+    sweep: list[_ThresholdRow] = []
     for c in candidates:
         ss_m, ti_m = _scores(superseg, starts[c]), _scores(tiage, starts[c])
         objective = round((ss_m["pk"] + ti_m["pk"]) / 2, 4)
-        sweep.append({"threshold": c, "objective_mean_pk": objective, "superseg_train_cv": ss_m, "tiage_train_cv": ti_m})
-        log(f"threshold {c}: superseg pk {ss_m['pk']} f1 {ss_m['f1']} | tiage pk {ti_m['pk']} f1 {ti_m['f1']} -> {objective}")
+        sweep.append(
+            {"threshold": c, "objective_mean_pk": objective, "superseg_train_cv": ss_m, "tiage_train_cv": ti_m}
+        )
+        log(
+            f"threshold {c}: superseg pk {ss_m['pk']} f1 {ss_m['f1']} | tiage pk {ti_m['pk']} f1 {ti_m['f1']} -> {objective}"
+        )
     return sweep
 
 
 async def _measure(
-    continuity: ContinuityModel, opener: OpenerModel, dialogues: Sequence[Dialogue], embedder: Embedder,
-    gate: Thresholds, max_events: int,
+    continuity: ContinuityModel,
+    opener: OpenerModel,
+    dialogues: Sequence[Dialogue],
+    embedder: Embedder,
+    gate: Thresholds,
+    max_events: int,
 ) -> dict[str, object]:
     return scores_record(await _replay(continuity, opener, dialogues, embedder, gate, max_events))
 
@@ -166,10 +206,10 @@ async def train_opener(
     max_events = config.max_events_before_flush
 
     sweep = await _cross_validate(rows, ss_train, tiage_train, embedder, gate, config, log)
-    best = min((r for r in sweep if r["threshold"] is not None),
-               key=lambda r: (r["objective_mean_pk"], -float(r["threshold"])))  # type: ignore[arg-type]
+    scored = [(r["threshold"], r["objective_mean_pk"]) for r in sweep]
+    best_threshold, _ = min(((t, pk) for t, pk in scored if t is not None), key=lambda tp: (tp[1], -tp[0]))
     parts = _parts(rows, ss_train, tiage_train, config)
-    model = replace(_fit(parts, config), threshold=float(best["threshold"]))  # type: ignore[arg-type]
+    model = replace(_fit(parts, config), threshold=float(best_threshold))
     log(f"chosen opener threshold: {model.threshold}")
 
     metrics = {
@@ -180,7 +220,7 @@ async def train_opener(
     if disk is not None:
         disk.save()
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - an offline training run: the loop serves nothing else
     artifact = out_dir / OPENER_ARTIFACT
     model.save(artifact)
     import sklearn
@@ -191,8 +231,11 @@ async def train_opener(
         "artifact_sha256": file_sha256(artifact),
         "command": _command(config),
         "model": {
-            "kind": (f"standardize + one tanh hidden layer ({spec.hidden_units} units, L2 alpha {spec.alpha}) + logistic output"
-                     if spec.hidden_units else f"standardize + L2 logistic regression (C {spec.l2_c})"),
+            "kind": (
+                f"standardize + one tanh hidden layer ({spec.hidden_units} units, L2 alpha {spec.alpha}) + logistic output"
+                if spec.hidden_units
+                else f"standardize + L2 logistic regression (C {spec.l2_c})"
+            ),
             "output": "P(the agent turn before the new user message opened a topic); break there when >= threshold",
             "inference": "numpy only (detector/_classifier.py)",
             "inputs": len(OPENER_FEATURE_NAMES),
@@ -203,14 +246,16 @@ async def train_opener(
         "data": data_record(files),
         "split": {
             "superseg_heldout": f"sha256(id) as a 64-bit fraction < {config.heldout_fraction}",
-            "threshold_selection": (f"{config.folds}-fold cross-validation over the training dialogues "
-                                    "(superseg train part + tiage_train), fold = sha256('fold:'+id) mod folds; "
-                                    "each fold refits the continuity scorer and the opener on the other folds"),
+            "threshold_selection": (
+                f"{config.folds}-fold cross-validation over the training dialogues "
+                "(superseg train part + tiage_train), fold = sha256('fold:'+id) mod folds; "
+                "each fold refits the continuity scorer and the opener on the other folds"
+            ),
         },
         "training_examples": {
-            "superseg": int(len(parts[0][1])),
+            "superseg": len(parts[0][1]),
             "superseg_positive": int(parts[0][1].sum()),
-            "tiage": int(len(parts[1][1])),
+            "tiage": len(parts[1][1]),
             "tiage_positive": int(parts[1][1].sum()),
         },
         "config": _jsonable(asdict(config)),
@@ -227,8 +272,11 @@ async def train_opener(
 def _command(config: OpenerConfig) -> str:
     """The CLI call that reproduces this run (model flags only when they differ from the defaults)."""
     spec, default = config.spec, OpenerConfig().spec
-    flags = [f"--{name.replace('_', '-')} {getattr(spec, name)}" for name in ("hidden_units", "alpha", "l2_c")
-             if getattr(spec, name) != getattr(default, name)]
+    flags = [
+        f"--{name.replace('_', '-')} {getattr(spec, name)}"
+        for name in ("hidden_units", "alpha", "l2_c")
+        if getattr(spec, name) != getattr(default, name)
+    ]
     return " ".join(["athena train opener", *flags])
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from athena.auth._principal import CredentialKind, Principal
 
@@ -72,7 +72,9 @@ class ApiKeyVerifier:
             # The first entry of a digest wins, as before (a key listed for two tenants is a configuration error).
             by_digest.setdefault(
                 bytes.fromhex(entry.sha256_hex),
-                Principal(kind=CredentialKind.API_KEY, tenant_id=entry.tenant_id, subject=f"key:{entry.sha256_hex[:8]}"),
+                Principal(
+                    kind=CredentialKind.API_KEY, tenant_id=entry.tenant_id, subject=f"key:{entry.sha256_hex[:8]}"
+                ),
             )
         self._by_digest = by_digest
 

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import hmac
-from typing import Iterable, Protocol
+from collections.abc import Iterable
+from typing import Protocol
 
 from athena.auth._api_keys import ApiKeyVerifier
 from athena.auth._jwt import JwtVerifier, looks_like_jwt
 from athena.auth._principal import CredentialKind, Principal
 from athena.errors import Unauthenticated
 
-__all__ = ["AUTHORIZATION", "Authenticator", "InternalTokenAuthenticator", "PublicAuthenticator", "bearer_metadata", "bearer_token"]
+__all__ = [
+    "AUTHORIZATION",
+    "Authenticator",
+    "InternalTokenAuthenticator",
+    "PublicAuthenticator",
+    "bearer_metadata",
+    "bearer_token",
+]
 
 AUTHORIZATION = "authorization"
 _MAX_CREDENTIAL_CHARS = 8192

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 
@@ -19,7 +20,10 @@ class BearerCredentialInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
         self._metadata = bearer_metadata(credential)
 
     async def intercept_unary_unary(
-        self, continuation: Callable[[grpc.aio.ClientCallDetails, Any], Any], client_call_details: grpc.aio.ClientCallDetails, request: Any
+        self,
+        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Any],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
     ) -> Any:
         own = [(k, v) for k, v in (client_call_details.metadata or ()) if k.lower() != AUTHORIZATION]
         details = grpc.aio.ClientCallDetails(

@@ -8,7 +8,8 @@ Kubernetes probes need no credential.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import grpc
 from google.protobuf.descriptor import ServiceDescriptor
@@ -24,7 +25,9 @@ log = logging.getLogger("athena.auth")
 
 
 class AuthInterceptor(UnaryWrappingInterceptor):
-    def __init__(self, authenticator: Authenticator, services: Iterable[ServiceDescriptor], *, tenant_bound: bool) -> None:
+    def __init__(
+        self, authenticator: Authenticator, services: Iterable[ServiceDescriptor], *, tenant_bound: bool
+    ) -> None:
         """`tenant_bound`: every request must stay inside the credential's tenant (the public API)."""
         super().__init__()
         self.authenticator = authenticator

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+from collections.abc import Iterable
 
 from google.protobuf.descriptor import ServiceDescriptor
 
@@ -79,7 +79,9 @@ def public_authenticator(settings: Settings) -> PublicAuthenticator:
 
 
 def _warn_open(service: str, what: str) -> None:
-    log.warning("AUTH_DISABLED=true: %s %s WITHOUT AUTHENTICATION. Local development only; never expose it.", service, what)
+    log.warning(
+        "AUTH_DISABLED=true: %s %s WITHOUT AUTHENTICATION. Local development only; never expose it.", service, what
+    )
 
 
 def public_auth_interceptor(settings: Settings, services: Iterable[ServiceDescriptor]) -> AuthInterceptor | None:
@@ -90,7 +92,8 @@ def public_auth_interceptor(settings: Settings, services: Iterable[ServiceDescri
     authenticator = public_authenticator(settings)
     if not authenticator.has_credentials:
         raise SettingsError(
-            "no credential source for the public API: set " + ", ".join(PUBLIC_CREDENTIAL_VARIABLES)
+            "no credential source for the public API: set "
+            + ", ".join(PUBLIC_CREDENTIAL_VARIABLES)
             + " (or AUTH_DISABLED=true for local development)"
         )
     return AuthInterceptor(authenticator, services, tenant_bound=True)
@@ -111,7 +114,9 @@ def internal_auth_interceptor(settings: Settings, services: Iterable[ServiceDesc
     token = internal_token(settings)
     if not token:
         if not settings.auth_disabled:
-            raise SettingsError("INTERNAL_AUTH_TOKEN (or INTERNAL_AUTH_TOKEN_FILE) is required (or AUTH_DISABLED=true for local development)")
+            raise SettingsError(
+                "INTERNAL_AUTH_TOKEN (or INTERNAL_AUTH_TOKEN_FILE) is required (or AUTH_DISABLED=true for local development)"
+            )
         _warn_open("formation", "serves FormationService")
         return None
     return AuthInterceptor(InternalTokenAuthenticator(token), services, tenant_bound=False)

@@ -43,7 +43,9 @@ class TenantLocator:
             for method in service.methods:
                 location = _locate(method.input_type)
                 if location is None:
-                    raise TypeError(f"{service.full_name}.{method.name}: request names no tenant (scope.tenant_id or tenant_id)")
+                    raise TypeError(
+                        f"{service.full_name}.{method.name}: request names no tenant (scope.tenant_id or tenant_id)"
+                    )
                 self._by_method[f"/{service.full_name}/{method.name}"] = location
 
     def location(self, method: str) -> _Location | None:

@@ -27,7 +27,9 @@ def server_credentials(settings: Settings, *, internal: bool = False) -> grpc.Se
     client_ca = internal and bool(settings.internal_tls_ca_file)
     if pair is None:
         if client_ca:
-            raise SettingsError("INTERNAL_TLS_CA_FILE needs GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE (formation's own certificate)")
+            raise SettingsError(
+                "INTERNAL_TLS_CA_FILE needs GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE (formation's own certificate)"
+            )
         return None
     if not client_ca:
         return grpc.ssl_server_credentials([pair])
@@ -43,6 +45,8 @@ def internal_channel_credentials(settings: Settings) -> grpc.ChannelCredentials 
     ca = read_file_setting(settings.internal_tls_ca_file, "INTERNAL_TLS_CA_FILE")
     pair = _own_pair(settings)
     if pair is None:
-        raise SettingsError("INTERNAL_TLS_CA_FILE needs GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE (the client certificate for formation)")
+        raise SettingsError(
+            "INTERNAL_TLS_CA_FILE needs GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE (the client certificate for formation)"
+        )
     key, chain = pair
     return grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=chain)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 __all__ = ["ExpiringCache"]
 

@@ -13,7 +13,6 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
-
 from opentelemetry import trace
 
 from athena.metrics import EMBEDDING_CACHE, EMBEDDING_SECONDS
@@ -103,7 +102,9 @@ async def cached_embed(
         EMBEDDING_CACHE.labels("miss").inc(len(missing))
         keys = list(missing)
         started = time.perf_counter()
-        with trace.get_tracer("athena").start_as_current_span("embedding", attributes={"athena.embedding.texts": len(keys), "athena.embedding.provider": provider}):
+        with trace.get_tracer("athena").start_as_current_span(
+            "embedding", attributes={"athena.embedding.texts": len(keys), "athena.embedding.provider": provider}
+        ):
             fresh = await compute([missing[k][0] for k in keys])
         EMBEDDING_SECONDS.labels(provider).observe(time.perf_counter() - started)
         if fresh.shape != (len(keys), dim):

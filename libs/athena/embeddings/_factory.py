@@ -29,10 +29,10 @@ def make_query_embedder(settings: Settings, *, embedder: Embedder) -> Embedder:
     copy, a query on one torch thread; otherwise `embedder`, the one that embeds chains.
 
     One thread: with OMP_WAIT_POLICY=PASSIVE (athena/omp.py) each of a forward pass's many small
-    parallel regions wakes a sleeping second thread, which cost a one-text int8 encode more than the
-    second thread gave (4.4-4.9 against 9.6-12.5 ms p50 interleaved with a 100,000-row scan,
-    docs/benchmarks.md "Ninth round"). The setting is the encoder thread's own (OpenMP's thread
-    count is per thread): the event loop's vector scan keeps both."""
+    parallel regions wakes a sleeping second thread, which costs a one-text int8 encode more than the
+    second thread gives (docs/benchmarks.md, "Measured choices in the code"). The setting is the
+    encoder thread's own (OpenMP's thread count is per thread): the event loop's vector scan keeps
+    both."""
     if isinstance(embedder, LocalEmbedder) and settings.search_query_int8:
         return LocalEmbedder(small_batch_threads=1, quantized=True)
     return embedder

@@ -29,7 +29,9 @@ MINILM_DIM = 384
 _models: dict[str, tuple[Any, threading.Lock]] = {}  # model key -> (model, its encode lock)
 _models_lock = threading.Lock()
 _threads: dict[str, ThreadPoolExecutor] = {}  # model key -> the one thread its encodes run on
-_compiled: dict[str, Any] = {}  # model key (+ ":int8") -> its transformer as frozen TorchScript, or None where that failed
+_compiled: dict[
+    str, Any
+] = {}  # model key (+ ":int8") -> its transformer as frozen TorchScript, or None where that failed
 
 
 def bundled_model_path() -> Path:
@@ -59,8 +61,7 @@ def _load(model_path: str, device: str) -> tuple[Any, threading.Lock]:
 def _encoder_thread(key: str) -> ThreadPoolExecutor:
     """The thread a model's encodes run on. Its encodes take turns anyway (the model's lock); on one
     thread they also keep one OpenMP team and warm caches, where asyncio's default pool handed them
-    to whichever of its threads was free (one int8 query on two cores: 6.6-7.1 against 8.2-8.5 ms p50
-    in the same run)."""
+    to whichever of its threads was free, which measured slower (docs/benchmarks.md)."""
     with _models_lock:
         executor = _threads.get(key)
         if executor is None:
@@ -70,8 +71,8 @@ def _encoder_thread(key: str) -> ThreadPoolExecutor:
 
 SMALL_BATCH = 8
 """Batches up to this size (a search query, a few turns) run on one intra-op thread: their matrices are
-too small to gain from a second thread, and on busy cores the threads' synchronisation cost them up to
-10x (docs/benchmarks.md, "search")."""
+too small to gain from a second thread, and on busy cores the threads' synchronisation costs them
+several times their work (docs/benchmarks.md, "Measured choices in the code")."""
 
 
 @contextmanager
@@ -105,8 +106,8 @@ def _compile_transformer(model: Any, transformer: Any = None) -> Any:
     eager module's vectors.
 
     Why: for the short texts of a search query most of an eager forward pass is Python overhead of
-    the transformers modules; the frozen graph runs the same kernels without it (a one-text encode on
-    one thread: 11.4 against 14.7 ms p50, docs/benchmarks.md). Traced on a padded batch of two texts
+    the transformers modules; the frozen graph runs the same kernels without it, measurably faster
+    (docs/benchmarks.md, "Measured choices in the code"). Traced on a padded batch of two texts
     of different lengths, so the attention mask is part of the graph, and checked against the eager
     model on that batch before it is used."""
     import torch
@@ -145,11 +146,9 @@ def _quantized_transformer(model: Any) -> Any:
     activations quantized on the fly), or None when this torch cannot quantize.
 
     Why: the Linear layers are nearly all of a short text's forward pass, and int8 kernels run them
-    about 3x faster on the CPU (one query on two threads: 4.4 against 13.8 ms p50). The vectors move
-    a little (cosine to the float model's at least 0.957, 0.975 on average, over 100 search
-    questions), so only search queries use it, against chains embedded by the float model: on the
-    LoCoMo files recall@5 of fixed-chunk baselines moved by -0.003..-0.005 (embedding only) and
-    -0.0004..+0.002 (SearchMemory's hybrid ranking) (docs/benchmarks.md, "Fourth round")."""
+    several times faster on the CPU. The vectors move a little, so only search queries use it,
+    against chains embedded by the float model, where the LoCoMo recall did not move beyond noise
+    (docs/benchmarks.md, "Measured choices in the code")."""
     import copy
 
     import torch
@@ -160,7 +159,9 @@ def _quantized_transformer(model: Any) -> Any:
             from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
             transformer = copy.deepcopy(model[0].auto_model).eval()
-            return quantize_dynamic(transformer, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True)
+            return quantize_dynamic(
+                transformer, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True
+            )
     except Exception:  # no quantized engine for this CPU or torch build: the float model serves
         return None
 
@@ -193,7 +194,9 @@ class LocalEmbedder:
         self._device = device
         self._batch_size = batch_size
         # The int8 model's vectors differ a little from the float model's: a cache of their own.
-        self._cache = cache if cache is not None else shared_cache(f"local:{self._path}{':int8' if self._quantized else ''}")
+        self._cache = (
+            cache if cache is not None else shared_cache(f"local:{self._path}{':int8' if self._quantized else ''}")
+        )
         self.encoded_texts = 0  # how many texts went through the model (cache misses), for tests and metrics
         self._batches: Coalescer[str, np.ndarray] = Coalescer(self._encode_rows, max_items=4 * batch_size)
 
@@ -262,8 +265,11 @@ class LocalEmbedder:
         out = []
         with torch.inference_mode():
             for start in range(0, len(texts), self._batch_size):
-                features = _preprocess(model, texts[start:start + self._batch_size])
-                features = {"token_embeddings": compiled(features["input_ids"], features["attention_mask"]), "attention_mask": features["attention_mask"]}
+                features = _preprocess(model, texts[start : start + self._batch_size])
+                features = {
+                    "token_embeddings": compiled(features["input_ids"], features["attention_mask"]),
+                    "attention_mask": features["attention_mask"],
+                }
                 for module in list(model)[1:]:
                     features = module(features)
                 out.append(torch.nn.functional.normalize(features["sentence_embedding"], p=2, dim=1).numpy())

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 from google.protobuf import any_pb2
@@ -67,10 +68,10 @@ def _rich_status(exc: AthenaError, code: grpc.StatusCode) -> status_pb2.Status:
 
 def bad_request_violations(error: grpc.aio.AioRpcError | grpc.RpcError) -> list[tuple[str, str]]:
     """(field, description) pairs of a BadRequest detail carried by a failed call."""
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    status = rpc_status.from_call(error)
     if status is None:
         return []
-    out = []
+    out: list[tuple[str, str]] = []
     for detail in status.details:
         if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
             br = error_details_pb2.BadRequest()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Sequence
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -51,7 +52,7 @@ class ServiceHost:
     credentials: grpc.ServerCredentials | None = None
     """TLS of the listener; None serves plaintext."""
     server: grpc.aio.Server | None = field(default=None, init=False)
-    health: health.aio.HealthServicer = field(default_factory=health.aio.HealthServicer, init=False)  # type: ignore[attr-defined]
+    health: health.aio.HealthServicer = field(default_factory=health.aio.HealthServicer, init=False)
     bound_port: int = field(default=0, init=False)
     _stop: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _healthy: bool | None = field(default=None, init=False)
@@ -69,7 +70,11 @@ class ServiceHost:
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         if self.reflection:
             reflection.enable_server_reflection(
-                [*self.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
+                [
+                    *self.service_names,
+                    health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                    reflection.SERVICE_NAME,
+                ],
                 self.server,
             )
         address = f"{self.bind_host}:{self.port}"
@@ -80,7 +85,13 @@ class ServiceHost:
         await self.server.start()
         await self._check_dependencies()
         self._monitor_task = asyncio.create_task(self._monitor(), name=f"{self.name} health monitor")
-        log.info("%s listening on %s:%d (%s)", self.name, self.bind_host, self.bound_port, "TLS" if self.credentials else "plaintext")
+        log.info(
+            "%s listening on %s:%d (%s)",
+            self.name,
+            self.bind_host,
+            self.bound_port,
+            "TLS" if self.credentials else "plaintext",
+        )
 
     async def _set_health(self, serving: bool) -> None:
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
@@ -109,7 +120,7 @@ class ServiceHost:
         while not self._stop.is_set():
             try:
                 await asyncio.wait_for(self._stop.wait(), timeout=self.check_interval)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await self._check_dependencies()
 
     def request_stop(self) -> None:
@@ -119,10 +130,8 @@ class ServiceHost:
         """Serve until SIGTERM/SIGINT (or request_stop), then shut down gracefully."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
-            except (NotImplementedError, RuntimeError):
-                pass
         # The service is built (models, clients, caches): take what lives as long as the process out of
         # the collector's full walks before the first call, so no call waits on them (athena.gc_tuning).
         freeze_long_lived(full_collection_first=True, reason=f"{self.name} start-up")

@@ -34,8 +34,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import openai
-from opentelemetry import trace
 from openai.types.chat import ChatCompletionMessageParam
+from opentelemetry import trace
 
 from athena.llm._breaker import BreakerState, CircuitBreaker
 from athena.llm._parse import extract_json_object
@@ -350,10 +350,20 @@ class LLMClient:
             self.record_malformed(operation, result.text)
         return obj
 
-    async def _run(self, messages: list[ChatCompletionMessageParam], budget: float, max_tokens: int, temperature: float, json_mode: bool, operation: str) -> LLMResult | None:
+    async def _run(
+        self,
+        messages: list[ChatCompletionMessageParam],
+        budget: float,
+        max_tokens: int,
+        temperature: float,
+        json_mode: bool,
+        operation: str,
+    ) -> LLMResult | None:
         started = time.perf_counter()
         try:
-            with trace.get_tracer("athena").start_as_current_span(f"llm.{operation}", attributes={"gen_ai.request.model": self.model}):
+            with trace.get_tracer("athena").start_as_current_span(
+                f"llm.{operation}", attributes={"gen_ai.request.model": self.model}
+            ):
                 return await self._exchange(messages, budget, max_tokens, temperature, json_mode, operation)
         finally:
             if self.on_latency is not None:

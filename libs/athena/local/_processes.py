@@ -70,15 +70,14 @@ class LocalProcess:
     def start(self, *, timeout: float = 20.0) -> None:
         if self.running:
             return
-        log = open(self.log_path, "ab")
-        self._proc = subprocess.Popen(
-            self.command(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # Ctrl-C in a terminal reaches our supervisor, which stops us in order
-        )
-        log.close()
+        with open(self.log_path, "ab") as log:
+            self._proc = subprocess.Popen(
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C in a terminal reaches our supervisor, which stops us in order
+            )
         try:
             wait_for_port(self.port, timeout=timeout)
         except TimeoutError:
@@ -121,7 +120,9 @@ class RedisServer(LocalProcess):
 
     @staticmethod
     def binary() -> str:
-        found = shutil.which("redis-server") or ("/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None)
+        found = shutil.which("redis-server") or (
+            "/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None
+        )
         if not found:
             raise RuntimeError(
                 "redis-server is not installed: run `apt-get install -y redis-server` "
@@ -136,12 +137,18 @@ class RedisServer(LocalProcess):
     def command(self) -> list[str]:
         cmd = [
             self.binary(),
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--dir", str(self.data_dir),
-            "--save", "",
-            "--daemonize", "no",
-            "--protected-mode", "yes",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.data_dir),
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+            "--protected-mode",
+            "yes",
         ]
         if self.persistent:
             cmd += ["--appendonly", "yes", "--appendfsync", "everysec"]
@@ -165,9 +172,14 @@ class MongoWireServer(LocalProcess):
             raise RuntimeError("nx-27017 is not installed: pip install nx-27017")
         return [
             exe,
-            "--data-dir", str(self.data_dir / "db"),
-            "--host", "127.0.0.1",
-            "-p", str(self.port),
-            "--log-file", str(self.data_dir / "nx-27017.server.log"),
-            "--pid-file", str(self.data_dir / "nx-27017.pid"),
+            "--data-dir",
+            str(self.data_dir / "db"),
+            "--host",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "--log-file",
+            str(self.data_dir / "nx-27017.server.log"),
+            "--pid-file",
+            str(self.data_dir / "nx-27017.pid"),
         ]

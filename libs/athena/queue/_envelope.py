@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from athena.internal.v1 import task_pb2
 from athena.memory.v1 import memory_pb2
 
-__all__ = ["CHAIN_CHECK", "WINDOW_FLUSH", "chain_check_task", "chain_check_task_id", "task_event_id", "window_flush_task", "window_flush_task_id"]
+__all__ = [
+    "CHAIN_CHECK",
+    "WINDOW_FLUSH",
+    "chain_check_task",
+    "chain_check_task_id",
+    "task_event_id",
+    "window_flush_task",
+    "window_flush_task_id",
+]
 
 CHAIN_CHECK = "cognitive_chain_check"
 WINDOW_FLUSH = "cognitive_window_flush"
@@ -48,7 +56,12 @@ def window_flush_task_id(through_event_id: str) -> str:
 
 
 def window_flush_task(
-    *, scope: memory_pb2.Scope, through_event_id: str, trigger: str, trace_context: dict[str, str] | None = None, now: datetime | None = None
+    *,
+    scope: memory_pb2.Scope,
+    through_event_id: str,
+    trigger: str,
+    trace_context: dict[str, str] | None = None,
+    now: datetime | None = None,
 ) -> task_pb2.Task:
     """Cut the scope's window up to and including `through_event_id` and form it ("api" or "idle")."""
     task = _task(window_flush_task_id(through_event_id), WINDOW_FLUSH, scope, trace_context, now)
@@ -56,7 +69,11 @@ def window_flush_task(
     return task
 
 
-def _task(task_id: str, task_type: str, scope: memory_pb2.Scope, trace_context: dict[str, str] | None, now: datetime | None) -> task_pb2.Task:
+def _task(
+    task_id: str, task_type: str, scope: memory_pb2.Scope, trace_context: dict[str, str] | None, now: datetime | None
+) -> task_pb2.Task:
     ts = Timestamp()
-    ts.FromDatetime(now or datetime.now(timezone.utc))
-    return task_pb2.Task(id=task_id, type=task_type, scope=scope, enqueued_at=ts, attempt=0, trace_context=trace_context or {})
+    ts.FromDatetime(now or datetime.now(UTC))
+    return task_pb2.Task(
+        id=task_id, type=task_type, scope=scope, enqueued_at=ts, attempt=0, trace_context=trace_context or {}
+    )

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from redis.asyncio import Redis
 
@@ -28,6 +29,7 @@ from athena.internal.v1 import task_pb2
 from athena.queue import _scripts
 from athena.queue._backoff import RetryPolicy
 from athena.queue._evalsha import HotScript
+from athena.redis_util import reply_bytes_list
 
 __all__ = ["TASK_DEDUP_TTL_SECONDS", "FailOutcome", "FairQueue", "Lease", "QueueDepth"]
 
@@ -115,7 +117,9 @@ class FairQueue:
         if worker_id not in self._interrupted_claims:
             # One round trip when a scope is ready; block (BLMOVE + CLAIM) only when none is.
             token = secrets.token_hex(16)
-            ready = await self._claim_ready(keys=self._claim_ready_keys(), args=[*self._claim_ready_args(), token, self.lease_ms])
+            ready = await self._claim_ready(
+                keys=self._claim_ready_keys(), args=[*self._claim_ready_args(), token, self.lease_ms]
+            )
             if ready:
                 return self._lease(ready, token)
         claiming = keys.claiming_key(worker_id)
@@ -127,14 +131,21 @@ class FairQueue:
                 # looks while we are alive. Finish that claim first.
                 scope_raw = await self.redis.lindex(claiming, 0)
             if scope_raw is None:
-                scope_raw = await self.redis.blmove(keys.DISPATCHER, claiming, timeout, "LEFT", "RIGHT")
+                # redis-py types BLMOVE's timeout as int; Redis (>= 6) takes fractional seconds.
+                scope_raw = await self.redis.blmove(keys.DISPATCHER, claiming, timeout, "LEFT", "RIGHT")  # type: ignore[arg-type]
             if scope_raw is None:
                 self._interrupted_claims.discard(worker_id)
                 return None
             scope = _text(scope_raw)
             token = secrets.token_hex(16)
             res = await self._claim(
-                keys=[claiming, keys.scope_queue_key(scope), keys.lease_key(scope), keys.QUEUE_LEASES, keys.QUEUE_DELIVERIES],
+                keys=[
+                    claiming,
+                    keys.scope_queue_key(scope),
+                    keys.lease_key(scope),
+                    keys.QUEUE_LEASES,
+                    keys.QUEUE_DELIVERIES,
+                ],
                 args=[scope, token, self.lease_ms],
             )
         except BaseException:
@@ -234,8 +245,13 @@ class FairQueue:
         delay_ms = -1 if exhausted else int(self.retry.backoff.compute(task.attempt) * 1000)
         status = "dead_lettered" if exhausted else "retry_scheduled"
         result = json.dumps(
-            {"task_id": task.id, "status": status, "attempt": task.attempt, "error": task.last_error,
-             "retry_in_ms": max(delay_ms, 0)}
+            {
+                "task_id": task.id,
+                "status": status,
+                "attempt": task.attempt,
+                "error": task.last_error,
+                "retry_in_ms": max(delay_ms, 0),
+            }
         )
         code = await self._fail(
             keys=[
@@ -275,7 +291,7 @@ class FairQueue:
     async def forget_worker(self, worker_id: str) -> None:
         """A worker that stops cleanly returns anything stranded in its claiming list."""
         claiming = keys.claiming_key(worker_id)
-        while (scope := await self.redis.lmove(claiming, keys.DISPATCHER, "LEFT", "LEFT")) is not None:
+        while await self.redis.lmove(claiming, keys.DISPATCHER, "LEFT", "LEFT") is not None:
             pass
         await self.redis.zrem(keys.QUEUE_WORKERS, worker_id)
 
@@ -308,7 +324,7 @@ class FairQueue:
     async def dead_letters(self, *, start: int = 0, count: int = 100) -> list[task_pb2.Task]:
         raws = await self.redis.lrange(keys.QUEUE_DEAD_LETTERS, start, start + count - 1)
         out = []
-        for raw in raws:
+        for raw in reply_bytes_list(raws):
             t = task_pb2.Task()
             t.ParseFromString(raw)
             out.append(t)
@@ -317,7 +333,7 @@ class FairQueue:
     async def replay_dead_letters(self, *, task_ids: set[str] | None = None) -> int:
         """Requeue dead-lettered tasks (all, or those named) with a fresh attempt count."""
         replayed = 0
-        for raw in await self.redis.lrange(keys.QUEUE_DEAD_LETTERS, 0, -1):
+        for raw in reply_bytes_list(await self.redis.lrange(keys.QUEUE_DEAD_LETTERS, 0, -1)):
             task = task_pb2.Task()
             task.ParseFromString(raw)
             if task_ids is not None and task.id not in task_ids:
@@ -327,7 +343,12 @@ class FairQueue:
             fresh.attempt = 0
             scope = _scope_of(task)
             removed = await self._replay(
-                keys=[keys.QUEUE_DEAD_LETTERS, keys.scope_queue_key(scope), keys.DISPATCHER, keys.task_dedup_key(task.id)],
+                keys=[
+                    keys.QUEUE_DEAD_LETTERS,
+                    keys.scope_queue_key(scope),
+                    keys.DISPATCHER,
+                    keys.task_dedup_key(task.id),
+                ],
                 args=[raw, fresh.SerializeToString(), scope, TASK_DEDUP_TTL_SECONDS],
             )
             replayed += int(removed)
@@ -341,7 +362,7 @@ class FairQueue:
         found: set[str] = set()
         for kind, strip in (("queue", keys.SCOPE_QUEUE_PREFIX), ("lease", keys.LEASE_PREFIX)):
             async for k in self.redis.scan_iter(match=patterns[kind], count=500):
-                found.add(_text(k)[len(strip):])
+                found.add(_text(k)[len(strip) :])
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.lrange(keys.DISPATCHER, 0, -1)
             pipe.zrange(keys.QUEUE_LEASES, 0, -1)
@@ -359,7 +380,11 @@ class FairQueue:
         removed: dict[str, task_pb2.Task] = {}
         leased = 0
         for _ in range(_ERASE_ROUNDS):
-            doomed = [(raw, task) for raw, task in _parsed(await self.redis.lrange(keys.scope_queue_key(scope), 0, -1)) if erased(task)]
+            doomed = [
+                (raw, task)
+                for raw, task in _parsed(reply_bytes_list(await self.redis.lrange(keys.scope_queue_key(scope), 0, -1)))
+                if erased(task)
+            ]
             if not doomed:
                 break
             gone, lease_keys = await self._erase_tasks(
@@ -381,8 +406,9 @@ class FairQueue:
     async def erase_dead_letters(self, erased: Callable[[task_pb2.Task], bool]) -> list[task_pb2.Task]:
         """Remove the dead-lettered tasks for which `erased` is true (LREM of each exact envelope). Returns those removed."""
         removed = []
-        for raw, task in _parsed(await self.redis.lrange(keys.QUEUE_DEAD_LETTERS, 0, -1)):
-            if erased(task) and int(await self.redis.lrem(keys.QUEUE_DEAD_LETTERS, 0, raw)) > 0:
+        for raw, task in _parsed(reply_bytes_list(await self.redis.lrange(keys.QUEUE_DEAD_LETTERS, 0, -1))):
+            # redis-py types LREM's value as str; any encodable value (these bytes) is sent as is.
+            if erased(task) and int(await self.redis.lrem(keys.QUEUE_DEAD_LETTERS, 0, raw)) > 0:  # type: ignore[arg-type]
                 removed.append(task)
         return removed
 

@@ -47,14 +47,19 @@ end
 """
 """ENQUEUE as a Lua function, for the scripts that enqueue along with their other writes (ingest's APPLY_EVENTS)."""
 
-ENQUEUE = ENQUEUE_FN + """
+ENQUEUE = (
+    ENQUEUE_FN
+    + """
 -- KEYS[1] scope queue      KEYS[2] dispatcher      KEYS[3] task dedup key
 -- ARGV[1] envelope bytes   ARGV[2] scope id        ARGV[3] dedup ttl (s)
 -- Returns 1 when queued, 0 when this task id was queued before.
 return enqueue(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
 """
+)
 
-CLAIM = _NOW_MS + """
+CLAIM = (
+    _NOW_MS
+    + """
 -- KEYS[1] this worker's claiming list   KEYS[2] scope queue   KEYS[3] lease key   KEYS[4] leases zset
 -- KEYS[5] deliveries hash
 -- ARGV[1] scope id   ARGV[2] lease token   ARGV[3] lease ttl (ms)
@@ -73,8 +78,11 @@ redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[1])
 -- deliveries of this head since it last settled: grows only when workers die holding it
 return {head, redis.call('HINCRBY', KEYS[5], ARGV[1], 1)}
 """
+)
 
-EXTEND = _NOW_MS + """
+EXTEND = (
+    _NOW_MS
+    + """
 -- KEYS[1] lease key   KEYS[2] leases zset
 -- ARGV[1] lease token   ARGV[2] lease ttl (ms)   ARGV[3] scope id
 -- Returns 1 when renewed, 0 when the lease is no longer ours.
@@ -85,6 +93,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[3])
 return 1
 """
+)
 
 _ACK_FN = """
 -- ack(lease key, leases zset, scope queue, dispatcher, result key, deliveries hash, token, scope id,
@@ -129,7 +138,9 @@ local function claim_ready(dispatcher, leases, deliveries, qprefix, lprefix, tok
 end
 """
 
-ACK = _ACK_FN + """
+ACK = (
+    _ACK_FN
+    + """
 -- KEYS[1] lease key   KEYS[2] leases zset   KEYS[3] scope queue   KEYS[4] dispatcher
 -- KEYS[5] task result key   KEYS[6] deliveries hash
 -- ARGV[1] lease token   ARGV[2] scope id   ARGV[3] result JSON   ARGV[4] result ttl (s)
@@ -137,14 +148,20 @@ ACK = _ACK_FN + """
 -- Returns 1 when acknowledged, 0 when the lease was lost (another worker may run the task again).
 return ack(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 """
+)
 
-CLAIM_READY = _NOW_MS + _CLAIM_READY_FN + """
+CLAIM_READY = (
+    _NOW_MS
+    + _CLAIM_READY_FN
+    + """
 -- KEYS[1] dispatcher   KEYS[2] leases zset   KEYS[3] deliveries hash
 -- ARGV[1] scope queue key prefix   ARGV[2] lease key prefix   ARGV[3] lease token   ARGV[4] lease ttl (ms)
 -- A claim in one round trip when a scope is ready (the blocking BLMOVE + CLAIM path is for waiting).
 -- Returns {scope, head envelope, deliveries} or false.
 return claim_ready(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 """
+)
+
 
 def _lua_string(text: str) -> str:
     if any(c in text for c in "'\\\n"):
@@ -164,7 +181,12 @@ local SCOPE_QUEUE_PREFIX = {_lua_string(keys.SCOPE_QUEUE_PREFIX)}
 local LEASE_PREFIX = {_lua_string(keys.LEASE_PREFIX)}
 """
 
-ACK_AND_CLAIM = _NOW_MS + _QUEUE_KEYS + _ACK_FN + _CLAIM_READY_FN + """
+ACK_AND_CLAIM = (
+    _NOW_MS
+    + _QUEUE_KEYS
+    + _ACK_FN
+    + _CLAIM_READY_FN
+    + """
 -- KEYS[1] task result key
 -- ARGV[1] scope id   ARGV[2] lease token   ARGV[3] result JSON   ARGV[4] result ttl (s)
 -- ARGV[5] new lease token   ARGV[6] lease ttl (ms)
@@ -184,8 +206,11 @@ if not claimed then
 end
 return acked .. ' ' .. claimed[3] .. ' ' .. #claimed[1] .. ' ' .. claimed[1] .. claimed[2]
 """
+)
 
-FAIL = _NOW_MS + """
+FAIL = (
+    _NOW_MS
+    + """
 -- KEYS[1] lease key   KEYS[2] leases zset   KEYS[3] scope queue   KEYS[4] delayed zset
 -- KEYS[5] dispatcher   KEYS[6] dead-letter list   KEYS[7] task result key   KEYS[8] deliveries hash
 -- ARGV[1] lease token   ARGV[2] scope id   ARGV[3] envelope with attempt and last_error updated
@@ -211,6 +236,7 @@ redis.call('LSET', KEYS[3], 0, ARGV[3])
 redis.call('ZADD', KEYS[4], now + tonumber(ARGV[4]), ARGV[2])
 return 1
 """
+)
 
 RELEASE = """
 -- KEYS[1] lease key   KEYS[2] leases zset   KEYS[3] dispatcher   KEYS[4] scope queue
@@ -234,7 +260,9 @@ end
 return 1
 """
 
-PROMOTE = _NOW_MS + """
+PROMOTE = (
+    _NOW_MS
+    + """
 -- KEYS[1] delayed zset   KEYS[2] dispatcher
 -- ARGV[1] most scopes to move
 -- Moves scopes whose retry time has come onto the dispatcher. Returns how many moved.
@@ -245,8 +273,11 @@ for _, scope in ipairs(due) do
 end
 return #due
 """
+)
 
-REAP = _NOW_MS + """
+REAP = (
+    _NOW_MS
+    + """
 -- KEYS[1] leases zset   KEYS[2] dispatcher   KEYS[3] workers zset   KEYS[4] reaper lock
 -- ARGV[1] lease key prefix   ARGV[2] claiming key prefix   ARGV[3] worker stale after (ms)
 -- ARGV[4] reaper lock token   ARGV[5] reaper lock ttl (ms)
@@ -278,6 +309,7 @@ for _, worker in ipairs(dead) do
 end
 return {requeued, stranded}
 """
+)
 
 REPLAY = """
 -- KEYS[1] dead-letter list   KEYS[2] scope queue   KEYS[3] dispatcher   KEYS[4] task dedup key

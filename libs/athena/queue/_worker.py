@@ -8,8 +8,9 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -96,7 +97,12 @@ class WorkerPool:
                 await self.queue.promote_due()
                 await self.queue.reap()
                 depth = await self.queue.depth()
-                for state, value in (("ready", depth.ready), ("in_flight", depth.in_flight), ("delayed", depth.delayed), ("dead_lettered", depth.dead_lettered)):
+                for state, value in (
+                    ("ready", depth.ready),
+                    ("in_flight", depth.in_flight),
+                    ("delayed", depth.delayed),
+                    ("dead_lettered", depth.dead_lettered),
+                ):
                     QUEUE_DEPTH.labels(state).set(value)
                 failures = 0
             except _REDIS_DOWN as exc:
@@ -139,7 +145,9 @@ class WorkerPool:
         task = lease.task
         if task.HasField("enqueued_at"):
             QUEUE_WAIT_SECONDS.observe(max(0.0, time.time() - task.enqueued_at.ToNanoseconds() / 1e9))
-        with consumer_span(trace_context=task.trace_context, task_id=task.id, task_type=task.type, attempt=task.attempt):
+        with consumer_span(
+            trace_context=task.trace_context, task_id=task.id, task_type=task.type, attempt=task.attempt
+        ):
             return await self._attempt(worker_id, lease)
 
     async def _attempt(self, worker_id: str, lease: Lease) -> Lease | None:

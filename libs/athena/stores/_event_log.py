@@ -21,9 +21,10 @@ nothing left to fill and records that in `athena_migrations`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import pymongo
 from pymongo import ASCENDING, AsyncMongoClient, UpdateOne
@@ -77,7 +78,12 @@ class EventLog:
             return
         with mongo_unavailable():
             await self.collection.create_index(
-                [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("agent_id", ASCENDING), ("client_event_id", ASCENDING)],
+                [
+                    ("tenant_id", ASCENDING),
+                    ("user_id", ASCENDING),
+                    ("agent_id", ASCENDING),
+                    ("client_event_id", ASCENDING),
+                ],
                 unique=True,
                 name="ix_uniq_scope_client_event_id",
             )
@@ -103,7 +109,9 @@ class EventLog:
         docs = [{**event_to_doc(e), "commit_id": commit_id} for e in events]
         duplicates: set[int] = set()
         with mongo_unavailable():
-            await insert_own(self.commits, {"_id": commit_id, "event_ids": [e.id for e in events], "created_at": time.time()})
+            await insert_own(
+                self.commits, {"_id": commit_id, "event_ids": [e.id for e in events], "created_at": time.time()}
+            )
             try:
                 if len(docs) == 1:
                     await self.collection.insert_one(docs[0])
@@ -123,7 +131,9 @@ class EventLog:
             if i not in duplicates:
                 out.append(InsertOutcome(event, False, False, commit_id))
                 continue
-            doc = originals.get((event.scope.tenant_id, event.scope.user_id, event.scope.agent_id, event.client_event_id))
+            doc = originals.get(
+                (event.scope.tenant_id, event.scope.user_id, event.scope.agent_id, event.client_event_id)
+            )
             if doc is None:
                 # The original was deleted (its user erased) between the insert and this read: nothing of
                 # this event is stored. A retry stores it afresh under a new stored_at, after the
@@ -149,7 +159,9 @@ class EventLog:
             by_scope.setdefault((e.scope.tenant_id, e.scope.user_id, e.scope.agent_id), []).append(e.client_event_id)
         found: dict[tuple[str, str, str, str], dict[str, Any]] = {}
         for (tenant, user, agent), ids in by_scope.items():
-            cursor = self.collection.find({"tenant_id": tenant, "user_id": user, "agent_id": agent, "client_event_id": {"$in": ids}})
+            cursor = self.collection.find(
+                {"tenant_id": tenant, "user_id": user, "agent_id": agent, "client_event_id": {"$in": ids}}
+            )
             async for d in cursor:
                 found[(tenant, user, agent, d["client_event_id"])] = d
         return found
@@ -167,7 +179,9 @@ class EventLog:
         deleted = 0
         with mongo_unavailable():
             for i in range(0, len(ids), _DELETE_BATCH):
-                deleted += int((await self.collection.delete_many({"_id": {"$in": ids[i : i + _DELETE_BATCH]}})).deleted_count)
+                deleted += int(
+                    (await self.collection.delete_many({"_id": {"$in": ids[i : i + _DELETE_BATCH]}})).deleted_count
+                )
         return deleted
 
     async def user_event_ids(self, tenant_id: str, user_id: str, *, stored: Callable[[datetime], bool]) -> list[str]:
@@ -180,7 +194,12 @@ class EventLog:
     async def open_commits(self, *, older_than: float, limit: int = 50) -> list[OpenCommit]:
         """Commits recorded before `older_than` (epoch seconds) and still open, oldest first, with their events."""
         with mongo_unavailable():
-            records = [d async for d in self.commits.find({"created_at": {"$lt": older_than}}).sort("created_at", ASCENDING).limit(limit)]
+            records = [
+                d
+                async for d in self.commits.find({"created_at": {"$lt": older_than}})
+                .sort("created_at", ASCENDING)
+                .limit(limit)
+            ]
             out = []
             for record in records:
                 ids = list(record.get("event_ids", []))
@@ -258,11 +277,15 @@ class EventLog:
         with mongo_unavailable():
             await self.collection.update_many({"_id": {"$in": list(event_ids)}}, {"$set": dict(fields)})
 
-    async def stored_times(self, *, event_ids: Sequence[str] = (), user: tuple[str, str] | None = None) -> dict[str, datetime]:
+    async def stored_times(
+        self, *, event_ids: Sequence[str] = (), user: tuple[str, str] | None = None
+    ) -> dict[str, datetime]:
         """`stored_at` of events by id: of these ids, or of every event of a (tenant, user)."""
         if not user and not event_ids:
             return {}
-        query: dict[str, Any] = {"tenant_id": user[0], "user_id": user[1]} if user else {"_id": {"$in": list(event_ids)}}
+        query: dict[str, Any] = (
+            {"tenant_id": user[0], "user_id": user[1]} if user else {"_id": {"$in": list(event_ids)}}
+        )
         with mongo_unavailable():
             return {d["_id"]: d["stored_at"] async for d in self.collection.find(query, {"stored_at": 1})}
 

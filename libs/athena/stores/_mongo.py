@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
 
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.collection import AsyncCollection
@@ -82,7 +83,5 @@ async def insert_own(collection: AsyncCollection[dict[str, Any]], doc: dict[str,
     """Insert a record whose `_id` only this caller makes (random or time-stamped). A duplicate key is
     then this very write, landed by an attempt whose reply was lost and re-sent by the driver's
     retryable write (a server without retryable-write support, as nx-27017, reports it as a duplicate)."""
-    try:
+    with suppress(DuplicateKeyError):
         await collection.insert_one(doc)
-    except DuplicateKeyError:
-        pass

@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from redis.asyncio import Redis
 
@@ -30,10 +31,10 @@ from athena.errors import PermanentTaskError, RetryableError
 from athena.events import ROLE_NAMES, TYPE_NAMES, scope_key, to_timestamp
 from athena.formation_client import FormationClient
 from athena.internal.v1 import formation_pb2, task_pb2
-from athena.metrics import CHAIN_BREAK_DECISIONS, CHAIN_BREAK_SCORE
 from athena.memory.v1 import memory_pb2
+from athena.metrics import CHAIN_BREAK_DECISIONS, CHAIN_BREAK_SCORE
 from athena.queue import CHAIN_CHECK, WINDOW_FLUSH
-from athena.redis_util import redis_unavailable
+from athena.redis_util import redis_unavailable, reply_bytes
 from athena.stm import ShortTermWindow, parse_event
 from athena.tombstones import erases, redis_tombstone
 from athena.tracing import tracer
@@ -80,7 +81,10 @@ def _decision_fields(decision: Decision) -> dict[str, Any]:
 
 
 _ERASED = {"decision": "none", "path": "erased"}
-_CUT_REASONS = {Path.FORCE_FLUSH: formation_pb2.CUT_REASON_FORCE_FLUSH, Path.TIME_GAP: formation_pb2.CUT_REASON_TIME_GAP}
+_CUT_REASONS = {
+    Path.FORCE_FLUSH: formation_pb2.CUT_REASON_FORCE_FLUSH,
+    Path.TIME_GAP: formation_pb2.CUT_REASON_TIME_GAP,
+}
 
 
 @dataclass
@@ -105,7 +109,7 @@ class ChainCheckHandler:
         if parked:
             # An earlier attempt already cut this segment; finish its hand-off.
             segment = formation_pb2.Segment()
-            segment.ParseFromString(parked[b"segment"])
+            segment.ParseFromString(reply_bytes(parked[b"segment"]))
             return await self._hand_off(segment, handoff_key, json.loads(parked[b"decision"]))
         with redis_unavailable():
             raws = await self.window.read_raw(task.scope)
@@ -147,7 +151,9 @@ class ChainCheckHandler:
         starts_at = decision.starts_at if decision.starts_at is not None else new_index
         if not decision.is_break or starts_at == 0:
             return fields
-        return await self._cut(task, raws, events, starts_at, _CUT_REASONS.get(decision.path, formation_pb2.CUT_REASON_TOPIC_BREAK), fields)
+        return await self._cut(
+            task, raws, events, starts_at, _CUT_REASONS.get(decision.path, formation_pb2.CUT_REASON_TOPIC_BREAK), fields
+        )
 
     async def _flush(self, task: task_pb2.Task, raws: list[bytes], events: list[memory_pb2.Event]) -> Mapping[str, Any]:
         """Close the conversation: cut the window up to and including the event that was newest when
@@ -162,7 +168,13 @@ class ChainCheckHandler:
         return await self._cut(task, raws, events, through + 1, formation_pb2.CUT_REASON_FLUSH, fields)
 
     async def _cut(
-        self, task: task_pb2.Task, raws: list[bytes], events: list[memory_pb2.Event], n: int, reason: int, fields: Mapping[str, Any]
+        self,
+        task: task_pb2.Task,
+        raws: list[bytes],
+        events: list[memory_pb2.Event],
+        n: int,
+        reason: int,
+        fields: Mapping[str, Any],
     ) -> Mapping[str, Any]:
         """Cut the window's first `n` events into a segment, park it and hand it to formation."""
         scope = scope_key(task.scope)
@@ -173,7 +185,7 @@ class ChainCheckHandler:
             scope=task.scope,
             events=completed,
             reason=reason,  # type: ignore[arg-type]
-            cut_at=to_timestamp(datetime.now(timezone.utc)),
+            cut_at=to_timestamp(datetime.now(UTC)),
         )
         with redis_unavailable():
             cut = await self.window.cut(
@@ -200,11 +212,15 @@ class ChainCheckHandler:
         with redis_unavailable():
             erased_at = await redis_tombstone(self.redis, task.scope.tenant_id, task.scope.user_id)
         if erases(erased_at, task.enqueued_at):
-            log.info("task %s predates the erasure of %s/%s; dropped", task.id, task.scope.tenant_id, task.scope.user_id)
+            log.info(
+                "task %s predates the erasure of %s/%s; dropped", task.id, task.scope.tenant_id, task.scope.user_id
+            )
             return True
         return False
 
-    async def _hand_off(self, segment: formation_pb2.Segment, handoff_key: str, fields: Mapping[str, Any]) -> Mapping[str, Any]:
+    async def _hand_off(
+        self, segment: formation_pb2.Segment, handoff_key: str, fields: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
         # DependencyUnavailable from here fails the attempt: the task backs off, the segment stays parked.
         response = await self.formation.form_chain(segment)
         with redis_unavailable():

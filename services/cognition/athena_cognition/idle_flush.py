@@ -16,6 +16,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 from redis.asyncio import Redis
 
@@ -29,7 +30,9 @@ __all__ = ["IDLE_FLUSH", "IdleFlush"]
 
 log = logging.getLogger("athena.cognition.idle_flush")
 
-IDLE_FLUSH = ENQUEUE_FN + """
+IDLE_FLUSH = (
+    ENQUEUE_FN
+    + """
 -- KEYS[1] window activity zset   KEYS[2] dispatcher   KEYS[3] scope queue   KEYS[4] task dedup key
 -- ARGV[1] scope id   ARGV[2] its activity as read (epoch ms)   ARGV[3] the flush task envelope
 -- (empty: the window was empty)   ARGV[4] task dedup ttl (s)
@@ -45,6 +48,7 @@ if ARGV[3] == '' then
 end
 return enqueue(KEYS[3], KEYS[2], KEYS[4], ARGV[3], ARGV[1], ARGV[4])
 """
+)
 
 
 @dataclass
@@ -71,7 +75,13 @@ class IdleFlush:
         queued = 0
         while True:
             with redis_unavailable():
-                due = await self.redis.zrangebyscore(keys.STM_ACTIVITY, "-inf", cutoff, start=0, num=self.batch, withscores=True)
+                # withscores=True: (member, score) pairs; redis-py types the reply as any of its forms.
+                due = cast(
+                    list[tuple[bytes | str, float]],
+                    await self.redis.zrangebyscore(
+                        keys.STM_ACTIVITY, "-inf", cutoff, start=0, num=self.batch, withscores=True
+                    ),
+                )
             for member, activity in due:
                 queued += await self._flush(member.decode() if isinstance(member, bytes) else member, int(activity))
             if len(due) < self.batch:
@@ -80,10 +90,19 @@ class IdleFlush:
     async def _flush(self, scope_id: str, activity: int) -> int:
         with redis_unavailable():
             newest, _ = await self.window.newest(scope_id)
-        task = window_flush_task(scope=newest.scope, through_event_id=newest.id, trigger="idle") if newest is not None else None
+        task = (
+            window_flush_task(scope=newest.scope, through_event_id=newest.id, trigger="idle")
+            if newest is not None
+            else None
+        )
         with redis_unavailable():
             done = await self._script(  # type: ignore[operator]
-                keys=[keys.STM_ACTIVITY, keys.DISPATCHER, keys.scope_queue_key(scope_id), keys.task_dedup_key(task.id if task else "")],
+                keys=[
+                    keys.STM_ACTIVITY,
+                    keys.DISPATCHER,
+                    keys.scope_queue_key(scope_id),
+                    keys.task_dedup_key(task.id if task else ""),
+                ],
                 args=[scope_id, activity, task.SerializeToString() if task else b"", TASK_DEDUP_TTL_SECONDS],
             )
         return int(done)

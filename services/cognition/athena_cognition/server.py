@@ -19,8 +19,8 @@ from athena.redis_util import connect_redis
 from athena.stm import ShortTermWindow
 from athena.telemetry import run_service
 from athena_cognition.chain_check import ChainCheckHandler, DetectorSetup
+from athena_cognition.detector import Thresholds, check_scorer_embedding, default_thresholds, make_scorer
 from athena_cognition.idle_flush import IdleFlush
-from athena_cognition.detector import check_scorer_embedding, default_thresholds, make_scorer, Thresholds
 
 __all__ = ["Cognition", "build_cognition", "main", "serve"]
 
@@ -74,7 +74,9 @@ async def build_cognition(settings: Settings) -> Cognition:
             retry=RetryPolicy(
                 max_attempts=settings.queue_max_attempts,
                 max_outage_attempts=settings.queue_max_outage_attempts,
-                backoff=ExponentialFullJitter(base=settings.queue_backoff_base_seconds, cap=settings.queue_backoff_max_seconds),
+                backoff=ExponentialFullJitter(
+                    base=settings.queue_backoff_base_seconds, cap=settings.queue_backoff_max_seconds
+                ),
             ),
         )
         setup = detector_setup(settings)

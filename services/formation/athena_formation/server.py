@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from athena.auth import internal_auth_interceptor, server_credentials
 from athena.config import Settings
+from athena.embeddings import make_embedder, make_query_embedder
 from athena.errors import DependencyUnavailable
 from athena.gc_tuning import freeze_long_lived
-from athena.embeddings import make_embedder, make_query_embedder
 from athena.grpc_util import DependencyCheck, ServiceHost
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.llm import make_llm
@@ -65,9 +65,13 @@ async def build_formation(settings: Settings) -> Formation:
     await vectors.open()
     # One writer of chains (Milvus Lite): searches may serve the documents they read again from memory.
     cache_size = settings.search_chain_cache_max_documents
-    store = ChainStore(mongo, settings.mongodb_database, search_cache=ChainDocCache(max_documents=cache_size) if cache_size and not vectors.shared else None)
-    # Chains on torch's own thread count (a chain's text is long enough for two threads to help, 39
-    # against 44 ms p50 at 123 tokens); search queries on one (make_query_embedder).
+    store = ChainStore(
+        mongo,
+        settings.mongodb_database,
+        search_cache=ChainDocCache(max_documents=cache_size) if cache_size and not vectors.shared else None,
+    )
+    # Chains on torch's own thread count (a chain's text is long enough for two threads to help);
+    # search queries on one (make_query_embedder).
     embedder = make_embedder(settings, small_batch_threads=None)
     await embedder.embed(["warm-up"])  # load the model before reporting SERVING
     query_embedder = make_query_embedder(settings, embedder=embedder)  # int8 by default: SEARCH_QUERY_INT8
@@ -80,15 +84,30 @@ async def build_formation(settings: Settings) -> Formation:
         max_chains=settings.vector_index_cache_max_chains,
     )
     former = ChainFormer(
-        settings=settings, store=store, vectors=vectors, embedder=embedder, llm=instrument_llm(make_llm(settings)), lexical=lexical
+        settings=settings,
+        store=store,
+        vectors=vectors,
+        embedder=embedder,
+        llm=instrument_llm(make_llm(settings)),
+        lexical=lexical,
     )
     ranking = Ranking(lexical_weight=settings.search_lexical_weight, size_prior=settings.search_size_prior)
     recall = Recall(store=store, vectors=vectors, embedder=query_embedder, heat=heat, lexical=lexical, ranking=ranking)
     archiver = Archiver(
-        store=store, vectors=vectors, heat=heat, threshold=settings.heat_archive_threshold, min_age_hours=settings.archive_min_age_hours,
+        store=store,
+        vectors=vectors,
+        heat=heat,
+        threshold=settings.heat_archive_threshold,
+        min_age_hours=settings.archive_min_age_hours,
         lexical=lexical,
     )
-    eraser = FormationEraser(tombstones=MongoTombstones(mongo, settings.mongodb_database), store=store, vectors=vectors, former=former, lexical=lexical)
+    eraser = FormationEraser(
+        tombstones=MongoTombstones(mongo, settings.mongodb_database),
+        store=store,
+        vectors=vectors,
+        former=former,
+        lexical=lexical,
+    )
     servicer = FormationServicer(former=former, recall=recall, eraser=eraser)
 
     async def close() -> None:
@@ -113,7 +132,16 @@ async def build_formation(settings: Settings) -> Formation:
         auth=auth,
         credentials=credentials,
     )
-    return Formation(host=host, former=former, recall=recall, archiver=archiver, store=store, vectors=vectors, eraser=eraser, lexical=lexical)
+    return Formation(
+        host=host,
+        former=former,
+        recall=recall,
+        archiver=archiver,
+        store=store,
+        vectors=vectors,
+        eraser=eraser,
+        lexical=lexical,
+    )
 
 
 async def serve(settings: Settings) -> None:
@@ -148,7 +176,7 @@ async def _warm_search_cache(vectors: VectorIndex, lexical: LexicalIndex) -> Non
 
 def _freeze_warm_caches(warming: asyncio.Task[None]) -> None:
     # Every user's vectors and lexicons now live as long as the process (until evicted): out of the
-    # collector's full walks, which they made 0.2-0.5 s pauses at 100,000 chains (athena.gc_tuning).
+    # collector's full walks, which they made long pauses at 100,000 chains (athena.gc_tuning).
     # Young garbage only is collected first: a full collection would stop every search in flight.
     if not warming.cancelled():
         freeze_long_lived(full_collection_first=False, reason="the search caches' warm-up")

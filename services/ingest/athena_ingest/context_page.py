@@ -16,8 +16,9 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from athena.memory.v1 import memory_pb2
 from athena.stm import ShortTermWindow, WindowSlice
@@ -93,7 +94,11 @@ def decode_cursor(token: str, *, max_remaining: int) -> Cursor | None:
         raise ValueError("not URL-safe base64")
     try:
         body = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-    except (binascii.Error, ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+    except (
+        binascii.Error,
+        ValueError,
+        RecursionError,
+    ) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise ValueError("not a JSON object in base64") from exc
     return _cursor_of(body, max_remaining=max_remaining)
 
@@ -184,7 +189,9 @@ async def _first_chunk(
     return await window.read_before(scope, anchor_id=cursor.anchor_id, hint=cursor.index, count=count)
 
 
-async def read_page(window: ShortTermWindow, scope: memory_pb2.Scope, cursor: Cursor | None, *, limit: int, budget: int) -> Page:
+async def read_page(
+    window: ShortTermWindow, scope: memory_pb2.Scope, cursor: Cursor | None, *, limit: int, budget: int
+) -> Page:
     """The page of the selection (`limit`: its size on the first page, 0 the whole window) that starts
     at `cursor` (None: the first page): its newest events not returned yet that fit `budget` bytes."""
     builder = _PageBuilder(budget)

@@ -75,7 +75,7 @@ class Eraser:
     async def forget(self, tenant_id: str, user_id: str) -> memory_pb2.ForgetUserResponse:
         erased_at = erased_at_now()
         receipt = memory_pb2.ForgetUserResponse()
-        receipt.erased_at.FromMilliseconds(int(round(erased_at * 1000)))
+        receipt.erased_at.FromMilliseconds(round(erased_at * 1000))
 
         # 1. tombstone, MongoDB first (formation's view), then Redis (cognition's and ingest's view)
         record_id = await self.tombstones.begin(tenant_id, user_id, erased_at)
@@ -98,7 +98,9 @@ class Eraser:
             setattr(receipt, name, getattr(part, name))
 
         # 4. the events (read again: one stored by then whose Redis step met the tombstone may not be deleted by its ingest yet)
-        receipt.events = await self.event_log.delete(await self.event_log.user_event_ids(tenant_id, user_id, stored=stored_by_then))
+        receipt.events = await self.event_log.delete(
+            await self.event_log.user_event_ids(tenant_id, user_id, stored=stored_by_then)
+        )
 
         # 5. done
         counts = {f: int(getattr(receipt, f)) for f in _COUNTS}
@@ -142,21 +144,35 @@ class _RedisErasure:
             receipt.queued_tasks += len(tasks)
             receipt.redis_keys += leases
             task_ids.update(t.id for t in tasks)
-        dead = await queue.erase_dead_letters(lambda t: _of_user(t, self.tenant_id, self.user_id) and self.task_erased(t))
+        dead = await queue.erase_dead_letters(
+            lambda t: _of_user(t, self.tenant_id, self.user_id) and self.task_erased(t)
+        )
         receipt.dead_letters = len(dead)
         task_ids.update(t.id for t in dead)
 
         patterns = keys.user_key_patterns(self.tenant_id, self.user_id)
-        results = [k async for k in redis.scan_iter(match=patterns["result"], count=500) if self._result_erased(_last_part(k), task_ids)]
+        results = [
+            k
+            async for k in redis.scan_iter(match=patterns["result"], count=500)
+            if self._result_erased(_last_part(k), task_ids)
+        ]
         receipt.task_results = await self._delete(results)
         for window in [k async for k in redis.scan_iter(match=patterns["window"], count=500)]:
-            receipt.window_events += await self.eraser.window.erase(_text(window)[len(keys.STM_WINDOW_PREFIX) :], self.event_erased)
+            receipt.window_events += await self.eraser.window.erase(
+                _text(window)[len(keys.STM_WINDOW_PREFIX) :], self.event_erased
+            )
         for handoff in [k async for k in redis.scan_iter(match=patterns["handoff"], count=500)]:
             if await self.eraser.window.erase_from_handoff(_text(handoff), self.event_erased):
                 receipt.redis_keys += 1
         await self.eraser.window.forget_quiet_agents(self.tenant_id, self.user_id)
-        markers = [k async for k in redis.scan_iter(match=patterns["applied"], count=500) if self.event_id_erased(_last_part(k))]
-        receipt.redis_keys += await self._delete(markers) + await self._delete(sorted(keys.task_dedup_key(t) for t in task_ids))
+        markers = [
+            k
+            async for k in redis.scan_iter(match=patterns["applied"], count=500)
+            if self.event_id_erased(_last_part(k))
+        ]
+        receipt.redis_keys += await self._delete(markers) + await self._delete(
+            sorted(keys.task_dedup_key(t) for t in task_ids)
+        )
 
     def _result_erased(self, task_id: str, erased_tasks: set[str]) -> bool:
         return task_id in erased_tasks or self.event_id_erased(task_event_id(task_id))
@@ -182,6 +198,14 @@ def _last_part(key: bytes | str) -> str:
 
 
 _COUNTS = (
-    "redis_keys", "queued_tasks", "dead_letters", "task_results", "window_events",
-    "events", "chains", "chains_rebuilt", "formation_records", "embeddings",
+    "redis_keys",
+    "queued_tasks",
+    "dead_letters",
+    "task_results",
+    "window_events",
+    "events",
+    "chains",
+    "chains_rebuilt",
+    "formation_records",
+    "embeddings",
 )

@@ -26,17 +26,17 @@ import asyncio
 import logging
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import Sequence
+from datetime import UTC, datetime, timedelta
 
 from redis.asyncio import Redis
 
 from athena.batching import Coalescer
 from athena.errors import DependencyUnavailable, FieldViolation
 from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message, to_timestamp
-from athena.metrics import EVENTS_STORED
 from athena.memory.v1 import memory_pb2
+from athena.metrics import EVENTS_STORED
 from athena.queue import FairQueue, chain_check_task_id
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog, InsertOutcome
@@ -91,12 +91,14 @@ class Ingestor:
         # Two stages: the next batch's log insert overlaps this batch's Redis step (athena.batching).
         self._commit = Coalescer(self._insert, then=self._apply, max_items=self.max_commit_events)
         self._closes = Coalescer(self._close_commits, max_items=self.max_commit_events)
-        self._redis_step = RedisStep(self.redis, window=self.window, queue=self.queue, triggers_check=self._triggers_check)
+        self._redis_step = RedisStep(
+            self.redis, window=self.window, queue=self.queue, triggers_check=self._triggers_check
+        )
 
     def validate(
         self, scope: memory_pb2.Scope, has_scope: bool, events: Sequence[memory_pb2.NewEvent], *, batch: bool
     ) -> None:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         violations = validate_scope(scope, has_scope=has_scope)
         if batch and not events:
             violations.append(FieldViolation("events", "must not be empty"))
@@ -104,12 +106,16 @@ class Ingestor:
             violations.append(FieldViolation("events", f"must hold at most {self.limits.max_batch} events"))
         else:
             for i, e in enumerate(events):
-                violations += validate_new_event(e, field=f"events[{i}]" if batch else "event", limits=self.limits, now=now)
+                violations += validate_new_event(
+                    e, field=f"events[{i}]" if batch else "event", limits=self.limits, now=now
+                )
         raise_if_any(violations)
 
-    async def store(self, scope: memory_pb2.Scope, new_events: Sequence[memory_pb2.NewEvent]) -> list[memory_pb2.StoreEventResponse]:
+    async def store(
+        self, scope: memory_pb2.Scope, new_events: Sequence[memory_pb2.NewEvent]
+    ) -> list[memory_pb2.StoreEventResponse]:
         """Store validated events of one scope, in order. Raises DependencyUnavailable on an outage."""
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         # Whole milliseconds: the erasure tombstone compares stored_at with erased_at at that grain (athena.tombstones).
         stored_at = to_timestamp(now.replace(microsecond=now.microsecond // 1000 * 1000))
         events = []

@@ -87,7 +87,10 @@ class OpenEvents:
         segments = [_window(tenant_id, user_id, agent, raws) for agent, raws in windows]
         segments += [_segment(raw) for raw in parked]
         return newest_events(
-            segments, erased_at=float(tombstone) if tombstone else None, max_events=self.max_events, max_bytes=self.max_bytes
+            segments,
+            erased_at=float(tombstone) if tombstone else None,
+            max_events=self.max_events,
+            max_bytes=self.max_bytes,
         )
 
 
@@ -96,7 +99,11 @@ def newest_events(
 ) -> list[formation_pb2.Segment]:
     """The segments with only their newest events (by stored_at) that fit `max_events` and
     `max_bytes` together, and none that a tombstone at `erased_at` erases; segments left empty are dropped."""
-    if erased_at is None and sum(len(s.events) for s in segments) <= max_events and sum(s.ByteSize() for s in segments) <= max_bytes:
+    if (
+        erased_at is None
+        and sum(len(s.events) for s in segments) <= max_events
+        and sum(s.ByteSize() for s in segments) <= max_bytes
+    ):
         return [s for s in segments if s.events]  # within the bounds (the common case: a window of a few turns)
     events = [
         (millis(event.stored_at), s, i, event.ByteSize())
@@ -127,7 +134,8 @@ def newest_events(
 def _window(tenant_id: str, user_id: str, agent_id: Any, raws: Sequence[bytes]) -> formation_pb2.Segment:
     agent = agent_id.decode() if isinstance(agent_id, bytes) else str(agent_id)
     return formation_pb2.Segment(
-        scope=memory_pb2.Scope(tenant_id=tenant_id, user_id=user_id, agent_id=agent), events=[parse_event(r) for r in raws]
+        scope=memory_pb2.Scope(tenant_id=tenant_id, user_id=user_id, agent_id=agent),
+        events=[parse_event(r) for r in raws],
     )
 
 

@@ -26,13 +26,15 @@ operator's part: docs/security.md, "Erasure and Redis persistence".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
@@ -179,10 +181,8 @@ class PersistenceRewrite:
                 log.warning("persistence rewrite check skipped: %s", exc)
             except Exception:
                 log.exception("persistence rewrite check failed")
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=poll_seconds)
-            except TimeoutError:
-                pass
             self._wake.clear()
 
     async def tick(self) -> Step:
@@ -201,7 +201,9 @@ class PersistenceRewrite:
                 await self._delete_if_equal(keys=[keys.PERSISTENCE_REWRITE_LOCK], args=[lock])
 
     async def _read(self) -> tuple[str | None, _Attempt | None]:
-        raw_wanted, raw_attempt = await self.redis.mget(keys.PERSISTENCE_REWRITE_WANTED, keys.PERSISTENCE_REWRITE_ATTEMPT)
+        raw_wanted, raw_attempt = await self.redis.mget(
+            keys.PERSISTENCE_REWRITE_WANTED, keys.PERSISTENCE_REWRITE_ATTEMPT
+        )
         wanted = raw_wanted.decode() if isinstance(raw_wanted, bytes) else raw_wanted
         attempt = _Attempt.parse(raw_attempt)
         PERSISTENCE_REWRITE_WANTED.set(0 if wanted is None else 1)
@@ -219,7 +221,11 @@ class PersistenceRewrite:
         except ResponseError as exc:
             return await self._refused("INFO", exc, wanted, attempt, now)
         if not state.aof and not state.rdb:
-            self._once("off", logging.INFO, "Redis keeps neither an append-only file nor RDB snapshots: nothing on disk to rewrite after erasures")
+            self._once(
+                "off",
+                logging.INFO,
+                "Redis keeps neither an append-only file nor RDB snapshots: nothing on disk to rewrite after erasures",
+            )
             await self._clear(wanted)
             return Step.NOTHING_TO_REWRITE
 
@@ -232,7 +238,10 @@ class PersistenceRewrite:
                 log.info("Redis rewrote its persistence after the latest erasure; the erased data is off its disk")
             elif step is Step.FAILED:
                 PERSISTENCE_REWRITE_FAILURES.labels(reason).inc()
-                log.warning("Redis persistence rewrite after an erasure %s; trying again later", "failed" if reason == "failed" else "was lost")
+                log.warning(
+                    "Redis persistence rewrite after an erasure %s; trying again later",
+                    "failed" if reason == "failed" else "was lost",
+                )
                 await self._record(replace(attempt, state="failed", at=now))
             return step
 
@@ -266,7 +275,11 @@ class PersistenceRewrite:
 
     def _gap(self, attempt: _Attempt) -> float:
         """Least time from `attempt` to the next one: the interval after a start, longer after a refusal or failure."""
-        return self.min_interval if attempt.state in ("running", "done") else max(self.min_interval, RETRY_AFTER_FAILURE_SECONDS)
+        return (
+            self.min_interval
+            if attempt.state in ("running", "done")
+            else max(self.min_interval, RETRY_AFTER_FAILURE_SECONDS)
+        )
 
     async def _persistence(self) -> _Persistence:
         info: dict[str, Any] = await self.redis.info("persistence")
@@ -296,9 +309,13 @@ class PersistenceRewrite:
             return False
         return bool((rules.decode() if isinstance(rules, bytes) else str(rules)).strip())
 
-    async def _refused(self, command: str, exc: ResponseError, wanted: str, attempt: _Attempt | None, now: float) -> Step:
+    async def _refused(
+        self, command: str, exc: ResponseError, wanted: str, attempt: _Attempt | None, now: float
+    ) -> Step:
         PERSISTENCE_REWRITE_FAILURES.labels("refused").inc()
-        refused = _Attempt(token=wanted, at=now, state="refused", started_at=attempt.started_at if attempt is not None else 0.0)
+        refused = _Attempt(
+            token=wanted, at=now, state="refused", started_at=attempt.started_at if attempt is not None else 0.0
+        )
         log.warning("Redis refused %s after an erasure (%s); asking again in %.0fs", command, exc, self._gap(refused))
         await self._record(refused)
         return Step.REFUSED

@@ -12,9 +12,9 @@ server, not a cluster (docs/architecture.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from datetime import datetime, timezone
-from typing import Callable, Sequence
+from datetime import UTC, datetime
 
 from redis.asyncio import Redis
 
@@ -28,7 +28,10 @@ from athena.tracing import inject_context, producer_span
 
 __all__ = ["APPLY_EVENTS", "RedisStep"]
 
-APPLY_EVENTS = APPEND_TO_WINDOW_FN + ENQUEUE_FN + """
+APPLY_EVENTS = (
+    APPEND_TO_WINDOW_FN
+    + ENQUEUE_FN
+    + """
 -- KEYS[1] dispatcher   KEYS[2] window activity zset   KEYS[3..] the erasure tombstone of each user
 -- the batch holds
 -- ARGV[1] window cap (events)   ARGV[2] applied marker ttl (s)   ARGV[3] task dedup ttl (s)
@@ -72,6 +75,7 @@ for scope, stored in pairs(newest) do
 end
 return dropped
 """
+)
 
 _NO_CHECK = ("", "", b"")
 
@@ -80,7 +84,12 @@ class RedisStep:
     """APPLY_EVENTS for a batch of events of any scopes; `triggers_check` says which events get a chain check."""
 
     def __init__(
-        self, redis: Redis, *, window: ShortTermWindow, queue: FairQueue, triggers_check: Callable[[memory_pb2.Event], bool]
+        self,
+        redis: Redis,
+        *,
+        window: ShortTermWindow,
+        queue: FairQueue,
+        triggers_check: Callable[[memory_pb2.Event], bool],
     ) -> None:
         self._script = redis.register_script(APPLY_EVENTS)
         self._window = window
@@ -103,7 +112,7 @@ class RedisStep:
             carrier: dict[str, str] = {}
             if n_checks:
                 inject_context(carrier)
-            now = datetime.now(timezone.utc)  # one enqueue time for the batch: it is one write
+            now = datetime.now(UTC)  # one enqueue time for the batch: it is one write
             for event, check in zip(events, checks):
                 s = event.scope
                 scope_id = keys.scope_id(s.tenant_id, s.user_id, s.agent_id)
@@ -111,7 +120,12 @@ class RedisStep:
                     scopes[scope_id] = len(scopes) + 1
                     scope_args += [scope_id, keys.stm_user_agents_key(s.tenant_id, s.user_id), s.agent_id]
                 tombstone_at = users.setdefault((s.tenant_id, s.user_id), len(users) + 3)  # its KEYS index
-                event_args += [scopes[scope_id], tombstone_at, millis(event.stored_at), *self._window.append_args(event)]
+                event_args += [
+                    scopes[scope_id],
+                    tombstone_at,
+                    millis(event.stored_at),
+                    *self._window.append_args(event),
+                ]
                 if check:
                     (queue_key, _dispatcher, dedup_key), (envelope, _scope_id, _ttl) = self._queue.enqueue_args(
                         chain_check_task(scope=s, event_id=event.id, trace_context=carrier, now=now)
@@ -120,7 +134,14 @@ class RedisStep:
                 else:
                     event_args += _NO_CHECK
             tombstones = [keys.erasure_key(tenant, user) for tenant, user in users]
-            args = [self._window.max_events, APPLIED_MARKER_TTL_SECONDS, TASK_DEDUP_TTL_SECONDS, len(scopes), *scope_args, *event_args]
+            args = [
+                self._window.max_events,
+                APPLIED_MARKER_TTL_SECONDS,
+                TASK_DEDUP_TTL_SECONDS,
+                len(scopes),
+                *scope_args,
+                *event_args,
+            ]
             with redis_unavailable():
                 dropped = await self._script(keys=[keys.DISPATCHER, keys.STM_ACTIVITY, *tombstones], args=args)
         return [int(i) for i in dropped]

@@ -21,8 +21,8 @@ from athena_ingest.ingestor import Ingestor
 from athena_ingest.open_events import OpenEvents
 from athena_ingest.persistence_rewrite import PersistenceRewrite
 from athena_ingest.servicer import MemoryServicer
-from athena_ingest.window_flush import WindowFlushes
 from athena_ingest.validation import Limits
+from athena_ingest.window_flush import WindowFlushes
 
 __all__ = ["IngestParts", "build_ingest", "build_ingest_parts", "main", "serve"]
 
@@ -66,7 +66,9 @@ async def build_ingest_parts(settings: Settings) -> IngestParts:
     )
     formation = FormationClient.from_settings(settings, timeout=10.0)
     persistence_rewrite = (
-        PersistenceRewrite(redis, min_interval=settings.erasure_aof_rewrite_min_interval_seconds) if settings.erasure_aof_rewrite else None
+        PersistenceRewrite(redis, min_interval=settings.erasure_aof_rewrite_min_interval_seconds)
+        if settings.erasure_aof_rewrite
+        else None
     )
     eraser = Eraser(
         redis=redis,
@@ -79,7 +81,12 @@ async def build_ingest_parts(settings: Settings) -> IngestParts:
     )
     flushes = WindowFlushes(window=window, queue=queue, enabled=settings.enable_memory_workers)
     servicer = MemoryServicer(
-        ingestor=ingestor, window=window, formation=formation, eraser=eraser, flushes=flushes, open_events=OpenEvents(redis)
+        ingestor=ingestor,
+        window=window,
+        formation=formation,
+        eraser=eraser,
+        flushes=flushes,
+        open_events=OpenEvents(redis),
     )
 
     async def close() -> None:

@@ -53,7 +53,12 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         self, request: memory_pb2.StoreEventRequest, context: grpc.aio.ServicerContext
     ) -> memory_pb2.StoreEventResponse:
         if not request.HasField("event"):
-            raise_if_any([*validate_scope(request.scope, has_scope=request.HasField("scope")), FieldViolation("event", "is required")])
+            raise_if_any(
+                [
+                    *validate_scope(request.scope, has_scope=request.HasField("scope")),
+                    FieldViolation("event", "is required"),
+                ]
+            )
         self.ingestor.validate(request.scope, request.HasField("scope"), [request.event], batch=False)
         (result,) = await self.ingestor.store(request.scope, [request.event])
         return result
@@ -75,17 +80,23 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         cursor = decode_cursor(request.page_token, max_remaining=self.ingestor.limits.max_window_events)
         chains = await self._relevant_chains(request) if request.query and cursor is None else []
         with redis_unavailable():
-            page = await read_page(self.window, request.scope, cursor, limit=request.limit, budget=events_budget(chains))
+            page = await read_page(
+                self.window, request.scope, cursor, limit=request.limit, budget=events_budget(chains)
+            )
         if chains:
             shown = {e.id for e in page.events}
-            chains = [h for h in chains if h.source != memory_pb2.HIT_SOURCE_WINDOW or not shown.issuperset(h.event_ids)]
+            chains = [
+                h for h in chains if h.source != memory_pb2.HIT_SOURCE_WINDOW or not shown.issuperset(h.event_ids)
+            ]
         return memory_pb2.GetContextResponse(
             events=page.events, relevant_chains=chains, next_page_token=encode_cursor(page.next) if page.next else ""
         )
 
     async def _relevant_chains(self, request: memory_pb2.GetContextRequest) -> list[memory_pb2.SearchHit]:
         """The memories most relevant to the request's query, best first, within CHAINS_BUDGET_BYTES."""
-        search = memory_pb2.SearchMemoryRequest(scope=request.scope, query=request.query, limit=request.chain_limit or 3)
+        search = memory_pb2.SearchMemoryRequest(
+            scope=request.scope, query=request.query, limit=request.chain_limit or 3
+        )
         return fit_chains((await self._search(search)).hits)
 
     async def SearchMemory(
@@ -106,7 +117,9 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
             self.formation.stub.SearchMemory, formation_pb2.SearchRequest(request=request, open_segments=segments)
         )
 
-    async def GetChain(self, request: memory_pb2.GetChainRequest, context: grpc.aio.ServicerContext) -> memory_pb2.Chain:
+    async def GetChain(
+        self, request: memory_pb2.GetChainRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.Chain:
         raise_if_any(validate_get_chain(request))
         return await self.formation.call(self.formation.stub.GetChain, request)
 

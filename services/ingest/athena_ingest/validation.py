@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Mapping, Sequence
 
 from google.protobuf import timestamp_pb2
 
@@ -32,10 +32,10 @@ from athena_ingest.context_page import decode_cursor
 
 __all__ = [
     "ID_PATTERN",
-    "Limits",
     "MAX_CONTEXT_CHAINS",
     "MAX_PAGE_SIZE",
     "MAX_SEARCH_LIMIT",
+    "Limits",
     "raise_if_any",
     "validate_get_chain",
     "validate_get_context",
@@ -82,7 +82,7 @@ class Limits:
     """GetContext's limit may not exceed what a window can hold."""
 
     @classmethod
-    def from_settings(cls, s: Settings) -> "Limits":
+    def from_settings(cls, s: Settings) -> Limits:
         return cls(
             max_content_bytes=s.event_max_content_bytes,
             max_metadata_entries=s.event_max_metadata_entries,
@@ -129,7 +129,9 @@ def _text_violations(text: str, field: str, *, max_bytes: int, required: bool) -
     if len(text.encode("utf-8")) > max_bytes:
         return [FieldViolation(field, f"must be at most {max_bytes} bytes of UTF-8")]
     if _TEXT_CONTROL.search(text):
-        return [FieldViolation(field, "must not contain control characters other than tab, newline and carriage return")]
+        return [
+            FieldViolation(field, "must not contain control characters other than tab, newline and carriage return")
+        ]
     return []
 
 
@@ -156,7 +158,9 @@ def _metadata_violations(
     return out
 
 
-def _timestamp_violations(ts: timestamp_pb2.Timestamp, field: str, *, limits: Limits, now: datetime) -> list[FieldViolation]:
+def _timestamp_violations(
+    ts: timestamp_pb2.Timestamp, field: str, *, limits: Limits, now: datetime
+) -> list[FieldViolation]:
     # Plain arithmetic: an absurd seconds value must not reach datetime (OverflowError).
     if not 0 <= ts.nanos < 1_000_000_000:
         return [FieldViolation(f"{field}.nanos", "must be between 0 and 999999999")]
@@ -165,11 +169,15 @@ def _timestamp_violations(ts: timestamp_pb2.Timestamp, field: str, *, limits: Li
         return [FieldViolation(field, f"must not be before {earliest.isoformat()}")]
     latest = (now + limits.max_future_skew).timestamp()
     if ts.seconds + ts.nanos / 1e9 > latest:
-        return [FieldViolation(field, f"must not be more than {int(limits.max_future_skew.total_seconds())}s in the future")]
+        return [
+            FieldViolation(field, f"must not be more than {int(limits.max_future_skew.total_seconds())}s in the future")
+        ]
     return []
 
 
-def validate_new_event(event: memory_pb2.NewEvent, *, field: str, limits: Limits, now: datetime) -> list[FieldViolation]:
+def validate_new_event(
+    event: memory_pb2.NewEvent, *, field: str, limits: Limits, now: datetime
+) -> list[FieldViolation]:
     out: list[FieldViolation] = []
     if event.role not in ROLE_NAMES:
         out.append(FieldViolation(f"{field}.role", "must be ROLE_USER, ROLE_AGENT or ROLE_SYSTEM"))
@@ -243,7 +251,11 @@ def validate_get_chain(request: memory_pb2.GetChainRequest) -> list[FieldViolati
 def validate_list_chains(request: memory_pb2.ListChainsRequest) -> list[FieldViolation]:
     out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
     out += _range_violation(request.page_size, "page_size", top=MAX_PAGE_SIZE, zero_means="default 20")
-    if request.status not in (memory_pb2.CHAIN_STATUS_UNSPECIFIED, memory_pb2.CHAIN_STATUS_ACTIVE, memory_pb2.CHAIN_STATUS_ARCHIVED):
+    if request.status not in (
+        memory_pb2.CHAIN_STATUS_UNSPECIFIED,
+        memory_pb2.CHAIN_STATUS_ACTIVE,
+        memory_pb2.CHAIN_STATUS_ARCHIVED,
+    ):
         out.append(FieldViolation("status", "must be CHAIN_STATUS_ACTIVE, CHAIN_STATUS_ARCHIVED or unspecified"))
     if len(request.page_token) > _MAX_PAGE_TOKEN_CHARS or not _PAGE_TOKEN.match(request.page_token):
         out.append(FieldViolation("page_token", "is not a token this service issued"))

@@ -27,11 +27,48 @@ DEFAULT_LOCOMO = Path("/work/shared/data/locomo")
 
 SMALL_TALK_KEYS: dict[str, list[str]] = {
     "26": ["D4:17", "D5:15", "D6:1", "D8:38", "D10:1", "D11:16", "D13:17", "D16:19", "D18:23", "D19:14"],
-    "30": ["D2:15", "D3:13", "D4:18", "D6:18", "D7:16", "D8:25", "D9:13", "D10:13", "D12:18", "D13:1",
-           "D13:22", "D14:19", "D16:15", "D17:20", "D18:21", "D19:13"],
-    "41": ["D3:16", "D4:25", "D5:15", "D6:21", "D8:25", "D11:20", "D12:22", "D13:1", "D13:36", "D16:18",
-           "D17:15", "D20:17", "D21:28", "D22:20", "D24:16", "D26:16", "D27:15", "D28:18", "D29:17", "D30:22",
-           "D31:22", "D32:16"],
+    "30": [
+        "D2:15",
+        "D3:13",
+        "D4:18",
+        "D6:18",
+        "D7:16",
+        "D8:25",
+        "D9:13",
+        "D10:13",
+        "D12:18",
+        "D13:1",
+        "D13:22",
+        "D14:19",
+        "D16:15",
+        "D17:20",
+        "D18:21",
+        "D19:13",
+    ],
+    "41": [
+        "D3:16",
+        "D4:25",
+        "D5:15",
+        "D6:21",
+        "D8:25",
+        "D11:20",
+        "D12:22",
+        "D13:1",
+        "D13:36",
+        "D16:18",
+        "D17:15",
+        "D20:17",
+        "D21:28",
+        "D22:20",
+        "D24:16",
+        "D26:16",
+        "D27:15",
+        "D28:18",
+        "D29:17",
+        "D30:22",
+        "D31:22",
+        "D32:16",
+    ],
 }
 """The first turn of each hand-picked two-turn small-talk segment."""
 
@@ -41,20 +78,45 @@ ACKS = ["Got it, I'll remember that.", "Noted, thanks!", "Thanks for letting me 
 # (id, kind, language, turns): every written case that must be admitted.
 FACTS: list[tuple[str, str, list[tuple[str, str]]]] = [
     ("wife-anniversary", "fact", [(U, "My wife's name is Ana and our anniversary is June 12")]),
-    ("wife-anniversary-ack", "fact", [(U, "My wife's name is Ana and our anniversary is June 12"), (A, "That's lovely!")]),
-    ("peanut-allergy", "fact", [(U, "I'm allergic to peanuts."), (A, "Thanks for telling me, I'll keep that in mind.")]),
+    (
+        "wife-anniversary-ack",
+        "fact",
+        [(U, "My wife's name is Ana and our anniversary is June 12"), (A, "That's lovely!")],
+    ),
+    (
+        "peanut-allergy",
+        "fact",
+        [(U, "I'm allergic to peanuts."), (A, "Thanks for telling me, I'll keep that in mind.")],
+    ),
     ("porto-cats", "fact", [(U, "I live in Porto with my two cats.")]),
-    ("daughter-kindergarten", "plan", [(U, "My daughter Lily starts kindergarten next September."), (A, "Exciting! Big step.")]),
+    (
+        "daughter-kindergarten",
+        "plan",
+        [(U, "My daughter Lily starts kindergarten next September."), (A, "Exciting! Big step.")],
+    ),
     ("nurse", "fact", [(U, "I work as a nurse at St. Mary's hospital, mostly night shifts."), (A, "Noted, thanks!")]),
     ("age-birthplace", "fact", [(U, "I'm 34 and I was born in Kraków.")]),
-    ("dog-max", "fact", [(U, "hi!"), (A, "Hello! How can I help?"), (U, "We have a golden retriever called Max, he's 3."), (A, "Max sounds adorable!")]),
+    (
+        "dog-max",
+        "fact",
+        [
+            (U, "hi!"),
+            (A, "Hello! How can I help?"),
+            (U, "We have a golden retriever called Max, he's 3."),
+            (A, "Max sounds adorable!"),
+        ],
+    ),
     ("tokyo-flight", "plan", [(U, "My flight to Tokyo is on the 3rd of March at 9:40."), (A, "Got it.")]),
     ("civic", "possession", [(U, "I drive a 2015 Honda Civic.")]),
     ("student-id", "fact", [(U, "My student ID is 20231457."), (A, "Thanks, I've saved it.")]),
     ("office-moved", "fact", [(U, "Our office moved to 221 Baker Street last month.")]),
     ("vegetarian-since", "diet", [(U, "I've been vegetarian since 2019."), (A, "Good to know!")]),
     ("brother-denver", "relationship", [(U, "My brother Tom lives in Denver.")]),
-    ("lactose", "diet", [(U, "I'm lactose intolerant, so no milk in recipes please."), (A, "Understood, I'll leave dairy out.")]),
+    (
+        "lactose",
+        "diet",
+        [(U, "I'm lactose intolerant, so no milk in recipes please."), (A, "Understood, I'll leave dairy out.")],
+    ),
     ("diabetes", "fact", [(U, "I have type 1 diabetes.")]),
     ("mom-birthday", "fact", [(U, "My mom's birthday is on October 3rd."), (A, "Okay!")]),
     ("bakery", "possession", [(U, "I own a small bakery in Leeds."), (A, "Oh nice, what do you bake?")]),
@@ -66,24 +128,48 @@ FACTS: list[tuple[str, str, list[tuple[str, str]]]] = [
     ("rent", "fact", [(U, "My landlord is raising the rent to $1,800 in August."), (A, "That's a big jump, sorry.")]),
     ("tesla", "possession", [(U, "I bought a used Tesla Model 3 last week.")]),
     ("bullet-points", "preference", [(U, "I prefer answers in bullet points")]),
-    ("bullet-points-ack", "preference", [(U, "I prefer answers in bullet points"), (A, "Sure, I'll use bullet points from now on.")]),
+    (
+        "bullet-points-ack",
+        "preference",
+        [(U, "I prefer answers in bullet points"), (A, "Sure, I'll use bullet points from now on.")],
+    ),
     ("short-replies", "preference", [(U, "Please keep your replies short, I read them on my phone."), (A, "Will do.")]),
     ("metric", "preference", [(U, "I'd rather get metric units, not imperial.")]),
     ("thai", "preference", [(U, "My favorite cuisine is Thai."), (A, "Noted!")]),
     ("spicy", "preference", [(U, "I don't like spicy food."), (A, "Okay, I'll keep recipes mild.")]),
     ("coffee-black", "preference", [(U, "I like my coffee black, no sugar.")]),
-    ("typescript", "preference", [(U, "Always write the code examples in TypeScript for me, I don't use JavaScript."), (A, "Sure.")]),
-    ("morning-person", "preference", [(U, "I'm a morning person, so please schedule my meetings before 11."), (A, "Understood.")]),
+    (
+        "typescript",
+        "preference",
+        [(U, "Always write the code examples in TypeScript for me, I don't use JavaScript."), (A, "Sure.")],
+    ),
+    (
+        "morning-person",
+        "preference",
+        [(U, "I'm a morning person, so please schedule my meetings before 11."), (A, "Understood.")],
+    ),
     ("long-emails", "preference", [(U, "I hate long emails, keep them to three sentences.")]),
-    ("british-spelling", "preference", [(U, "Use British spelling when you write for me, I'm in London."), (A, "Will do.")]),
+    (
+        "british-spelling",
+        "preference",
+        [(U, "Use British spelling when you write for me, I'm in London."), (A, "Will do.")],
+    ),
     ("call-me-sam", "correction", [(U, "Call me Sam, not Samuel")]),
     ("call-me-sam-ack", "correction", [(U, "Call me Sam, not Samuel"), (A, "Okay, Sam it is!")]),
     ("thursday-not-tuesday", "correction", [(U, "Actually, my appointment is on Thursday, not Tuesday.")]),
-    ("berlin-not-bern", "correction", [(U, "Sorry, I meant Berlin, not Bern. I'm flying there on Friday."), (A, "Thanks for the correction.")]),
+    (
+        "berlin-not-bern",
+        "correction",
+        [(U, "Sorry, I meant Berlin, not Bern. I'm flying there on Friday."), (A, "Thanks for the correction.")],
+    ),
     ("three-kids", "correction", [(U, "Correction: I have three kids, not two.")]),
     ("nguyen", "correction", [(U, "My last name is spelled Nguyen, with a g."), (A, "Thanks, fixed.")]),
     ("austin", "correction", [(U, "No, I moved out of Chicago last year; I'm in Austin now.")]),
-    ("not-vegan", "correction", [(U, "I'm not vegan anymore, just vegetarian."), (A, "Got it, thanks for the update.")]),
+    (
+        "not-vegan",
+        "correction",
+        [(U, "I'm not vegan anymore, just vegetarian."), (A, "Got it, thanks for the update.")],
+    ),
     ("lisbon-conference", "plan", [(U, "I'm flying to Lisbon on May 3 for a conference.")]),
     ("new-job", "plan", [(U, "Next week I'm starting a new job at Shopify."), (A, "Congratulations!")]),
     ("move-canada", "plan", [(U, "We're planning to move to Canada next year.")]),
@@ -94,10 +180,20 @@ FACTS: list[tuple[str, str, list[tuple[str, str]]]] = [
     ("nopa", "plan", [(U, "I've booked a table at Nopa for Friday at 8.")]),
 ]
 NON_ENGLISH_FACTS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
-    ("es-name-allergy", "fact", "es", [(U, "Me llamo Lucía y soy alérgica a los frutos secos."), (A, "¡Entendido, gracias!")]),
+    (
+        "es-name-allergy",
+        "fact",
+        "es",
+        [(U, "Me llamo Lucía y soy alérgica a los frutos secos."), (A, "¡Entendido, gracias!")],
+    ),
     ("es-birthday", "fact", "es", [(U, "Mi cumpleaños es el 4 de julio.")]),
     ("fr-lyon", "fact", "fr", [(U, "J'habite à Lyon avec mon mari et nos deux enfants.")]),
-    ("fr-short-answers", "preference", "fr", [(U, "Je préfère les réponses courtes, en français s'il vous plaît."), (A, "Bien sûr !")]),
+    (
+        "fr-short-answers",
+        "preference",
+        "fr",
+        [(U, "Je préfère les réponses courtes, en français s'il vous plaît."), (A, "Bien sûr !")],
+    ),
     ("de-vegetarian", "diet", "de", [(U, "Ich bin Vegetarier und wohne in Hamburg.")]),
     ("de-son", "relationship", "de", [(U, "Mein Sohn heißt Jonas und ist 7 Jahre alt."), (A, "Danke, notiert.")]),
     ("pt-curitiba", "fact", "pt", [(U, "Eu moro em Curitiba e trabalho como professora.")]),
@@ -111,7 +207,11 @@ SMALL_TALK: list[tuple[str, str, list[tuple[str, str]]]] = [
     ("thanks-welcome", "en", [(U, "thanks!"), (A, "You're welcome!")]),
     ("lol", "en", [(U, "lol")]),
     ("haha-nice", "en", [(U, "haha nice"), (A, "😄")]),
-    ("how-are-you", "en", [(U, "How are you?"), (A, "I'm doing well, thanks for asking! How about you?"), (U, "Good, thanks")]),
+    (
+        "how-are-you",
+        "en",
+        [(U, "How are you?"), (A, "I'm doing well, thanks for asking! How about you?"), (U, "Good, thanks")],
+    ),
     ("good-morning", "en", [(U, "Good morning!"), (A, "Good morning! What can I do for you?")]),
     ("ok", "en", [(U, "ok")]),
     ("cool-thanks", "en", [(U, "cool, thanks")]),
@@ -148,9 +248,18 @@ SMALL_TALK: list[tuple[str, str, list[tuple[str, str]]]] = [
 ]
 
 
-def _record(rid: str, source: str, label: str, kind: str, lang: str, turns: list[tuple[str, str]], **extra: object) -> dict[str, object]:
-    return {"id": rid, "source": source, "label": label, "kind": kind, "lang": lang, **extra,
-            "turns": [{"role": r, "text": t} for r, t in turns]}
+def _record(
+    rid: str, source: str, label: str, kind: str, lang: str, turns: list[tuple[str, str]], **extra: object
+) -> dict[str, object]:
+    return {
+        "id": rid,
+        "source": source,
+        "label": label,
+        "kind": kind,
+        "lang": lang,
+        **extra,
+        "turns": [{"role": r, "text": t} for r, t in turns],
+    }
 
 
 def _sessions(path: Path) -> tuple[dict[str, list[dict[str, str]]], list[dict[str, Any]]]:
@@ -162,12 +271,20 @@ def _sessions(path: Path) -> tuple[dict[str, list[dict[str, str]]], list[dict[st
             for t in turns:
                 text = t["text"] + (f" [shares a photo: {t['blip_caption']}]" if t.get("blip_caption") else "")
                 role = U if t["speaker"] == conv["speaker_a"] else A
-                sessions.setdefault(t["dia_id"].split(":")[0], []).append({"dia_id": t["dia_id"], "role": role, "text": text})
+                sessions.setdefault(t["dia_id"].split(":")[0], []).append(
+                    {"dia_id": t["dia_id"], "role": role, "text": text}
+                )
     return sessions, data.get("qa", [])
 
 
 def _evidence_ids(qa: list[dict[str, Any]], categories: tuple[int, ...]) -> set[str]:
-    return {x.strip() for q in qa if q.get("category") in categories for e in q.get("evidence", []) for x in str(e).split(";")}
+    return {
+        x.strip()
+        for q in qa
+        if q.get("category") in categories
+        for e in q.get("evidence", [])
+        for x in str(e).split(";")
+    }
 
 
 def locomo_records(folder: Path) -> list[dict[str, object]]:
@@ -180,23 +297,45 @@ def locomo_records(folder: Path) -> list[dict[str, object]]:
                 if t["dia_id"] not in wanted:
                     continue
                 pair = turns[k - 1 : k + 1] if k > 0 else turns[k : k + 2]
-                out.append(_record(f"locomo-{path.stem}-{t['dia_id']}", "locomo-evidence", "admit", "evidence", "en",
-                                   [(p["role"], p["text"]) for p in pair], conversation=path.stem,
-                                   dia_ids=[p["dia_id"] for p in pair], evidence=t["dia_id"]))
+                out.append(
+                    _record(
+                        f"locomo-{path.stem}-{t['dia_id']}",
+                        "locomo-evidence",
+                        "admit",
+                        "evidence",
+                        "en",
+                        [(p["role"], p["text"]) for p in pair],
+                        conversation=path.stem,
+                        dia_ids=[p["dia_id"] for p in pair],
+                        evidence=t["dia_id"],
+                    )
+                )
         every = _evidence_ids(qa, (1, 2, 3, 4, 5))
         by_id = {t["dia_id"]: (s, k) for s, turns in sessions.items() for k, t in enumerate(turns)}
         for first in SMALL_TALK_KEYS.get(path.stem, []):
             s, k = by_id[first]
             pair = sessions[s][k : k + 2]
             assert len(pair) == 2 and not {p["dia_id"] for p in pair} & every, first
-            out.append(_record(f"locomo-{path.stem}-{first}-small-talk", "locomo-small-talk", "reject", "small_talk", "en",
-                               [(p["role"], p["text"]) for p in pair], conversation=path.stem, dia_ids=[p["dia_id"] for p in pair]))
+            out.append(
+                _record(
+                    f"locomo-{path.stem}-{first}-small-talk",
+                    "locomo-small-talk",
+                    "reject",
+                    "small_talk",
+                    "en",
+                    [(p["role"], p["text"]) for p in pair],
+                    conversation=path.stem,
+                    dia_ids=[p["dia_id"] for p in pair],
+                )
+            )
     return out
 
 
 def written_records() -> list[dict[str, object]]:
     out = [_record(f"written-{i}", "written", "admit", kind, "en", turns) for i, kind, turns in FACTS]
-    out += [_record(f"written-{i}", "written", "admit", kind, lang, turns) for i, kind, lang, turns in NON_ENGLISH_FACTS]
+    out += [
+        _record(f"written-{i}", "written", "admit", kind, lang, turns) for i, kind, lang, turns in NON_ENGLISH_FACTS
+    ]
     out += [_record(f"written-{i}", "written", "reject", "small_talk", lang, turns) for i, lang, turns in SMALL_TALK]
     return out
 

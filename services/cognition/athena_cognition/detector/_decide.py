@@ -127,7 +127,11 @@ async def decide(
     if not is_user_message(window[new_index]):
         raise ValueError("decide() is called for user messages only")
     name = scorer.name
-    if session_gap_seconds > 0 and new_index > 0 and _gap(window[new_index - 1], window[new_index]) > session_gap_seconds:
+    if (
+        session_gap_seconds > 0
+        and new_index > 0
+        and _gap(window[new_index - 1], window[new_index]) > session_gap_seconds
+    ):
         return Decision(is_break=True, path=Path.TIME_GAP, score=None, scorer=name, starts_at=new_index)
 
     users = user_message_indices(window, new_index)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from athena.config import EmbeddingProvider, Settings, SettingsError
-
 from athena_cognition.detector._classifier import packaged_artifact
 from athena_cognition.detector._placement import OPENER_ARTIFACT
 from athena_cognition.detector._scorers import AGNOSTIC_ARTIFACT, CONTINUITY_ARTIFACT

@@ -12,48 +12,92 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from athena.text import is_cjk, terms, tokens
-
 from athena_cognition.detector._turns import Turn, message_indices
 
 __all__ = ["EMBEDDING_FEATURE_PREFIX", "HAND_FEATURE_NAMES", "extract_features", "feature_names", "hand_features"]
 
 # Message openers; tuples so str.startswith takes them directly.
-_ACK = ("yes", "no", "ok", "okay", "sure", "thanks", "thank", "yeah", "yep", "nope", "great", "alright", "right",
-        "correct", "not", "i do", "i am", "i did")
+_ACK = (
+    "yes",
+    "no",
+    "ok",
+    "okay",
+    "sure",
+    "thanks",
+    "thank",
+    "yeah",
+    "yep",
+    "nope",
+    "great",
+    "alright",
+    "right",
+    "correct",
+    "not",
+    "i do",
+    "i am",
+    "i did",
+)
 _ANAPHOR = ("it ", "that ", "this ", "they ", "those ", "these ", "he ", "she ", "his ", "her ", "them ", "there ")
-_SHIFT = ("also", "by the way", "btw", "what about", "how about", "another", "one more", "additionally",
-          "and what", "i also", "other question", "now")
+_SHIFT = (
+    "also",
+    "by the way",
+    "btw",
+    "what about",
+    "how about",
+    "another",
+    "one more",
+    "additionally",
+    "and what",
+    "i also",
+    "other question",
+    "now",
+)
 _GREETING = ("hi", "hello", "hey", "good morning", "good evening", "good afternoon")
-_QUESTION_OPENER = ("what", "how", "do you", "did you", "have you", "are you", "where", "who", "which", "when",
-                    "why", "is there", "can you", "would you", "any ")
+_QUESTION_OPENER = (
+    "what",
+    "how",
+    "do you",
+    "did you",
+    "have you",
+    "are you",
+    "where",
+    "who",
+    "which",
+    "when",
+    "why",
+    "is there",
+    "can you",
+    "would you",
+    "any ",
+)
 _FIRST_PERSON = ("i ", "my ", "i'm")
 
 HAND_FEATURE_NAMES: tuple[str, ...] = (
-    "cos_prev_agent",          # new vs the latest agent message of the segment
-    "cos_prev_user",           # new vs the latest user message (the seed's pair cosine)
-    "cos_first",               # new vs the message that opened the segment
-    "cos_centroid",            # new vs the mean of the segment's messages
-    "cos_max",                 # new vs its nearest message in the segment
-    "cos_last",                # new vs the message right before it
-    "cos_user_centroid",       # new vs the mean of the segment's user messages
-    "cos_last3_mean",          # new vs the last three messages, averaged
-    "segment_coherence",       # length of the segment's mean vector: how tight the segment is
+    "cos_prev_agent",  # new vs the latest agent message of the segment
+    "cos_prev_user",  # new vs the latest user message (the seed's pair cosine)
+    "cos_first",  # new vs the message that opened the segment
+    "cos_centroid",  # new vs the mean of the segment's messages
+    "cos_max",  # new vs its nearest message in the segment
+    "cos_last",  # new vs the message right before it
+    "cos_user_centroid",  # new vs the mean of the segment's user messages
+    "cos_last3_mean",  # new vs the last three messages, averaged
+    "segment_coherence",  # length of the segment's mean vector: how tight the segment is
     "log_segment_messages",
     "log_segment_user_messages",
     "log_new_words",
     "new_has_question",
-    "new_starts_ack",          # "yes", "ok", "thanks": an answer, not a new topic
-    "new_starts_anaphor",      # "it ...", "that ...": refers back
-    "new_starts_shift_cue",    # "also", "by the way", "what about"
+    "new_starts_ack",  # "yes", "ok", "thanks": an answer, not a new topic
+    "new_starts_anaphor",  # "it ...", "that ...": refers back
+    "new_starts_shift_cue",  # "also", "by the way", "what about"
     "new_starts_greeting",
     "prev_agent_ends_question",
-    "prev_is_user",            # two user messages in a row
-    "overlap_segment",         # share of the new message's content words already in the segment
+    "prev_is_user",  # two user messages in a row
+    "overlap_segment",  # share of the new message's content words already in the segment
     "overlap_prev_agent",
     "new_no_content_words",
     "log_prev_agent_words",
-    "agent_drift",             # latest agent message vs the segment before it: did the agent move on?
-    "cos_before_agent",        # new vs the segment before the latest agent message
+    "agent_drift",  # latest agent message vs the segment before it: did the agent move on?
+    "cos_before_agent",  # new vs the segment before the latest agent message
     "prev_agent_starts_question",
     "prev_agent_has_question",
     "cos_prev_user_prev_agent",

@@ -38,10 +38,10 @@ __all__ = [
 OPENER_ARTIFACT = "opener_v1.npz"
 
 OPENER_FEATURE_NAMES: tuple[str, ...] = (
-    "cos_agent_user",            # agent turn vs the new user message: does the user take it up?
-    "cos_agent_before",          # agent turn vs the segment before it (centroid)
-    "cos_user_before",           # new user message vs the segment before the agent turn
-    "cos_agent_last_user",       # agent turn vs the latest user message before it
+    "cos_agent_user",  # agent turn vs the new user message: does the user take it up?
+    "cos_agent_before",  # agent turn vs the segment before it (centroid)
+    "cos_user_before",  # new user message vs the segment before the agent turn
+    "cos_agent_last_user",  # agent turn vs the latest user message before it
     "cos_user_last_user",
     "agent_has_question",
     "log_agent_words",
@@ -50,29 +50,44 @@ OPENER_FEATURE_NAMES: tuple[str, ...] = (
     "agent_starts_question",
     "agent_user_minus_agent_before",
     "user_has_question",
-    "overlap_user_agent",        # share of the user's content words in the agent turn
+    "overlap_user_agent",  # share of the user's content words in the agent turn
     "overlap_user_before",
     "overlap_agent_before",
     "user_starts_question",
     "agent_starts_shift_cue",
-    "cos_agent_prev_agent",      # agent turn vs the agent message before it
-    "log_segment_messages",      # segment length before the agent turn: topics wear out
-    "cos_agent_nearest",         # agent turn vs its nearest message in the segment
-    "cos_agent_last3_mean",      # agent turn vs the segment's last three messages
-    "cos_agent_first",           # agent turn vs the message that opened the segment
+    "cos_agent_prev_agent",  # agent turn vs the agent message before it
+    "log_segment_messages",  # segment length before the agent turn: topics wear out
+    "cos_agent_nearest",  # agent turn vs its nearest message in the segment
+    "cos_agent_last3_mean",  # agent turn vs the segment's last three messages
+    "cos_agent_first",  # agent turn vs the message that opened the segment
     "agent_statement_then_question",  # "nice. do you like cooking?": react, then open
     "overlap_agent_last_sentence_before",  # content words of the agent's last sentence already in the segment
     "agent_last_sentence_topic_question",  # the agent's last sentence opens with "do you", "what about", ...
-    "segment_coherence",         # length of the segment's mean vector: how tight it is
+    "segment_coherence",  # length of the segment's mean vector: how tight it is
     "cos_user_first",
     "cos_user_nearest",
 )
 
 
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
-_TOPIC_QUESTION = ("do you", "have you", "what do you", "what is your", "what's your", "are you", "did you",
-                   "what kind", "who is your", "what are your", "how about", "what about", "by the way", "anyway",
-                   "speaking of", "so ")
+_TOPIC_QUESTION = (
+    "do you",
+    "have you",
+    "what do you",
+    "what is your",
+    "what's your",
+    "are you",
+    "did you",
+    "what kind",
+    "who is your",
+    "what are your",
+    "how about",
+    "what about",
+    "by the way",
+    "anyway",
+    "speaking of",
+    "so ",
+)
 
 
 def opener_candidate(window: Sequence[Turn], new_index: int) -> bool:
@@ -167,7 +182,7 @@ class OpenerModel:
         save_classifier(path, self.classifier, threshold=self.threshold)
 
     @classmethod
-    def load(cls, path: str | Path) -> "OpenerModel":
+    def load(cls, path: str | Path) -> OpenerModel:
         classifier, scalars = load_classifier(path, scalars=("threshold",), feature_names=OPENER_FEATURE_NAMES)
         return cls(classifier=classifier, threshold=scalars["threshold"])
 

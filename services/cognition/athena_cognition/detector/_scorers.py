@@ -108,7 +108,7 @@ class ContinuityModel:
         save_classifier(path, self.classifier, **scalars)
 
     @classmethod
-    def load(cls, path: str | Path) -> "ContinuityModel":
+    def load(cls, path: str | Path) -> ContinuityModel:
         classifier, scalars = load_classifier(path, scalars=("high", "low"), optional_scalars=("opener_threshold",))
         return cls(
             classifier=classifier,
@@ -153,7 +153,9 @@ class ContinuityScorer:
         if dim < 0 or list(model.feature_names) != feature_names(dim):
             raise ValueError("continuity artifact was trained on a different feature list; retrain it")
         if self.agnostic and dim != 0:
-            raise ValueError("a model-agnostic continuity model has no embedding features; this one reads the raw vector")
+            raise ValueError(
+                "a model-agnostic continuity model has no embedding features; this one reads the raw vector"
+            )
         self._dim = dim
 
     @property
@@ -191,7 +193,7 @@ def _opener_for(model: ContinuityModel) -> OpenerModel | None:
 
 
 def make_scorer(name: str, *, placement: bool = True) -> Scorer:
-    """"continuity" (default), "continuity_agnostic" (any embedding model), "pair_cosine" (the seed's
+    """ "continuity" (default), "continuity_agnostic" (any embedding model), "pair_cosine" (the seed's
     rule) or "every_user" (a baseline for evaluation).
 
     `placement` (the continuity scorers): also load the committed opener model, so a break can open

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict
-from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
+from opentelemetry import trace
 
 from athena.config import Settings
 from athena.embeddings import Embedder
@@ -36,7 +38,6 @@ from athena.memory.v1 import memory_pb2
 from athena.metrics import CHAIN_HEAT, FORMATION_OUTCOMES, FORMATION_SECONDS
 from athena.text import tokens
 from athena.tracing import tracer
-from opentelemetry import trace
 from athena_formation.forming.analysis import SMALL_TALK, Analysis, Entity, Topic, analyze
 from athena_formation.forming.merge import MergeCandidate, choose_merge, words
 from athena_formation.forming.quality_gate import QualityReport, assess_quality
@@ -73,7 +74,11 @@ def chain_vector(
     root of its word count (an "ok, thanks" says less about the chain than a paragraph does), + 0.2 x
     its summary's + 0.1 x its key phrases' (topic, subtopics, entities: what people search by).
     Missing parts leave the others' weights as they are; the result is normalized."""
-    weights = np.sqrt(np.maximum(1, np.asarray(event_words, dtype=np.float64))) if event_words is not None else np.ones(len(event_vectors))
+    weights = (
+        np.sqrt(np.maximum(1, np.asarray(event_words, dtype=np.float64)))
+        if event_words is not None
+        else np.ones(len(event_vectors))
+    )
     mean = (event_vectors * weights[:, None]).sum(axis=0)
     mean /= np.linalg.norm(mean) or 1.0
     out = _EVENTS_WEIGHT * mean
@@ -176,7 +181,12 @@ class ChainFormer:
         with FORMATION_SECONDS.time(), tracer().start_as_current_span("formation.form_chain") as span:
             span.set_attributes({"athena.segment.id": segment.id, "athena.segment.events": len(segment.events)})
             response = await self._form(segment)
-            span.set_attributes({"athena.formation.outcome": formation_pb2.FormOutcome.Name(response.outcome), "athena.chain.id": response.chain_id})
+            span.set_attributes(
+                {
+                    "athena.formation.outcome": formation_pb2.FormOutcome.Name(response.outcome),
+                    "athena.chain.id": response.chain_id,
+                }
+            )
             return response
 
     async def _form(self, segment: formation_pb2.Segment) -> formation_pb2.FormChainResponse:
@@ -195,17 +205,27 @@ class ChainFormer:
         vectors = await self.embedder.embed([e.content for e in events])
         with tracer().start_as_current_span("formation.analysis") as span:
             analysis = await analyze(
-            events,
-            llm=self.llm,
-            max_topics=s.topic_analysis_max_topics,
-            min_confidence=s.topic_analysis_min_confidence,
-            llm_timeout=s.topic_analysis_llm_timeout,
+                events,
+                llm=self.llm,
+                max_topics=s.topic_analysis_max_topics,
+                min_confidence=s.topic_analysis_min_confidence,
+                llm_timeout=s.topic_analysis_llm_timeout,
                 embedder=self.embedder,
             )
-            span.set_attributes({"athena.analysis.path": analysis.path, "athena.analysis.topic": analysis.main_topic.name[:100]})
+            span.set_attributes(
+                {"athena.analysis.path": analysis.path, "athena.analysis.topic": analysis.main_topic.name[:100]}
+            )
         return analysis, vectors
 
-    async def _embedding(self, events: Sequence[memory_pb2.Event], *, summary: str, topic: str, subtopics: Sequence[str], entities: Sequence[str]) -> np.ndarray:
+    async def _embedding(
+        self,
+        events: Sequence[memory_pb2.Event],
+        *,
+        summary: str,
+        topic: str,
+        subtopics: Sequence[str],
+        entities: Sequence[str],
+    ) -> np.ndarray:
         phrases = key_phrases(topic=topic, subtopics=subtopics, entities=entities)
         vectors = await self.embedder.embed([e.content for e in events] + [t for t in (summary, phrases) if t])
         n = len(events)
@@ -232,9 +252,19 @@ class ChainFormer:
         analysis, vectors = await self._analyse(events)
         with tracer().start_as_current_span("formation.quality_gate") as span:
             quality = assess_quality(
-                events, analysis, mode=s.memory_os_mtm_quality_mode.value, min_score=s.mtm_quality_min_score, embeddings=vectors
+                events,
+                analysis,
+                mode=s.memory_os_mtm_quality_mode.value,
+                min_score=s.mtm_quality_min_score,
+                embeddings=vectors,
             )
-            span.set_attributes({"athena.quality.overall": quality.overall, "athena.quality.passed": quality.passed, "athena.quality.reason": quality.reason})
+            span.set_attributes(
+                {
+                    "athena.quality.overall": quality.overall,
+                    "athena.quality.passed": quality.passed,
+                    "athena.quality.reason": quality.reason,
+                }
+            )
         scope = segment.scope
         record: dict[str, Any] = {
             "_id": segment.id,
@@ -245,7 +275,7 @@ class ChainFormer:
             "event_ids": [e.id for e in events],
             "analysis": _analysis_doc(analysis),
             "quality": _quality_doc(quality),
-            "created_at": epoch(datetime.now(timezone.utc)),
+            "created_at": epoch(datetime.now(UTC)),
         }
         if not quality.passed:
             return {**record, "outcome": "rejected", "chain_id": "", "reason": quality.reason}
@@ -281,13 +311,15 @@ class ChainFormer:
             similarity_threshold=s.session_similarity_threshold,
             max_chain_events=s.session_merge_max_chain_events,
         )
-        merge = {
+        merge: dict[str, float | str] = {
             "confidence": decision.confidence,
             "similarity": decision.similarity,
             "continuity": decision.continuity,
             "continues": decision.continues or "",
         }
-        trace.get_current_span().add_event("merge_decision", {**merge, "candidates": len(candidates), "merge_into": decision.chain_id or ""})
+        trace.get_current_span().add_event(
+            "merge_decision", {**merge, "candidates": len(candidates), "merge_into": decision.chain_id or ""}
+        )
         if decision.chain_id is not None:
             return {**record, "outcome": "merged", "chain_id": decision.chain_id, "reason": "", "merge": merge}
         return {**record, "outcome": "created", "chain_id": new_chain_id(segment.id), "reason": "", "merge": merge}
@@ -303,13 +335,26 @@ class ChainFormer:
         else:
             chain_id, outcome = await self._merge(segment, record)
         if outcome != "rejected":
-            await self.store.event_log.mark(event_ids, {"formation": "chained", "chain_id": chain_id, "segment_id": segment.id})
+            await self.store.event_log.mark(
+                event_ids, {"formation": "chained", "chain_id": chain_id, "segment_id": segment.id}
+            )
         await self._step("events_marked")
-        await self.store.finish(segment.id, {"finished_at": epoch(datetime.now(timezone.utc)), "chain_id": chain_id, "outcome": outcome})
+        await self.store.finish(
+            segment.id, {"finished_at": epoch(datetime.now(UTC)), "chain_id": chain_id, "outcome": outcome}
+        )
         FORMATION_OUTCOMES.labels(outcome, record.get("reason") or "").inc()
         log.info("segment %s: %s %s", segment.id, outcome, chain_id or record.get("reason"))
 
-    def _heat_fields(self, *, quality: Mapping[str, float], entity_count: int, activity: float, recall_count: int, last_accessed_at: datetime, now: datetime) -> dict[str, Any]:
+    def _heat_fields(
+        self,
+        *,
+        quality: Mapping[str, float],
+        entity_count: int,
+        activity: float,
+        recall_count: int,
+        last_accessed_at: datetime,
+        now: datetime,
+    ) -> dict[str, Any]:
         imp = importance(overall=quality["overall"], entity_count=entity_count, activity=activity)
         heat = self.heat.heat(importance=imp, recall_count=recall_count, last_accessed_at=last_accessed_at, now=now)
         CHAIN_HEAT.observe(heat)
@@ -320,7 +365,7 @@ class ChainFormer:
         events = list(segment.events)
         analysis = _analysis_from(record["analysis"])
         continues = record.get("merge", {}).get("continues", "")
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         words = _lexicon_fields(events)
         existing = await self.store.get(chain_id)
         if existing is None:
@@ -349,14 +394,24 @@ class ChainFormer:
                 "activity": activity_share(events),
                 "continues_chain_id": continues,
                 **self._heat_fields(
-                    quality=record["quality"], entity_count=len(analysis.entities), activity=activity_share(events),
-                    recall_count=0, last_accessed_at=now, now=now,
+                    quality=record["quality"],
+                    entity_count=len(analysis.entities),
+                    activity=activity_share(events),
+                    recall_count=0,
+                    last_accessed_at=now,
+                    now=now,
                 ),
             }
             await self.store.insert_new(doc)
             await self._step("chain_written")
         if existing is None or existing.get("embedding_state") != "indexed":
-            await self._index(chain_id, segment.scope, await self._analysis_embedding(events, analysis), lexicon=words["lexicon"], event_count=len(events))
+            await self._index(
+                chain_id,
+                segment.scope,
+                await self._analysis_embedding(events, analysis),
+                lexicon=words["lexicon"],
+                event_count=len(events),
+            )
         if continues:
             await self._warm_continued(continues, now)
 
@@ -365,11 +420,32 @@ class ChainFormer:
         doc = await self.store.get(chain_id)
         if doc is None or doc.get("status") != "active":
             return
-        heat = self.heat.heat(importance=float(doc.get("importance", 0.5)), recall_count=int(doc.get("recall_count", 0)), last_accessed_at=now, now=now)
-        await self.store.set_fields(chain_id, {"last_accessed_at": epoch(now), "heat_score": heat, "lifecycle": lifecycle_of(heat)})
+        heat = self.heat.heat(
+            importance=float(doc.get("importance", 0.5)),
+            recall_count=int(doc.get("recall_count", 0)),
+            last_accessed_at=now,
+            now=now,
+        )
+        await self.store.set_fields(
+            chain_id, {"last_accessed_at": epoch(now), "heat_score": heat, "lifecycle": lifecycle_of(heat)}
+        )
 
-    async def _index(self, chain_id: str, scope: memory_pb2.Scope, vector: np.ndarray, *, lexicon: Mapping[str, int], event_count: int) -> None:
-        await self.vectors.upsert(chain_id=chain_id, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id, embedding=vector)
+    async def _index(
+        self,
+        chain_id: str,
+        scope: memory_pb2.Scope,
+        vector: np.ndarray,
+        *,
+        lexicon: Mapping[str, int],
+        event_count: int,
+    ) -> None:
+        await self.vectors.upsert(
+            chain_id=chain_id,
+            tenant_id=scope.tenant_id,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            embedding=vector,
+        )
         await self._step("vector_written")
         await self.store.set_fields(chain_id, {"embedding_state": "indexed"})
         if self.lexical is not None:
@@ -395,9 +471,15 @@ class ChainFormer:
             analysed = combined[-_MAX_ANALYSED_EVENTS:]
             analysis, _ = await self._analyse(analysed)
             seg_analysis = _analysis_from(record["analysis"])
-            entities = _union_entities(chain.get("entities", []), [asdict(e) for e in analysis.entities], [asdict(e) for e in seg_analysis.entities])
-            now = datetime.now(timezone.utc)
-            quality = _merged_quality(chain.get("quality", {}), int(chain.get("event_count", 0)), record["quality"], len(new_events))
+            entities = _union_entities(
+                chain.get("entities", []),
+                [asdict(e) for e in analysis.entities],
+                [asdict(e) for e in seg_analysis.entities],
+            )
+            now = datetime.now(UTC)
+            quality = _merged_quality(
+                chain.get("quality", {}), int(chain.get("event_count", 0)), record["quality"], len(new_events)
+            )
             updates = {
                 **_analysis_doc(analysis),
                 "entities": entities,
@@ -410,8 +492,12 @@ class ChainFormer:
                 # The chain's words plus the segment's (the chain's own events may be gone from the log).
                 **_lexicon_fields(new_events, adding_to=chain.get("lexicon")),
                 **self._heat_fields(
-                    quality=quality, entity_count=len(entities), activity=activity_share(combined),
-                    recall_count=int(chain.get("recall_count", 0)), last_accessed_at=now, now=now,
+                    quality=quality,
+                    entity_count=len(entities),
+                    activity=activity_share(combined),
+                    recall_count=int(chain.get("recall_count", 0)),
+                    last_accessed_at=now,
+                    now=now,
                 ),
             }
             if not await self.store.apply_merge(chain, segment.id, updates, [e.id for e in new_events]):
@@ -426,20 +512,33 @@ class ChainFormer:
             subtopics=[t["name"] for t in doc.get("subtopics", [])],
             entities=[e["text"] for e in doc.get("entities", [])],
         )
-        await self._index(chain_id, segment.scope, vector, lexicon=doc.get("lexicon", {}), event_count=int(doc.get("event_count", len(combined))))
+        await self._index(
+            chain_id,
+            segment.scope,
+            vector,
+            lexicon=doc.get("lexicon", {}),
+            event_count=int(doc.get("event_count", len(combined))),
+        )
         return chain_id, "merged"
 
-
-    async def reform(self, chain: Mapping[str, Any], events: Sequence[memory_pb2.Event], *, segment_ids: Sequence[str]) -> bool:
+    async def reform(
+        self, chain: Mapping[str, Any], events: Sequence[memory_pb2.Event], *, segment_ids: Sequence[str]
+    ) -> bool:
         """Re-form a chain, as it was read, from these of its events alone (an erasure took the others):
         analysis, scores, words and embedding anew; its id, recalls and lifecycle stay. The write is
         guarded by the chain's version: False when it changed since it was read (read it again)."""
         s = self.settings
         analysis, vectors = await self._analyse(list(events)[-_MAX_ANALYSED_EVENTS:])
         quality = _quality_doc(
-            assess_quality(events, analysis, mode=s.memory_os_mtm_quality_mode.value, min_score=s.mtm_quality_min_score, embeddings=vectors)
+            assess_quality(
+                events,
+                analysis,
+                mode=s.memory_os_mtm_quality_mode.value,
+                min_score=s.mtm_quality_min_score,
+                embeddings=vectors,
+            )
         )
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         words = _lexicon_fields(events)
         fields = {
             **_analysis_doc(analysis),
@@ -454,15 +553,21 @@ class ChainFormer:
             **words,
             "updated_at": epoch(now),
             **self._heat_fields(
-                quality=quality, entity_count=len(analysis.entities), activity=activity_share(events),
-                recall_count=int(chain.get("recall_count", 0)), last_accessed_at=from_epoch(chain.get("last_accessed_at")), now=now,
+                quality=quality,
+                entity_count=len(analysis.entities),
+                activity=activity_share(events),
+                recall_count=int(chain.get("recall_count", 0)),
+                last_accessed_at=from_epoch(chain.get("last_accessed_at")),
+                now=now,
             ),
         }
         active = chain.get("status") == "active"
         if active:
             fields["embedding_state"] = "pending"
         else:
-            fields["lifecycle"] = chain.get("lifecycle", fields["lifecycle"])  # archived: stays out of search, unembedded
+            fields["lifecycle"] = chain.get(
+                "lifecycle", fields["lifecycle"]
+            )  # archived: stays out of search, unembedded
         if not await self.store.rewrite(chain, fields):
             return False
         if not active:
@@ -473,7 +578,9 @@ class ChainFormer:
         return True
 
 
-def _lexicon_fields(events: Sequence[memory_pb2.Event], *, adding_to: Mapping[str, int] | None = None) -> dict[str, Any]:
+def _lexicon_fields(
+    events: Sequence[memory_pb2.Event], *, adding_to: Mapping[str, int] | None = None
+) -> dict[str, Any]:
     """The words the chain is found by (lexicon.py): over these events, added to a lexicon it already has."""
     lexicon = chain_lexicon(e.content for e in events)
     if adding_to:

@@ -30,9 +30,9 @@ events whose mean embedding matched everything a little and whose hits were most
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable, Sequence
 
 from athena.text import terms
 
@@ -69,7 +69,14 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
-def continuity_score(*, similarity: float, entities_a: frozenset[str], entities_b: frozenset[str], topic_a: frozenset[str], topic_b: frozenset[str]) -> float:
+def continuity_score(
+    *,
+    similarity: float,
+    entities_a: frozenset[str],
+    entities_b: frozenset[str],
+    topic_a: frozenset[str],
+    topic_b: frozenset[str],
+) -> float:
     overlap = max(_jaccard(entities_a, entities_b), _jaccard(topic_a, topic_b))
     return max(0.0, min(1.0, 0.75 * similarity + 0.25 * overlap))
 
@@ -108,7 +115,9 @@ def choose_merge(
             topic_b=cand.topic_words,
         )
         gap = (segment_first_event_at - cand.last_event_at).total_seconds() / 3600.0
-        conf = merge_confidence(continuity=cont, gap_hours=max(0.0, gap), event_count_difference=segment_event_count - cand.event_count)
+        conf = merge_confidence(
+            continuity=cont, gap_hours=max(0.0, gap), event_count_difference=segment_event_count - cand.event_count
+        )
         if best is None or conf > best.confidence:
             best = MergeDecision(chain_id=cand.chain_id, confidence=conf, similarity=cand.similarity, continuity=cont)
             best_events = cand.event_count
@@ -117,5 +126,13 @@ def choose_merge(
     if best.confidence >= min_confidence and best.similarity >= similarity_threshold:
         if max_chain_events <= 0 or best_events + segment_event_count <= max_chain_events:
             return best
-        return MergeDecision(chain_id=None, confidence=best.confidence, similarity=best.similarity, continuity=best.continuity, continues=best.chain_id)
-    return MergeDecision(chain_id=None, confidence=best.confidence, similarity=best.similarity, continuity=best.continuity)
+        return MergeDecision(
+            chain_id=None,
+            confidence=best.confidence,
+            similarity=best.similarity,
+            continuity=best.continuity,
+            continues=best.chain_id,
+        )
+    return MergeDecision(
+        chain_id=None, confidence=best.confidence, similarity=best.similarity, continuity=best.continuity
+    )

@@ -44,10 +44,9 @@ import re
 from collections.abc import Iterable
 
 from athena.text import STOP_WORDS, pieces, tokens
-
 from athena_formation.text.gazetteer import FIRST_NAMES
-from athena_formation.text.stopwords import SMALLTALK, is_content_word
 from athena_formation.text.messages import content_words, split_sentences, strip_markup
+from athena_formation.text.stopwords import SMALLTALK, is_content_word
 
 __all__ = ["FACT_MIN_CONTENT_WORDS", "personal_fact_sentences", "states_personal_fact"]
 
@@ -131,10 +130,31 @@ _CUES = frozenset(
 )
 """Cue words of the kinds of personal fact, casefolded."""
 _CJK_CUES = (
-    "过敏", "素食", "名字", "叫", "生日", "喜欢", "妻子", "丈夫", "老婆", "老公", "儿子", "女儿", "住在",
-    "アレルギー", "ベジタリアン", "名前", "誕生日", "好き", "息子", "娘", "住んで",
+    "过敏",
+    "素食",
+    "名字",
+    "叫",
+    "生日",
+    "喜欢",
+    "妻子",
+    "丈夫",
+    "老婆",
+    "老公",
+    "儿子",
+    "女儿",
+    "住在",
+    "アレルギー",
+    "ベジタリアン",
+    "名前",
+    "誕生日",
+    "好き",
+    "息子",
+    "娘",
+    "住んで",
 )
-_PREFERENCE = re.compile(r"\b(?:don't|do not|doesn't|never)\s+(?:like|eat|drink|want)\b|\bi'?d\s+rather\b|\bcan't stand\b", re.IGNORECASE)
+_PREFERENCE = re.compile(
+    r"\b(?:don't|do not|doesn't|never)\s+(?:like|eat|drink|want)\b|\bi'?d\s+rather\b|\bcan't stand\b", re.IGNORECASE
+)
 _LIKING = frozenset("like likes love loves enjoy enjoys adore".split())
 _LIKING_SUBJECTS = frozenset(("i", "we"))
 _NAMING = re.compile(

@@ -74,6 +74,7 @@ questions") is the strict mode's. Small talk fails in every mode (overall score 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from collections.abc import Sequence
@@ -82,8 +83,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from athena.memory.v1 import memory_pb2
-
 from athena_formation.forming.analysis import SMALL_TALK, Analysis
+from athena_formation.forming.personal_facts import states_personal_fact
 from athena_formation.text.gazetteer import FIRST_NAMES
 from athena_formation.text.messages import (
     AGENT,
@@ -97,7 +98,6 @@ from athena_formation.text.messages import (
     strip_markup,
     words,
 )
-from athena_formation.forming.personal_facts import states_personal_fact
 
 __all__ = ["MODES", "ModeRules", "QualityReport", "assess_quality"]
 
@@ -263,9 +263,7 @@ def _prompts(seg: _Segment) -> list[int]:
 def _answered(seg: _Segment, k: int, until: int) -> bool:
     """A substantive agent message after prompt k and before index `until` (the next prompt): the
     user's short replies to clarifying questions ("yes", "no") in between do not end the prompt."""
-    return any(
-        seg.dialogue[j].role == AGENT and _substantive(seg.dialogue[j].text) for j in range(k + 1, until)
-    )
+    return any(seg.dialogue[j].role == AGENT and _substantive(seg.dialogue[j].text) for j in range(k + 1, until))
 
 
 def _completeness(seg: _Segment) -> float:
@@ -305,18 +303,20 @@ def _relevance(seg: _Segment, analysis: Analysis) -> float:
 def _disclosed(seg: _Segment) -> bool:
     """A substantial user message (DISCLOSURE_MIN_CONTENT content words) that the agent replied to."""
     agents = seg.indices(AGENT)
-    return any(len(content_words(seg.dialogue[k].text)) >= DISCLOSURE_MIN_CONTENT and any(a > k for a in agents)
-               for k in seg.indices(USER))
+    return any(
+        len(content_words(seg.dialogue[k].text)) >= DISCLOSURE_MIN_CONTENT and any(a > k for a in agents)
+        for k in seg.indices(USER)
+    )
 
 
 def _alternations(seg: _Segment) -> int:
     roles = [m.role for m in seg.dialogue if m.role in (USER, AGENT)]
-    return sum(1 for a, b in zip(roles, roles[1:]) if a != b)
+    return sum(1 for a, b in itertools.pairwise(roles) if a != b)
 
 
 def _exchanges(seg: _Segment) -> int:
     roles = [m.role for m in seg.dialogue]
-    return sum(1 for a, b in zip(roles, roles[1:]) if a == USER and b == AGENT)
+    return sum(1 for a, b in itertools.pairwise(roles) if a == USER and b == AGENT)
 
 
 def _engagement(seg: _Segment) -> float:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from athena.errors import DependencyUnavailable
 from athena.metrics import CHAINS_ARCHIVED
@@ -43,7 +43,7 @@ class Archiver:
 
     async def run_once(self, *, now: datetime | None = None) -> list[str]:
         """Archive every active chain colder than the threshold; returns their ids."""
-        now = now or datetime.now(timezone.utc)
+        now = now or datetime.now(UTC)
         archived = []
         for doc in await self.store.cold_candidates(accessed_before=now - self.min_age):
             if from_epoch(doc["created_at"]) > now - self.min_age:
@@ -64,8 +64,12 @@ class Archiver:
             await self.store.set_fields(
                 doc["_id"],
                 {
-                    "status": "archived", "lifecycle": "archived", "heat_score": heat, "embedding_state": "deleted",
-                    "archived_at": epoch(now), "updated_at": epoch(datetime.now(timezone.utc)),
+                    "status": "archived",
+                    "lifecycle": "archived",
+                    "heat_score": heat,
+                    "embedding_state": "deleted",
+                    "archived_at": epoch(now),
+                    "updated_at": epoch(datetime.now(UTC)),
                 },
             )
             archived.append(doc["_id"])

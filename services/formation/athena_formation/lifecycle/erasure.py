@@ -22,9 +22,10 @@ chain that stays removes only the segment's own erased part. Both times come fro
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from athena.errors import RetryableError
 from athena.events import doc_to_event
@@ -96,7 +97,9 @@ class FormationEraser:
         out.events.extend(kept)
         return out
 
-    async def after_forming(self, segment: formation_pb2.Segment, response: formation_pb2.FormChainResponse) -> formation_pb2.FormChainResponse:
+    async def after_forming(
+        self, segment: formation_pb2.Segment, response: formation_pb2.FormChainResponse
+    ) -> formation_pb2.FormChainResponse:
         """Check a formed segment against the tombstone again: a forget that ran meanwhile may have
         erased some of its events after the chain took them. Takes those back (the chain is re-formed
         without them, or deleted when nothing else is left); "erased" when the whole segment was."""
@@ -108,13 +111,21 @@ class FormationEraser:
         assert erased_at is not None
         times = _EventTimes(self.store, erased_at)
         tally = _Tally()
-        records = {r["_id"]: r for r in await self.store.user_outcomes(s.tenant_id, s.user_id)}
+        records: dict[str, Mapping[str, Any]] = {
+            r["_id"]: r for r in await self.store.user_outcomes(s.tenant_id, s.user_id)
+        }
         if response.chain_id:
             chain = await self.store.get(response.chain_id)
             if chain is not None:
                 await self._scrub_chain(chain, records, times, tally)
         await self._scrub_records([records[segment.id]] if segment.id in records else [], times, tally)
-        log.info("segment %s raced the erasure of %s/%s: %d of its events taken back", segment.id, s.tenant_id, s.user_id, len(erased))
+        log.info(
+            "segment %s raced the erasure of %s/%s: %d of its events taken back",
+            segment.id,
+            s.tenant_id,
+            s.user_id,
+            len(erased),
+        )
         return erased_response() if len(erased) == len(segment.events) else response
 
     async def forget(self, tenant_id: str, user_id: str) -> memory_pb2.ForgetUserResponse:
@@ -123,7 +134,9 @@ class FormationEraser:
             return memory_pb2.ForgetUserResponse()  # no tombstone: ingest writes it first, so nothing to erase
         times = _EventTimes(self.store, erased_at, await self.store.event_log.stored_times(user=(tenant_id, user_id)))
         tally = _Tally()
-        records = {r["_id"]: r for r in await self.store.user_outcomes(tenant_id, user_id)}
+        records: dict[str, Mapping[str, Any]] = {
+            r["_id"]: r for r in await self.store.user_outcomes(tenant_id, user_id)
+        }
         chains = await self.store.user_chains(tenant_id, user_id)
         for chain in chains:
             await self._scrub_chain(chain, records, times, tally)
@@ -134,12 +147,17 @@ class FormationEraser:
         await self._delete_embeddings(tenant_id, user_id, sorted(orphans), tally)
         await self._scrub_records(list(records.values()), times, tally)
         receipt = memory_pb2.ForgetUserResponse(
-            chains=tally.chains, chains_rebuilt=tally.chains_rebuilt, formation_records=tally.formation_records, embeddings=tally.embeddings
+            chains=tally.chains,
+            chains_rebuilt=tally.chains_rebuilt,
+            formation_records=tally.formation_records,
+            embeddings=tally.embeddings,
         )
         log.info("erased formation data of %s/%s: %s", tenant_id, user_id, tally)
         return receipt
 
-    async def _scrub_chain(self, chain: Mapping[str, Any], records: dict[str, Mapping[str, Any]], times: _EventTimes, tally: _Tally) -> None:
+    async def _scrub_chain(
+        self, chain: Mapping[str, Any], records: dict[str, Mapping[str, Any]], times: _EventTimes, tally: _Tally
+    ) -> None:
         """Delete the chain or re-form it from its kept events; re-read and retried when a write to
         it lands in between (a merge of later events)."""
         current: Mapping[str, Any] | None = chain
@@ -157,7 +175,9 @@ class FormationEraser:
                     return
             else:
                 events = [doc_to_event(d) for d in await self.store.event_log.docs(kept)]
-                if await self.former.reform(current, events, segment_ids=await _kept_segments(current, records, times, self.store)):
+                if await self.former.reform(
+                    current, events, segment_ids=await _kept_segments(current, records, times, self.store)
+                ):
                     tally.chains_rebuilt += 1
                     return
             current = await self.store.get(chain["_id"])  # a merge of later events landed in between

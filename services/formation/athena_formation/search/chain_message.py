@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 from athena.events import epoch_to_timestamp, to_timestamp
 from athena.memory.v1 import memory_pb2
@@ -36,5 +37,7 @@ def chain_to_proto(doc: Mapping[str, Any]) -> memory_pb2.Chain:
     for field in ("created_at", "updated_at", "last_accessed_at", "first_event_at", "last_event_at"):
         value = doc.get(field)
         if value is not None:
-            getattr(chain, field).CopyFrom(to_timestamp(from_epoch(value)) if isinstance(value, datetime) else epoch_to_timestamp(float(value)))
+            getattr(chain, field).CopyFrom(
+                to_timestamp(from_epoch(value)) if isinstance(value, datetime) else epoch_to_timestamp(float(value))
+            )
     return chain

@@ -30,7 +30,16 @@ from athena_formation.search.lexicon import chain_lexicon, lexicon_length
 from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.store.lexical_index import EMPTY_CORPUS, K1, B, Corpus
 
-__all__ = ["OPEN_EMBEDDED_TURNS", "EventTerms", "OpenTurn", "best_turns", "lexical_scores", "open_turns", "rank_turns", "turn_as_chain"]
+__all__ = [
+    "OPEN_EMBEDDED_TURNS",
+    "EventTerms",
+    "OpenTurn",
+    "best_turns",
+    "lexical_scores",
+    "open_turns",
+    "rank_turns",
+    "turn_as_chain",
+]
 
 OPEN_EMBEDDED_TURNS = 5
 """Most turns embedded for one search (the best by their words): a turn not yet embedded costs a
@@ -85,7 +94,10 @@ class EventTerms:
 
 
 def open_turns(
-    segments: Iterable[formation_pb2.Segment], scope: memory_pb2.Scope, filters: Mapping[str, str], terms: EventTerms | None = None
+    segments: Iterable[formation_pb2.Segment],
+    scope: memory_pb2.Scope,
+    filters: Mapping[str, str],
+    terms: EventTerms | None = None,
 ) -> list[OpenTurn]:
     """The turns of the open segments that belong to `scope` (its tenant and user, and its agent when
     given) and pass the metadata `filters`. An event sent twice counts once, where it came first.
@@ -155,7 +167,11 @@ def _turn(events: list[memory_pb2.Event], terms: EventTerms) -> OpenTurn:
 
 def _of_scope(event: memory_pb2.Event, scope: memory_pb2.Scope) -> bool:
     s = event.scope
-    return s.tenant_id == scope.tenant_id and s.user_id == scope.user_id and (not scope.agent_id or s.agent_id == scope.agent_id)
+    return (
+        s.tenant_id == scope.tenant_id
+        and s.user_id == scope.user_id
+        and (not scope.agent_id or s.agent_id == scope.agent_id)
+    )
 
 
 def _passes(turn: OpenTurn, filters: Mapping[str, str]) -> bool:
@@ -173,7 +189,11 @@ def best_turns(turns: Sequence[OpenTurn], lexical: np.ndarray, ranking: Ranking,
     """The turns worth embedding, best first: those the query's words meet, by the score their words
     alone give them (the cosine counted as 0), at most `most`."""
     scored = [
-        (ranking.rank(chain_id="", similarity=0.0, lexical=float(lexical[i]), event_count=len(t.events)).score, float(lexical[i]), i)
+        (
+            ranking.rank(chain_id="", similarity=0.0, lexical=float(lexical[i]), event_count=len(t.events)).score,
+            float(lexical[i]),
+            i,
+        )
         for i, t in enumerate(turns)
         if lexical[i] > 0
     ]
@@ -182,15 +202,22 @@ def best_turns(turns: Sequence[OpenTurn], lexical: np.ndarray, ranking: Ranking,
 
 
 def rank_turns(
-    turns: Sequence[OpenTurn], candidates: Sequence[int], lexical: np.ndarray, vectors: np.ndarray, query_vector: np.ndarray, ranking: Ranking
+    turns: Sequence[OpenTurn],
+    candidates: Sequence[int],
+    lexical: np.ndarray,
+    vectors: np.ndarray,
+    query_vector: np.ndarray,
+    ranking: Ranking,
 ) -> list[tuple[RankedChain, OpenTurn]]:
     """The candidate turns (`vectors`: their embeddings, in the same order) scored as chains are, best
     first; each ranked under its first event's id."""
     ranked = [
         (
             ranking.rank(
-                chain_id=turns[i].events[0].id, similarity=float(np.dot(vectors[k], query_vector)),
-                lexical=float(lexical[i]), event_count=len(turns[i].events),
+                chain_id=turns[i].events[0].id,
+                similarity=float(np.dot(vectors[k], query_vector)),
+                lexical=float(lexical[i]),
+                event_count=len(turns[i].events),
             ),
             turns[i],
         )

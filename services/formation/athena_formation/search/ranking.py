@@ -18,8 +18,9 @@ chain found by either side alone can win; each is then scored on both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -51,10 +52,18 @@ class Ranking:
 
     def rank(self, *, chain_id: str, similarity: float, lexical: float, event_count: int) -> RankedChain:
         score = max(self._relevance(similarity, lexical), 0.0) / self._size_divisor(event_count)
-        return RankedChain(chain_id=chain_id, similarity=similarity, lexical=lexical, event_count=event_count, score=score)
+        return RankedChain(
+            chain_id=chain_id, similarity=similarity, lexical=lexical, event_count=event_count, score=score
+        )
 
     def rank_many(
-        self, chain_ids: Sequence[str], similarity: np.ndarray, lexical: np.ndarray, event_count: np.ndarray, *, most: int
+        self,
+        chain_ids: Sequence[str],
+        similarity: np.ndarray,
+        lexical: np.ndarray,
+        event_count: np.ndarray,
+        *,
+        most: int,
     ) -> list[RankedChain]:
         """`rank` of every candidate at once, the best `most` returned, best first (ties in input order).
 
@@ -65,11 +74,18 @@ class Ranking:
         lex = np.asarray(lexical, dtype=np.float64)
         counts = np.asarray(event_count, dtype=np.int64)
         divisors = {int(c): self._size_divisor(int(c)) for c in np.unique(counts)}
-        scores = np.maximum(self._relevance(sims, lex), 0.0) / np.fromiter((divisors[int(c)] for c in counts), np.float64, len(counts))
+        scores = np.maximum(self._relevance(sims, lex), 0.0) / np.fromiter(
+            (divisors[int(c)] for c in counts), np.float64, len(counts)
+        )
         order = np.argsort(-scores, kind="stable")[: max(0, most)]
         return [
-            RankedChain(chain_id=chain_ids[i], similarity=float(sims[i]), lexical=float(lex[i]),
-                        event_count=int(counts[i]), score=float(scores[i]))
+            RankedChain(
+                chain_id=chain_ids[i],
+                similarity=float(sims[i]),
+                lexical=float(lex[i]),
+                event_count=int(counts[i]),
+                score=float(scores[i]),
+            )
             for i in order
         ]
 

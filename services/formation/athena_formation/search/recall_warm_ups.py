@@ -68,7 +68,9 @@ class WarmUps:
                 return
             self._in_flight = {chain_id: count for chain_id, (count, _) in batch.items()}
             try:
-                await self.sink.record_recalls([(chain_id, count, fields) for chain_id, (count, fields) in batch.items()])
+                await self.sink.record_recalls(
+                    [(chain_id, count, fields) for chain_id, (count, fields) in batch.items()]
+                )
             except DependencyUnavailable as exc:
                 log.warning("recall warm-ups of %d chains not written: %s", len(batch), exc)
             finally:

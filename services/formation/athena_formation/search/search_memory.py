@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,14 @@ from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_stre
 from athena_formation.search.chain_message import chain_to_proto
 from athena_formation.search.lexicon import query_terms, terms
 from athena_formation.search.open_events import (
-    OPEN_EMBEDDED_TURNS, EventTerms, OpenTurn, best_turns, lexical_scores, open_turns, rank_turns, turn_as_chain,
+    OPEN_EMBEDDED_TURNS,
+    EventTerms,
+    OpenTurn,
+    best_turns,
+    lexical_scores,
+    open_turns,
+    rank_turns,
+    turn_as_chain,
 )
 from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.search.recall_warm_ups import WarmUps
@@ -51,7 +59,9 @@ def matched_terms(query: str, doc: Mapping[str, Any], chain_terms: set[str] | No
     summary and entities. Words of any script (athena.text.found_words: CJK by its found stretches)."""
     if chain_terms is not None:
         return found_words(query, lambda word: any(t in chain_terms for t in terms(word)))
-    text = " ".join([doc.get("topic", ""), doc.get("summary", ""), *(e["text"] for e in doc.get("entities", []))]).casefold()
+    text = " ".join(
+        [doc.get("topic", ""), doc.get("summary", ""), *(e["text"] for e in doc.get("entities", []))]
+    ).casefold()
     return found_words(query, lambda word: word in text)
 
 
@@ -106,14 +116,22 @@ class Recall:
             if candidates:  # embedded after the query (one model), while the chains' vectors are scanned
                 turn_embedding = asyncio.ensure_future(self.embedder.embed([turns[i].content for i in candidates]))
             query_vec = (await embedding)[0]
-            pool = self.ranking.candidates(limit) if allowed is None else min(1000, max(self.ranking.candidates(limit), limit * 4 + 20))
+            pool = (
+                self.ranking.candidates(limit)
+                if allowed is None
+                else min(1000, max(self.ranking.candidates(limit), limit * 4 + 20))
+            )
             vector_hits = await self.vectors.search(
                 query_vec, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=pool
             )
             if turn_embedding is not None:
                 turn_vectors = await turn_embedding
         finally:
-            tasks: list[asyncio.Future[Any]] = [lexicon_task, embedding, *([turn_embedding] if turn_embedding is not None else [])]
+            tasks: list[asyncio.Future[Any]] = [
+                lexicon_task,
+                embedding,
+                *([turn_embedding] if turn_embedding is not None else []),
+            ]
             for task in tasks:
                 if not task.done():
                     task.cancel()  # a lexicon read itself is shielded in LexicalIndex and goes on
@@ -123,15 +141,19 @@ class Recall:
         if lexical is not None:
             # Found by their words alone: scored on their embedding too (a chain without one is not searchable).
             word_hits = [c for c, _ in lexical.top(pool) if c not in similarity]
-            similarity.update(await self.vectors.similarities(query_vec, word_hits, tenant_id=scope.tenant_id, user_id=scope.user_id))
+            similarity.update(
+                await self.vectors.similarities(query_vec, word_hits, tenant_id=scope.tenant_id, user_id=scope.user_id)
+            )
         most = limit + 10 if allowed is None else min(1000, limit * 4 + 20)
-        provisional = self._rank_candidates([c for c in similarity if allowed is None or c in allowed], similarity, lexical, lexicon, most=most)
+        provisional = self._rank_candidates(
+            [c for c in similarity if allowed is None or c in allowed], similarity, lexical, lexicon, most=most
+        )
         out = await self._hydrate(request, provisional, lexical, limit=limit)
         open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec)
         found: list[tuple[RankedChain, dict[str, Any] | OpenTurn]] = [*out, *open_hits]
         best = sorted(found, key=lambda pair: -pair[0].score)[:limit]
         SEARCH_HITS.observe(len(best))
-        warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(timezone.utc)))
+        warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(UTC)))
         response = memory_pb2.SearchMemoryResponse()
         for hit, doc in best:
             if isinstance(doc, OpenTurn):
@@ -139,14 +161,22 @@ class Recall:
                 continue
             warm = next(warmed)
             known = lexicon is not None and lexicon.row_of(hit.chain_id) is not None
-            words = matched_terms(request.query, doc, lexical.terms_in(hit.chain_id) if known and lexical is not None else None)
+            words = matched_terms(
+                request.query, doc, lexical.terms_in(hit.chain_id) if known and lexical is not None else None
+            )
             why = f"cosine similarity {hit.similarity:.2f} to the chain's embedding"
             if words:
                 why += f"; words {', '.join(words[:8])} (lexical score {hit.lexical:.2f})"
             response.hits.append(
                 memory_pb2.SearchHit(
-                    chain=chain_to_proto(warm), similarity=hit.similarity, why=why, matched_terms=words,
-                    lexical_score=hit.lexical, score=hit.score, source=memory_pb2.HIT_SOURCE_CHAIN, event_ids=doc.get("event_ids", []),
+                    chain=chain_to_proto(warm),
+                    similarity=hit.similarity,
+                    why=why,
+                    matched_terms=words,
+                    lexical_score=hit.lexical,
+                    score=hit.score,
+                    source=memory_pb2.HIT_SOURCE_CHAIN,
+                    event_ids=doc.get("event_ids", []),
                 )
             )
         return response
@@ -174,7 +204,12 @@ class Recall:
         ]
 
     async def _hydrate(
-        self, request: memory_pb2.SearchMemoryRequest, provisional: list[RankedChain], lexical: LexicalScores | None, *, limit: int
+        self,
+        request: memory_pb2.SearchMemoryRequest,
+        provisional: list[RankedChain],
+        lexical: LexicalScores | None,
+        *,
+        limit: int,
     ) -> list[tuple[RankedChain, dict[str, Any]]]:
         """The best `limit` of the `provisional` candidates (best first) that pass the checks on their
         documents, reading as few documents as it can: `limit` first, then more only when some fail.
@@ -194,7 +229,7 @@ class Recall:
                 continue
             if next_score is None:
                 break
-            chunk = provisional[start:start + limit - len(out)]
+            chunk = provisional[start : start + limit - len(out)]
             start += len(chunk)
             docs = await self.store.get_for_search([r.chain_id for r in chunk])
             for r in chunk:
@@ -208,7 +243,13 @@ class Recall:
         return out
 
     def _rank_candidates(
-        self, chain_ids: list[str], similarity: dict[str, float], lexical: LexicalScores | None, lexicon: UserLexicon | None, *, most: int
+        self,
+        chain_ids: list[str],
+        similarity: dict[str, float],
+        lexical: LexicalScores | None,
+        lexicon: UserLexicon | None,
+        *,
+        most: int,
     ) -> list[RankedChain]:
         """The best `most` candidates by their provisional score (the size the lexical index knows, 1 if none)."""
         n = len(chain_ids)
@@ -220,9 +261,14 @@ class Recall:
             most=most,
         )
 
-    def _rank(self, chain_id: str, similarity: float, lexical: LexicalScores | None, event_count: int | None) -> RankedChain:
+    def _rank(
+        self, chain_id: str, similarity: float, lexical: LexicalScores | None, event_count: int | None
+    ) -> RankedChain:
         return self.ranking.rank(
-            chain_id=chain_id, similarity=similarity, lexical=lexical.of(chain_id) if lexical is not None else 0.0, event_count=event_count or 1
+            chain_id=chain_id,
+            similarity=similarity,
+            lexical=lexical.of(chain_id) if lexical is not None else 0.0,
+            event_count=event_count or 1,
         )
 
     async def _lexicon(self, scope: memory_pb2.Scope) -> UserLexicon | None:
@@ -236,9 +282,16 @@ class Recall:
         for doc in docs:
             # What MongoDB has, the recalls still on their way there, and this one.
             recalls = int(doc.get("recall_count", 0)) + self.warm_ups.unwritten(doc["_id"]) + 1
-            heat = self.heat.heat(importance=float(doc.get("importance", 0.5)), recall_count=recalls, last_accessed_at=now, now=now)
+            heat = self.heat.heat(
+                importance=float(doc.get("importance", 0.5)), recall_count=recalls, last_accessed_at=now, now=now
+            )
             CHAIN_HEAT.observe(heat)
-            fields = {"last_accessed_at": epoch(now), "recall_strength": recall_strength(recalls), "heat_score": heat, "lifecycle": lifecycle_of(heat)}
+            fields = {
+                "last_accessed_at": epoch(now),
+                "recall_strength": recall_strength(recalls),
+                "heat_score": heat,
+                "lifecycle": lifecycle_of(heat),
+            }
             self.warm_ups.record(doc["_id"], fields)
             warmed.append({**doc, **fields, "recall_count": recalls})
         return warmed
@@ -269,7 +322,7 @@ class Recall:
             query["agent_id"] = scope.agent_id
         if request.status in _STATUS_NAMES:
             query["status"] = _STATUS_NAMES[request.status]
-        docs = await self.store.list(query=query, skip=offset, limit=size + 1)
+        docs = await self.store.list_page(query=query, skip=offset, limit=size + 1)
         more = len(docs) > size
         return memory_pb2.ListChainsResponse(
             chains=[chain_to_proto(d) for d in docs[:size]],
@@ -284,8 +337,14 @@ def _open_hit(query: str, hit: RankedChain, turn: OpenTurn, query_terms: list[st
     if words:
         why += f"; words {', '.join(words[:8])} (lexical score {hit.lexical:.2f})"
     return memory_pb2.SearchHit(
-        chain=turn_as_chain(turn), similarity=hit.similarity, why=why, matched_terms=words, lexical_score=hit.lexical,
-        score=hit.score, source=memory_pb2.HIT_SOURCE_WINDOW, event_ids=turn.event_ids,
+        chain=turn_as_chain(turn),
+        similarity=hit.similarity,
+        why=why,
+        matched_terms=words,
+        lexical_score=hit.lexical,
+        score=hit.score,
+        source=memory_pb2.HIT_SOURCE_WINDOW,
+        event_ids=turn.event_ids,
     )
 
 
@@ -307,5 +366,3 @@ def _decode_token(token: str) -> int:
         return offset
     except Exception:
         raise InvalidArgument([FieldViolation("page_token", "is not a token this service issued")]) from None
-
-

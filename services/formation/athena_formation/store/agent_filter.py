@@ -1,14 +1,14 @@
 """Which agent each row of a user's in-memory index belongs to, for a search's agent filter.
 
 Agents are kept as small integer codes, one per row: most searches name an agent, and comparing an
-int32 column with one code takes about 20 us at 100,000 rows where comparing an array of strings
-took 1.2 ms (docs/benchmarks.md, "Fourth round"). Used by user_vectors.py and lexical_index.py.
+int32 column with one code is far cheaper than comparing an array of strings (docs/benchmarks.md,
+"Measured choices in the code"). Used by user_vectors.py and lexical_index.py.
 """
 
 from __future__ import annotations
 
 from array import array
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

@@ -12,7 +12,7 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-def evict_least_recent(users: "OrderedDict[K, V]", *, size: Callable[[V], int], limit: int, keep: K) -> list[tuple[K, V]]:
+def evict_least_recent(users: OrderedDict[K, V], *, size: Callable[[V], int], limit: int, keep: K) -> list[tuple[K, V]]:
     """Drop the least recently used users (the front of `users`) until their sizes sum to at most
     `limit`, never `keep` (the user being served) and never the last one. Returns what was dropped."""
     total = sum(size(v) for v in users.values())

@@ -9,10 +9,10 @@ scores and reason, so an operator can see why a segment was not remembered.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pymongo
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument, UpdateOne
@@ -23,7 +23,7 @@ from athena.stores import EventLog, mongo_unavailable
 from athena_formation.store.chain_cache import ChainDocCache
 from athena_formation.store.lexical_index import LexiconRow, row_from_doc
 
-__all__ = ["ChainStore", "SEARCH_SKIPS", "cutoff", "epoch", "from_epoch"]
+__all__ = ["SEARCH_SKIPS", "ChainStore", "cutoff", "epoch", "from_epoch"]
 
 _FULL_READ_SECONDS = 600.0
 SEARCH_SKIPS = ("lexicon",)
@@ -31,7 +31,9 @@ SEARCH_SKIPS = ("lexicon",)
 
 
 class ChainStore:
-    def __init__(self, client: AsyncMongoClient[dict[str, Any]], database: str, *, search_cache: ChainDocCache | None = None) -> None:
+    def __init__(
+        self, client: AsyncMongoClient[dict[str, Any]], database: str, *, search_cache: ChainDocCache | None = None
+    ) -> None:
         self.search_cache = search_cache
         """Documents as searches read them (chain_cache.py); every chain write here drops its chain from it."""
         db = client[database]
@@ -46,12 +48,24 @@ class ChainStore:
             return
         with mongo_unavailable():
             await self.chains.create_index(
-                [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("agent_id", ASCENDING), ("status", ASCENDING), ("last_event_at", DESCENDING)],
+                [
+                    ("tenant_id", ASCENDING),
+                    ("user_id", ASCENDING),
+                    ("agent_id", ASCENDING),
+                    ("status", ASCENDING),
+                    ("last_event_at", DESCENDING),
+                ],
                 name="ix_scope_status_recent",
             )
-            await self.chains.create_index([("status", ASCENDING), ("last_accessed_at", ASCENDING)], name="ix_status_access")
-            await self.chains.create_index([("tenant_id", ASCENDING), ("user_id", ASCENDING), ("updated_at", ASCENDING)], name="ix_user_updated")
-            await self.outcomes.create_index([("tenant_id", ASCENDING), ("user_id", ASCENDING), ("outcome", ASCENDING)], name="ix_scope_outcome")
+            await self.chains.create_index(
+                [("status", ASCENDING), ("last_accessed_at", ASCENDING)], name="ix_status_access"
+            )
+            await self.chains.create_index(
+                [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("updated_at", ASCENDING)], name="ix_user_updated"
+            )
+            await self.outcomes.create_index(
+                [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("outcome", ASCENDING)], name="ix_scope_outcome"
+            )
         self._indexes_ready = True
 
     # --- formation records -----------------------------------------------------------------------
@@ -123,7 +137,9 @@ class ChainStore:
         with self._writing([doc["_id"]]), mongo_unavailable():
             await self.chains.update_one({"_id": doc["_id"]}, {"$setOnInsert": dict(doc)}, upsert=True)
 
-    async def apply_merge(self, chain: Mapping[str, Any], segment_id: str, updates: Mapping[str, Any], event_ids: Sequence[str]) -> bool:
+    async def apply_merge(
+        self, chain: Mapping[str, Any], segment_id: str, updates: Mapping[str, Any], event_ids: Sequence[str]
+    ) -> bool:
         """Fold a segment into a chain once. The lists are rebuilt here and the write is guarded by the
         chain's version (array operators differ between MongoDB and the MongoDB-wire server)."""
         if segment_id in chain.get("segment_ids", []):
@@ -139,7 +155,9 @@ class ChainStore:
             "version": int(chain.get("version", 0)) + 1,
         }
         with self._writing([chain["_id"]]), mongo_unavailable():
-            result = await self.chains.update_one({"_id": chain["_id"], "version": int(chain.get("version", 0))}, {"$set": fields})
+            result = await self.chains.update_one(
+                {"_id": chain["_id"], "version": int(chain.get("version", 0))}, {"$set": fields}
+            )
         return result.modified_count == 1
 
     async def rewrite(self, chain: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
@@ -147,7 +165,9 @@ class ChainStore:
         the chain changed or went since."""
         version = int(chain.get("version", 0))
         with self._writing([chain["_id"]]), mongo_unavailable():
-            result = await self.chains.update_one({"_id": chain["_id"], "version": version}, {"$set": {**fields, "version": version + 1}})
+            result = await self.chains.update_one(
+                {"_id": chain["_id"], "version": version}, {"$set": {**fields, "version": version + 1}}
+            )
         return result.modified_count == 1
 
     async def delete_chain(self, chain: Mapping[str, Any]) -> bool:
@@ -167,7 +187,10 @@ class ChainStore:
         them. An archived chain is left as it is (its lifecycle stays archived)."""
         if not recalls:
             return
-        ops = [UpdateOne({"_id": c, "status": "active"}, {"$set": dict(fields), "$inc": {"recall_count": n}}) for c, n, fields in recalls]
+        ops = [
+            UpdateOne({"_id": c, "status": "active"}, {"$set": dict(fields), "$inc": {"recall_count": n}})
+            for c, n, fields in recalls
+        ]
         try:
             with mongo_unavailable():
                 await self.chains.bulk_write(ops, ordered=False)
@@ -198,14 +221,19 @@ class ChainStore:
             )
             return [d async for d in cursor]
 
-    async def list(
-        self, *, query: Mapping[str, Any], skip: int, limit: int
-    ) -> list[dict[str, Any]]:
+    async def list_page(self, *, query: Mapping[str, Any], skip: int, limit: int) -> list[dict[str, Any]]:
         with mongo_unavailable():
-            cursor = self.chains.find(dict(query)).sort([("last_event_at", DESCENDING), ("_id", ASCENDING)]).skip(skip).limit(limit)
+            cursor = (
+                self.chains.find(dict(query))
+                .sort([("last_event_at", DESCENDING), ("_id", ASCENDING)])
+                .skip(skip)
+                .limit(limit)
+            )
             return [d async for d in cursor]
 
-    async def lexicon_rows(self, *, tenant_id: str, user_id: str, updated_since: float | None = None) -> list[LexiconRow]:
+    async def lexicon_rows(
+        self, *, tenant_id: str, user_id: str, updated_since: float | None = None
+    ) -> list[LexiconRow]:
         """The user's active chains as lexical index rows; with `updated_since` (epoch seconds), only the
         chains written since then, archived ones included (so the index drops them)."""
         query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id}
@@ -245,7 +273,9 @@ class ChainStore:
 
     async def cold_candidates(self, *, accessed_before: datetime, limit: int = 500) -> list[dict[str, Any]]:
         with mongo_unavailable():
-            cursor = self.chains.find({"status": "active", "last_accessed_at": {"$lt": epoch(accessed_before)}}).limit(limit)
+            cursor = self.chains.find({"status": "active", "last_accessed_at": {"$lt": epoch(accessed_before)}}).limit(
+                limit
+            )
             return [d async for d in cursor]
 
     # --- one user's records (erasure) -------------------------------------------------------------
@@ -268,7 +298,9 @@ class ChainStore:
     async def cut_outcome(self, segment_id: str, event_ids: Sequence[str]) -> None:
         """A finished record keeps only these events; its analysis (text of the others) goes."""
         with mongo_unavailable():
-            await self.outcomes.update_one({"_id": segment_id}, {"$set": {"event_ids": list(event_ids)}, "$unset": {"analysis": ""}})
+            await self.outcomes.update_one(
+                {"_id": segment_id}, {"$set": {"event_ids": list(event_ids)}, "$unset": {"analysis": ""}}
+            )
 
 
 def cutoff(now: datetime, hours: float) -> datetime:
@@ -286,7 +318,7 @@ def epoch(dt: datetime) -> float:
 
 def from_epoch(value: float | int | datetime | None) -> datetime:
     if value is None:
-        return datetime.fromtimestamp(0, timezone.utc)
+        return datetime.fromtimestamp(0, UTC)
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    return datetime.fromtimestamp(float(value), timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.fromtimestamp(float(value), UTC)

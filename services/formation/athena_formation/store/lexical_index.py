@@ -25,6 +25,7 @@ which the least recently searched users are dropped and read again on their next
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import time
@@ -39,7 +40,16 @@ import numpy as np
 from athena_formation.store.agent_filter import AgentColumn
 from athena_formation.store.cache_eviction import evict_least_recent
 
-__all__ = ["EMPTY_CORPUS", "Corpus", "LexicalIndex", "LexicalScores", "LexiconRow", "LexiconSource", "UserLexicon", "row_from_doc"]
+__all__ = [
+    "EMPTY_CORPUS",
+    "Corpus",
+    "LexicalIndex",
+    "LexicalScores",
+    "LexiconRow",
+    "LexiconSource",
+    "UserLexicon",
+    "row_from_doc",
+]
 
 log = logging.getLogger("athena.formation.lexical")
 
@@ -80,7 +90,9 @@ EMPTY_CORPUS = Corpus(documents=0, total_length=0.0, document_frequency={})
 class LexiconSource(Protocol):
     """Where users' chains are read from (ChainStore)."""
 
-    async def lexicon_rows(self, *, tenant_id: str, user_id: str, updated_since: float | None = None) -> list[LexiconRow]: ...
+    async def lexicon_rows(
+        self, *, tenant_id: str, user_id: str, updated_since: float | None = None
+    ) -> list[LexiconRow]: ...
 
     def all_lexicon_rows(self) -> AsyncIterator[tuple[UserKey, LexiconRow]]: ...
 
@@ -91,7 +103,11 @@ class LexicalScores:
     """One query's lexical scores over one user's chains."""
 
     def __init__(
-        self, lexicon: "UserLexicon", scores: np.ndarray, matched: dict[str, np.ndarray] | None = None, corpus: Corpus = EMPTY_CORPUS
+        self,
+        lexicon: UserLexicon,
+        scores: np.ndarray,
+        matched: dict[str, np.ndarray] | None = None,
+        corpus: Corpus = EMPTY_CORPUS,
     ) -> None:
         self._lexicon = lexicon
         self.scores = scores
@@ -163,7 +179,9 @@ class UserLexicon:
     def event_counts(self, chain_ids: Sequence[str], *, default: int = 1) -> np.ndarray:
         """`event_count` for each of these chains, `default` for those it does not hold."""
         row_of, sizes = self._row.get, self._sizes
-        return np.fromiter((sizes[r] if (r := row_of(c)) is not None else default for c in chain_ids), np.int64, len(chain_ids))
+        return np.fromiter(
+            (sizes[r] if (r := row_of(c)) is not None else default for c in chain_ids), np.int64, len(chain_ids)
+        )
 
     def put(self, row: LexiconRow) -> None:
         self._kill(row.chain_id)
@@ -253,7 +271,9 @@ class UserLexicon:
 class LexicalIndex:
     """The searched users' lexicons (see the module docstring)."""
 
-    def __init__(self, source: LexiconSource, *, shared: bool, refresh_seconds: float = 2.0, max_chains: int = 200_000) -> None:
+    def __init__(
+        self, source: LexiconSource, *, shared: bool, refresh_seconds: float = 2.0, max_chains: int = 200_000
+    ) -> None:
         self.source = source
         self.shared = shared
         """True when other processes also write chains (a Milvus server: several formation replicas)."""
@@ -287,11 +307,11 @@ class LexicalIndex:
             task = asyncio.create_task(self._read_rows(key), name=f"read lexicon of {key[0]}/{key[1]}")
             self._loading[key] = task
             self._pending[key] = []
-            task.add_done_callback(lambda done, k=key: self._read_finished(k, done))
+            task.add_done_callback(functools.partial(self._read_finished, key))
         # Shielded: a search that gives up does not cancel a read that the next search can use.
         return await asyncio.shield(task)
 
-    def _read_finished(self, key: UserKey, task: "asyncio.Task[UserLexicon]") -> None:
+    def _read_finished(self, key: UserKey, task: asyncio.Task[UserLexicon]) -> None:
         self._loading.pop(key, None)
         self._pending.pop(key, None)
         if not task.cancelled():
@@ -321,8 +341,8 @@ class LexicalIndex:
     async def warm(self, *, yield_every: int = 500) -> int:
         """One writer of chains (not shared): read every active chain's lexicon once and install each
         user whole, so that no user's first search after formation starts reads its own (on the
-        MongoDB-wire server such a read scans the whole collection: ~0.4 s a user at 100,000 chains,
-        docs/benchmarks.md "Ninth round"). Skipped when the collection holds more documents than the
+        MongoDB-wire server such a read scans the whole collection, docs/benchmarks.md "Measured
+        choices in the code"). Skipped when the collection holds more documents than the
         bound (`max_chains`). Users written to while it reads, and users loaded meanwhile by their own
         first search, are left as they are. Yields to the event loop every `yield_every` rows, so
         that searches go on. Returns the chains installed."""

@@ -1,9 +1,9 @@
 """An in-process copy of each searched user's chain vectors, for Milvus Lite.
 
 Milvus Lite (the local-file mode) runs inside formation in pure Python, and every search costs time
-in proportion to all the rows of the collection, whatever the filter or the index: measured 280 ms
-per search at 100,000 rows without a filter and 620-640 ms with the scope filter, HNSW on faiss
-(docs/benchmarks.md, "search"). SearchMemory always searches one user, so formation keeps the
+in proportion to all the rows of the collection, whatever the filter or the index: hundreds of
+milliseconds per search at 100,000 rows (docs/benchmarks.md, "Measured choices in the code").
+SearchMemory always searches one user, so formation keeps the
 vectors of the users it has searched as one matrix each and answers with a matrix product; Milvus
 stays the durable store and the source each user's matrix is loaded from, once.
 
@@ -15,7 +15,7 @@ processes may write.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import torch
@@ -23,7 +23,7 @@ import torch
 from athena_formation.store.agent_filter import AgentColumn
 from athena_formation.store.cache_eviction import evict_least_recent
 
-__all__ = ["UserVectors", "UserVectorCache"]
+__all__ = ["UserVectorCache", "UserVectors"]
 
 UserKey = tuple[str, str]
 """(tenant_id, user_id)"""
@@ -38,13 +38,14 @@ class UserVectors:
     upsert costs the same for a user with ten chains or a hundred thousand.
 
     The rows are float16: a scan of one user's vectors reads the whole matrix for every search and is
-    bound by memory bandwidth, and half the bytes take about half the time (at 100,000 chains, 4.8
-    against 8.1 ms; docs/benchmarks.md), in half the memory. Cosines come out within about 1e-4 of
-    float32 ones (measured: at most 1.1e-4 over 100,000 random unit vectors, same top 10). Milvus
-    keeps the float32 vectors; merge decisions read those.
+    bound by memory bandwidth, and half the bytes take about half the time, in half the memory.
+    Cosines come out within about 1e-4 of float32 ones, with the same top hits (docs/benchmarks.md,
+    "Measured choices in the code"). Milvus keeps the float32 vectors; merge decisions read those.
     """
 
-    def __init__(self, dim: int, ids: list[str] | None = None, agents: list[str] | None = None, matrix: np.ndarray | None = None) -> None:
+    def __init__(
+        self, dim: int, ids: list[str] | None = None, agents: list[str] | None = None, matrix: np.ndarray | None = None
+    ) -> None:
         self.dim = dim
         self.ids: list[str] = ids or []
         self.agents = AgentColumn(agents or [])
@@ -92,7 +93,7 @@ class UserVectors:
         Two steps: torch's float16 matrix-vector product over every row (numpy has no fast float16
         path; its float16 results are rounded to about 3 decimals) and its top-k (the pool), then the
         best `limit + 32` (at least twice `limit`) scored again in float32, which orders them and gives
-        the cosines. torch.topk, not numpy's argpartition: 0.23 against 1.3 ms at 100,000 rows."""
+        the cosines. torch.topk, not numpy's argpartition, which is several times slower at 100,000 rows."""
         if not self.ids or limit <= 0:
             return []
         unit = _unit(query)
@@ -100,7 +101,9 @@ class UserVectors:
         if agent_id:
             coarse.masked_fill_(torch.from_numpy(~self.agents.mask(agent_id)), -np.inf)
         pool = min(len(self.ids), max(2 * limit, limit + 32))
-        rows = torch.topk(coarse, pool, sorted=False).indices.numpy() if pool < len(self.ids) else np.arange(len(self.ids))
+        rows = (
+            torch.topk(coarse, pool, sorted=False).indices.numpy() if pool < len(self.ids) else np.arange(len(self.ids))
+        )
         rows = rows[np.isfinite(coarse.numpy()[rows])]
         sims = self._buffer[rows].astype(np.float32) @ unit
         best = np.argsort(-sims, kind="stable")[:limit]

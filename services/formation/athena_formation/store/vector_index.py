@@ -4,7 +4,7 @@ Milvus Lite (a local file path as VECTOR_INDEX_URI) or a Milvus server (http://h
 Only formation opens it (a Milvus Lite file admits one process). pymilvus is synchronous, so calls run
 in a worker thread to keep the event loop free.
 
-Search speed (docs/benchmarks.md, "search"): with Milvus Lite, searches are answered from an
+Search speed (docs/benchmarks.md, "Measured choices in the code"): with Milvus Lite, searches are answered from an
 in-process copy of the searched user's vectors (user_vectors.py), because Milvus Lite's own search
 costs time in proportion to the whole collection; its collections get a FLAT index (nothing to
 build). With a Milvus server, new collections get an HNSW index. Either way `tenant_id` is the
@@ -15,12 +15,14 @@ time do not pile up in a growing segment (searched without the index, and slowly
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from opentelemetry import trace
@@ -114,7 +116,12 @@ class VectorIndex:
                 schema.add_field("agent_id", DataType.VARCHAR, max_length=128)
                 schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dim)
                 index = client.prepare_index_params()
-                index.add_index("embedding", metric_type="COSINE", index_type=self.index_type, params=_INDEX_PARAMS.get(self.index_type, {}))
+                index.add_index(
+                    "embedding",
+                    metric_type="COSINE",
+                    index_type=self.index_type,
+                    params=_INDEX_PARAMS.get(self.index_type, {}),
+                )
                 client.create_collection(self.collection, schema=schema, index_params=index)
             # Search needs the collection loaded.
             client.load_collection(self.collection)
@@ -126,7 +133,9 @@ class VectorIndex:
             try:
                 # No official instrumentation exists for pymilvus: one client span per call.
                 with trace.get_tracer("athena").start_as_current_span(
-                    f"milvus.{op}", kind=trace.SpanKind.CLIENT, attributes={"db.system": "milvus", "db.collection.name": self.collection}
+                    f"milvus.{op}",
+                    kind=trace.SpanKind.CLIENT,
+                    attributes={"db.system": "milvus", "db.collection.name": self.collection},
                 ):
                     return await asyncio.to_thread(self._call, fn, *args, **kwargs)
             except DependencyUnavailable:
@@ -145,7 +154,9 @@ class VectorIndex:
         await self._run(lambda c: c.has_collection(self.collection), op="ping")
         return True
 
-    async def upsert(self, *, chain_id: str, tenant_id: str, user_id: str, agent_id: str, embedding: np.ndarray) -> None:
+    async def upsert(
+        self, *, chain_id: str, tenant_id: str, user_id: str, agent_id: str, embedding: np.ndarray
+    ) -> None:
         row = {
             "chain_id": chain_id,
             "tenant_id": tenant_id,
@@ -193,7 +204,7 @@ class VectorIndex:
     async def warm(self, *, page_rows: int = 2000, on_page: Callable[[int], Awaitable[None]] | None = None) -> int:
         """Milvus Lite: read every chain's vector once, page by page, and install each user whole, so
         that no user's first search after formation starts has to read from Milvus (a filtered read
-        whose cost grows with the whole collection: ~0.5 s a user at 100,000 chains, docs/benchmarks.md).
+        whose cost grows with the whole collection, docs/benchmarks.md).
         Skipped when the collection holds more chains than the cache's bound (which users to keep is
         then the searches' to say). Users upserted to while it reads are left to load on their first
         search, chains deleted meanwhile are not installed, and a cache cleared meanwhile ends it with
@@ -205,20 +216,30 @@ class VectorIndex:
         watch = self._warm_watch = _WarmWatch()  # from the first read on: every write after it is watched
         rows: dict[UserKey, list[tuple[str, str, np.ndarray]]] = {}
         try:
-            counted = await self._run(lambda c: c.query(self.collection, filter="", output_fields=["count(*)"]), op="count")
+            counted = await self._run(
+                lambda c: c.query(self.collection, filter="", output_fields=["count(*)"]), op="count"
+            )
             total = int(counted[0]["count(*)"]) if counted else 0
             if total == 0 or total > self._users.max_chains:
                 if total:
-                    log.info("search cache not warmed: %d chains exceed VECTOR_INDEX_CACHE_MAX_CHAINS (%d)", total, self._users.max_chains)
+                    log.info(
+                        "search cache not warmed: %d chains exceed VECTOR_INDEX_CACHE_MAX_CHAINS (%d)",
+                        total,
+                        self._users.max_chains,
+                    )
                 return 0
             fields = ["chain_id", "tenant_id", "user_id", "agent_id", "embedding"]
-            pages = await self._run(lambda c: c.query_iterator(self.collection, batch_size=page_rows, output_fields=fields), op="query_iterator")
+            pages = await self._run(
+                lambda c: c.query_iterator(self.collection, batch_size=page_rows, output_fields=fields),
+                op="query_iterator",
+            )
             try:
                 read = 0
                 while not watch.cleared and (page := await self._run(lambda c: pages.next(), op="query_iterator")):
                     for r in page:
                         rows.setdefault((r["tenant_id"], r["user_id"]), []).append(
-                            (r["chain_id"], r["agent_id"], np.asarray(r["embedding"], dtype=np.float32)))
+                            (r["chain_id"], r["agent_id"], np.asarray(r["embedding"], dtype=np.float32))
+                        )
                     read += len(page)
                     if on_page is not None:
                         await on_page(read)
@@ -260,7 +281,9 @@ class VectorIndex:
         if not chain_ids:
             return {}
         ids = _milvus_ids(chain_ids)
-        rows = await self._run(lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id", "embedding"]), op="get")
+        rows = await self._run(
+            lambda c: c.get(self.collection, ids=ids, output_fields=["chain_id", "embedding"]), op="get"
+        )
         return {r["chain_id"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
 
     async def search(
@@ -283,9 +306,14 @@ class VectorIndex:
             lambda c: c.search(self.collection, data=[vector], limit=limit, filter=expr, search_params=params),
             op="search",
         )
-        return [VectorHit(chain_id=h["id"] if "id" in h else h["chain_id"], similarity=float(h["distance"])) for h in result[0]]
+        return [
+            VectorHit(chain_id=h["id"] if "id" in h else h["chain_id"], similarity=float(h["distance"]))
+            for h in result[0]
+        ]
 
-    async def similarities(self, embedding: np.ndarray, chain_ids: Sequence[str], *, tenant_id: str, user_id: str) -> dict[str, float]:
+    async def similarities(
+        self, embedding: np.ndarray, chain_ids: Sequence[str], *, tenant_id: str, user_id: str
+    ) -> dict[str, float]:
         """Cosine of the query to each of these chains of the user that has an embedding (candidates
         found by their words, not by the vector search)."""
         if not chain_ids:
@@ -295,7 +323,10 @@ class VectorIndex:
             return user.similarities(embedding, chain_ids)
         query = np.asarray(embedding, dtype=np.float32)
         query = query / (float(np.linalg.norm(query)) or 1.0)
-        return {c: float(np.dot(v / (float(np.linalg.norm(v)) or 1.0), query)) for c, v in (await self.vectors(chain_ids)).items()}
+        return {
+            c: float(np.dot(v / (float(np.linalg.norm(v)) or 1.0), query))
+            for c, v in (await self.vectors(chain_ids)).items()
+        }
 
     async def _loaded_user(self, tenant_id: str, user_id: str) -> UserVectors:
         """The user's vectors, loading them once however many searches ask at the same time.
@@ -307,12 +338,14 @@ class VectorIndex:
         key = (tenant_id, user_id)
         task = self._loading.get(key)
         if task is None:
-            task = asyncio.create_task(self._load_user(tenant_id, user_id), name=f"load vectors of {tenant_id}/{user_id}")
+            task = asyncio.create_task(
+                self._load_user(tenant_id, user_id), name=f"load vectors of {tenant_id}/{user_id}"
+            )
             self._loading[key] = task
-            task.add_done_callback(lambda done, k=key: self._load_finished(k, done))
+            task.add_done_callback(functools.partial(self._load_finished, key))
         return await asyncio.shield(task)
 
-    def _load_finished(self, key: tuple[str, str], task: "asyncio.Task[UserVectors]") -> None:
+    def _load_finished(self, key: tuple[str, str], task: asyncio.Task[UserVectors]) -> None:
         self._loading.pop(key, None)
         if not task.cancelled():
             task.exception()  # retrieved here: every caller may have given up; the next search loads again
@@ -324,7 +357,9 @@ class VectorIndex:
         fields = ["chain_id", "agent_id", "embedding"]
         rows = await self._run(lambda c: c.query(self.collection, filter=expr, output_fields=fields), op="query")
         # No await between the read and the install: an upsert that ran after the read sees the user loaded.
-        return self._users.load((tenant_id, user_id), ((r["chain_id"], r["agent_id"], np.asarray(r["embedding"])) for r in rows))
+        return self._users.load(
+            (tenant_id, user_id), ((r["chain_id"], r["agent_id"], np.asarray(r["embedding"])) for r in rows)
+        )
 
     async def close(self) -> None:
         for task in list(self._loading.values()):

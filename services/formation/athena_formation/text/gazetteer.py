@@ -5,7 +5,7 @@ They are deliberately short (common names only): anything not listed is still ex
 
 from __future__ import annotations
 
-__all__ = ["AMBIGUOUS", "FIRST_NAMES", "NOT_NAMES", "ORG_SUFFIXES", "ORGANIZATIONS", "PLACES", "PRODUCTS", "TECH_TERMS"]
+__all__ = ["AMBIGUOUS", "FIRST_NAMES", "NOT_NAMES", "ORGANIZATIONS", "ORG_SUFFIXES", "PLACES", "PRODUCTS", "TECH_TERMS"]
 
 PRODUCTS: frozenset[str] = frozenset(
     """
@@ -58,10 +58,31 @@ hawaii alaska oregon colorado arizona nevada utah washington virginia georgia oh
 """.split()
 ) | frozenset(
     {
-        "new york", "hong kong", "las vegas", "los angeles", "san francisco", "san diego", "new zealand",
-        "united states", "united kingdom", "south korea", "south africa", "new jersey", "new mexico",
-        "north carolina", "south carolina", "rio de janeiro", "buenos aires", "mexico city", "cape town",
-        "sri lanka", "costa rica", "puerto rico", "new orleans", "salt lake city", "tel aviv",
+        "new york",
+        "hong kong",
+        "las vegas",
+        "los angeles",
+        "san francisco",
+        "san diego",
+        "new zealand",
+        "united states",
+        "united kingdom",
+        "south korea",
+        "south africa",
+        "new jersey",
+        "new mexico",
+        "north carolina",
+        "south carolina",
+        "rio de janeiro",
+        "buenos aires",
+        "mexico city",
+        "cape town",
+        "sri lanka",
+        "costa rica",
+        "puerto rico",
+        "new orleans",
+        "salt lake city",
+        "tel aviv",
     }
 )
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from athena.memory.v1 import memory_pb2
 from athena.text import is_cjk, stem, stop_words
 from athena.text import tokens as words
-
 from athena_formation.text.stopwords import CJK_SMALLTALK_PHRASES, is_content_word
 
 __all__ = [

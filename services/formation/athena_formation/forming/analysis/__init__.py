@@ -29,12 +29,11 @@ from collections.abc import Sequence
 from athena.embeddings import Embedder
 from athena.llm import LLMClient
 from athena.memory.v1 import memory_pb2
-
 from athena_formation.forming.analysis._entities import extract_entities
 from athena_formation.forming.analysis._heuristic import SMALL_TALK, heuristic_analysis
 from athena_formation.forming.analysis._llm import SCHEMA_HINT, analysis_system, parse_analysis, transcript
-from athena_formation.text.messages import Message, conversation
 from athena_formation.forming.analysis._types import ENTITY_KINDS, Analysis, Entity, Topic
+from athena_formation.text.messages import Message, conversation
 
 __all__ = ["ENTITY_KINDS", "SMALL_TALK", "Analysis", "Entity", "Topic", "analyze"]
 
@@ -106,6 +105,4 @@ async def analyze(
         )
         if result is not None:
             return result
-    return await heuristic_analysis(
-        messages, max_topics=max_topics, min_confidence=min_confidence, embedder=embedder
-    )
+    return await heuristic_analysis(messages, max_topics=max_topics, min_confidence=min_confidence, embedder=embedder)

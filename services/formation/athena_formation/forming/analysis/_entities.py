@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from athena_formation.forming.analysis._types import Entity
 from athena_formation.text.gazetteer import (
     AMBIGUOUS,
     FIRST_NAMES,
@@ -34,9 +35,8 @@ from athena_formation.text.gazetteer import (
     PRODUCTS,
     TECH_TERMS,
 )
-from athena_formation.text.stopwords import FUNCTION_WORDS, SMALLTALK, STOPWORDS
 from athena_formation.text.messages import Message
-from athena_formation.forming.analysis._types import Entity
+from athena_formation.text.stopwords import FUNCTION_WORDS, SMALLTALK, STOPWORDS
 
 __all__ = ["MAX_ENTITIES", "MAX_ENTITY_CHARS", "extract_entities"]
 
@@ -163,7 +163,11 @@ def _name_kind(name: str, before: str) -> str:
     tokens = low.split()
     if low in PRODUCTS:
         return "product"
-    if low in ORGANIZATIONS or (tokens and tokens[-1] in ORG_SUFFIXES) or (tokens and tokens[0] in {"university", "bank"}):
+    if (
+        low in ORGANIZATIONS
+        or (tokens and tokens[-1] in ORG_SUFFIXES)
+        or (tokens and tokens[0] in {"university", "bank"})
+    ):
         return "organization"
     if low in PLACES:
         return "place"
@@ -215,9 +219,12 @@ def _names(text: str, order: int, spans: _Spans, out: _Collector, mid_sentence_c
             continue
         known = low in PRODUCTS or low in ORGANIZATIONS or low in PLACES or low in FIRST_NAMES
         acronym = name.isupper() and len(name) >= 2 and name.isalpha()
-        if single and _is_sentence_start(text, start):
-            if low in AMBIGUOUS or not (known or acronym or low in mid_sentence_caps):
-                continue
+        if (
+            single
+            and _is_sentence_start(text, start)
+            and (low in AMBIGUOUS or not (known or acronym or low in mid_sentence_caps))
+        ):
+            continue
         before = text[max(0, start - 40) : start]
         out.add(order, start, name, _name_kind(name, before))
         spans.take(match.start(), match.end())
@@ -249,10 +256,11 @@ def _scan(text: str, order: int, out: _Collector, mid_caps: set[str]) -> None:
     run(_BACKTICK, "code", 1)
     for match in _NAMED_VERSION.finditer(text):
         name = match.group(1)
-        if name.lower() in PRODUCTS or "." in match.group(2) or name[0].islower():
-            if spans.free(match.start(), match.end()):
-                out.add(order, match.start(), match.group(0), "version")
-                spans.take(match.start(), match.end())
+        if (name.lower() in PRODUCTS or "." in match.group(2) or name[0].islower()) and spans.free(
+            match.start(), match.end()
+        ):
+            out.add(order, match.start(), match.group(0), "version")
+            spans.take(match.start(), match.end())
     run(_VERSION, "version")
     run(_FLAG, "code")
     run(_PATH, "code")

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from athena.embeddings import Embedder
-
 from athena_formation.forming.analysis._entities import extract_entities
 from athena_formation.forming.analysis._keywords import key_phrases, word_scores
 from athena_formation.forming.analysis._summary import (
@@ -28,8 +27,8 @@ from athena_formation.forming.analysis._summary import (
     render,
     select,
 )
-from athena_formation.text.messages import Message, content_words, stem
 from athena_formation.forming.analysis._types import Analysis, Topic
+from athena_formation.text.messages import Message, content_words, stem
 
 __all__ = ["SMALL_TALK", "heuristic_analysis", "heuristic_summary", "heuristic_topics"]
 

@@ -25,10 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from athena.text import pieces, stop_words, tokens
-
 from athena_formation.text.gazetteer import FIRST_NAMES
-from athena_formation.text.stopwords import SMALLTALK, is_content_word
 from athena_formation.text.messages import USER, Message, stem, strip_markup
+from athena_formation.text.stopwords import SMALLTALK, is_content_word
 
 __all__ = ["KeyPhrase", "key_phrases", "word_scores"]
 

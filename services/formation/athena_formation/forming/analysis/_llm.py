@@ -43,15 +43,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from athena.text import tokens
-
-from athena_formation.text.messages import Message
 from athena_formation.forming.analysis._types import ENTITY_KINDS, Entity, Topic
+from athena_formation.text.messages import Message
 
 __all__ = [
     "ANALYSIS_SYSTEM",
-    "LLMParts",
     "SCHEMA_HINT",
     "UNKNOWN_CONFIDENCE",
+    "LLMParts",
     "analysis_system",
     "parse_analysis",
     "transcript",
@@ -94,31 +93,103 @@ SCHEMA_HINT: dict[str, Any] = {
 
 _PLACEHOLDERS = frozenset(
     {
-        "unknown", "none", "null", "n/a", "na", "nil", "undefined", "topic", "main topic", "subtopic",
-        "no topic", "general", "misc", "miscellaneous", "other", "conversation", "chat", "dialogue",
-        "string", "text", "summary", "example", "tbd", "todo", "short noun phrase",
-        "one to three sentences", "as written in the transcript",
+        "unknown",
+        "none",
+        "null",
+        "n/a",
+        "na",
+        "nil",
+        "undefined",
+        "topic",
+        "main topic",
+        "subtopic",
+        "no topic",
+        "general",
+        "misc",
+        "miscellaneous",
+        "other",
+        "conversation",
+        "chat",
+        "dialogue",
+        "string",
+        "text",
+        "summary",
+        "example",
+        "tbd",
+        "todo",
+        "short noun phrase",
+        "one to three sentences",
+        "as written in the transcript",
     }
 )
 
 _KIND_SYNONYMS = {
-    "people": "person", "human": "person", "individual": "person", "name": "person", "per": "person",
-    "org": "organization", "organisation": "organization", "company": "organization", "business": "organization",
-    "institution": "organization", "agency": "organization", "brand": "organization", "team": "organization",
-    "software": "product", "tool": "product", "technology": "product", "service": "product",
-    "application": "product", "app": "product", "library": "product", "framework": "product",
-    "device": "product", "platform": "product", "language": "product", "programming language": "product",
-    "identifier": "code", "function": "code", "variable": "code", "class": "code", "command": "code",
-    "file": "code", "path": "code", "module": "code", "setting": "code", "config": "code",
-    "link": "url", "website": "url", "uri": "url", "domain": "url",
-    "e-mail": "email", "mail": "email", "email address": "email",
-    "number": "quantity", "amount": "quantity", "money": "quantity", "price": "quantity",
-    "measurement": "quantity", "duration": "quantity", "size": "quantity", "cost": "quantity",
-    "percentage": "quantity", "currency": "quantity",
-    "release": "version", "version number": "version",
-    "time": "date", "datetime": "date", "day": "date", "year": "date",
-    "location": "place", "city": "place", "country": "place", "region": "place", "gpe": "place",
-    "loc": "place", "address": "place", "state": "place",
+    "people": "person",
+    "human": "person",
+    "individual": "person",
+    "name": "person",
+    "per": "person",
+    "org": "organization",
+    "organisation": "organization",
+    "company": "organization",
+    "business": "organization",
+    "institution": "organization",
+    "agency": "organization",
+    "brand": "organization",
+    "team": "organization",
+    "software": "product",
+    "tool": "product",
+    "technology": "product",
+    "service": "product",
+    "application": "product",
+    "app": "product",
+    "library": "product",
+    "framework": "product",
+    "device": "product",
+    "platform": "product",
+    "language": "product",
+    "programming language": "product",
+    "identifier": "code",
+    "function": "code",
+    "variable": "code",
+    "class": "code",
+    "command": "code",
+    "file": "code",
+    "path": "code",
+    "module": "code",
+    "setting": "code",
+    "config": "code",
+    "link": "url",
+    "website": "url",
+    "uri": "url",
+    "domain": "url",
+    "e-mail": "email",
+    "mail": "email",
+    "email address": "email",
+    "number": "quantity",
+    "amount": "quantity",
+    "money": "quantity",
+    "price": "quantity",
+    "measurement": "quantity",
+    "duration": "quantity",
+    "size": "quantity",
+    "cost": "quantity",
+    "percentage": "quantity",
+    "currency": "quantity",
+    "release": "version",
+    "version number": "version",
+    "time": "date",
+    "datetime": "date",
+    "day": "date",
+    "year": "date",
+    "location": "place",
+    "city": "place",
+    "country": "place",
+    "region": "place",
+    "gpe": "place",
+    "loc": "place",
+    "address": "place",
+    "state": "place",
 }
 
 
@@ -216,6 +287,8 @@ def _normalize(text: str) -> str:
 
 
 def _entity(item: Any, haystack: str) -> Entity | None:
+    raw_text: object
+    raw_kind: object
     if isinstance(item, str):
         raw_text, raw_kind = item, "other"
     elif isinstance(item, dict):
