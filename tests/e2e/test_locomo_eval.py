@@ -8,16 +8,26 @@ from pathlib import Path
 import pytest
 
 from athena.embeddings import LocalEmbedder
-from athena_lab.locomo import chunk_baseline, load_conversation, run_locomo
 from athena_cli.stack import LocalStack
+from athena_lab.locomo import chunk_baseline, load_conversation, run_locomo
 
 pytestmark = pytest.mark.slow
 
 SHARED_LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo"
 REPORT_KEYS = {
-    "recall_at_k", "mean_turns_per_hit", "baseline_recall_at_k", "baseline_mean_turns_per_hit", "chains", "questions",
-    "baseline_hybrid_recall_at_k", "baseline_hybrid_mean_turns_per_hit", "merges", "rejections", "baseline_chunk_sizes",
-    "turns_left_in_short_term_window", "evidence_in_rejected",
+    "recall_at_k",
+    "mean_turns_per_hit",
+    "baseline_recall_at_k",
+    "baseline_mean_turns_per_hit",
+    "chains",
+    "questions",
+    "baseline_hybrid_recall_at_k",
+    "baseline_hybrid_mean_turns_per_hit",
+    "merges",
+    "rejections",
+    "baseline_chunk_sizes",
+    "turns_left_in_short_term_window",
+    "evidence_in_rejected",
 }
 
 
@@ -31,17 +41,25 @@ def first_sessions(source: Path, target: Path, sessions: int) -> Path:
     return target
 
 
-async def test_the_eval_replays_a_conversation_and_reports_recall_beside_both_baselines(stack: LocalStack, tmp_path: Path) -> None:
-    path = first_sessions(SHARED_LOCOMO / "26.json", tmp_path / "26.json", sessions=2)
+async def test_the_eval_replays_eight_sessions_and_recalls_above_its_floor_beside_both_baselines(
+    stack: LocalStack, tmp_path: Path
+) -> None:
+    path = first_sessions(SHARED_LOCOMO / "26.json", tmp_path / "26.json", sessions=8)
     conv = load_conversation(path)
     dumped: list[dict[str, object]] = []
 
     report = await run_locomo(
-        stack.client, f"redis://127.0.0.1:{stack.ports.redis}/0", [path], k=5, embedder=LocalEmbedder(), timeout=240, dump=dumped
+        stack.client,
+        f"redis://127.0.0.1:{stack.ports.redis}/0",
+        [path],
+        k=5,
+        embedder=LocalEmbedder(),
+        timeout=240,
+        dump=dumped,
     )
 
     result = report.as_json()
-    assert REPORT_KEYS <= set(result)
+    assert set(result) >= REPORT_KEYS
     assert result["questions"] == len(conv.questions) > 0 and result["chains"] >= 1
     for key in ("recall_at_k", "baseline_recall_at_k", "baseline_hybrid_recall_at_k"):
         assert 0.0 <= result[key] <= 1.0
@@ -52,18 +70,28 @@ async def test_the_eval_replays_a_conversation_and_reports_recall_beside_both_ba
     unchained = {t.dia_id for t in conv.turns} - chained
     assert result["evidence_in_rejected"] == sum(1 for q in conv.questions if set(q["evidence"]) & unchained)
     assert 0 < result["mean_turns_per_hit"] <= max(len(c["turns"]) for c in dumped[0]["chains"])  # type: ignore[index,union-attr,arg-type]
+    # Regression floor: the shipped defaults find 60 of these 66 questions' evidence (0.909) in hits
+    # of about 11 turns (docs/formation.md, "Measured retrieval"); three questions fewer fails.
+    assert result["recall_at_k"] >= 0.86
+    assert result["mean_turns_per_hit"] <= 12.5
 
 
 async def test_the_hybrid_baseline_finds_the_chunk_holding_a_rare_word_of_the_question(tmp_path: Path) -> None:
     turns = [
-        ("A", "How was your weekend?"), ("B", "Pretty quiet, lots of reading."),
-        ("A", "Same here, I finished a novel."), ("B", "Which one did you read?"),
-        ("A", "Also my neighbour's parrot Zanzibar learned to whistle a tune!"), ("B", "Ha, that must be loud."),
-        ("A", "It is, every single morning."), ("B", "Get some earplugs then."),
+        ("A", "How was your weekend?"),
+        ("B", "Pretty quiet, lots of reading."),
+        ("A", "Same here, I finished a novel."),
+        ("B", "Which one did you read?"),
+        ("A", "Also my neighbour's parrot Zanzibar learned to whistle a tune!"),
+        ("B", "Ha, that must be loud."),
+        ("A", "It is, every single morning."),
+        ("B", "Get some earplugs then."),
     ]
     data = {
         "conversation": {
-            "speaker_a": "A", "speaker_b": "B", "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "speaker_a": "A",
+            "speaker_b": "B",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns)],
         },
         "qa": [{"question": "What did Zanzibar learn?", "answer": "to whistle", "evidence": ["D1:5"], "category": 4}],
