@@ -69,3 +69,21 @@ def test_readme_configuration_table_matches_the_settings() -> None:
 
 def test_every_setting_is_documented() -> None:
     assert all(field.description for field in Settings.model_fields.values())
+
+
+def test_every_setting_that_departs_from_the_seeds_is_in_the_departures_table_and_shown_by_athena_config() -> None:
+    from typer.testing import CliRunner
+
+    from athena.config import SEED_DEPARTURES
+    from athena_cli.main import app
+
+    architecture = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = architecture.split("## Departures from the seeds", 1)[1].split("\n## ", 1)[0]
+    assert SEED_DEPARTURES and set(SEED_DEPARTURES) <= set(Settings.model_fields)
+    missing = [name.upper() for name in SEED_DEPARTURES if name.upper() not in table]
+    assert missing == []
+
+    shown = CliRunner().invoke(app, ["config"], env={"COLUMNS": "400"})
+    assert shown.exit_code == 0, shown.output
+    assert "departs from the seed" in shown.output
+    assert "a probability under the default scorer" in shown.output

@@ -14,7 +14,15 @@ from typing import Annotated
 from pydantic import AwareDatetime, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["ChainScorer", "EmbeddingProvider", "QualityMode", "Settings", "SettingsError", "load_settings"]
+__all__ = [
+    "SEED_DEPARTURES",
+    "ChainScorer",
+    "EmbeddingProvider",
+    "QualityMode",
+    "Settings",
+    "SettingsError",
+    "load_settings",
+]
 
 
 class QualityMode(str, Enum):
@@ -36,6 +44,22 @@ class EmbeddingProvider(str, Enum):
 
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 Port = Annotated[int, Field(ge=0, le=65535)]
+
+
+SEED_DEPARTURES: dict[str, str] = {
+    "chain_scorer": "default continuity (a learned model), not the seed's cosine of two user messages (pair_cosine)",
+    "chain_sim_high": "a probability under the default scorer, default 0.80 (seed: a cosine, 0.72)",
+    "chain_sim_low": "a probability under the default scorer, default 0.50 (seed: a cosine, 0.52)",
+    "topic_analysis_min_confidence": "drops subtopics only: the main topic is kept below it",
+    "stm_idle_flush_seconds": "not in the seed: an idle window is flushed into a segment",
+    "stm_session_gap_seconds": "not in the seed: a long silence before a user message cuts the segment",
+    "memory_os_mtm_quality_mode": "fast and balanced store a stated personal fact with a well-formed summary",
+    "session_merge_max_chain_events": "a merge may not grow a chain past 20 events (seed: no limit; 0 restores it)",
+    "search_lexical_weight": "SearchMemory is hybrid (words and embedding; seed: the embedding; 0 restores it)",
+    "search_size_prior": "shorter chains first among equals (seed: no size prior; 0 restores it)",
+}
+"""Settings whose default or meaning departs from the seeds, with a short why (docs/architecture.md,
+"Departures from the seeds", has each one's reason); `athena config` shows them."""
 
 
 class SettingsError(RuntimeError):
@@ -145,9 +169,9 @@ class Settings(BaseSettings):
     chain_scorer: ChainScorer = ChainScorer.CONTINUITY
     """continuity (default, the learned continuity model; needs the local all-MiniLM-L6-v2 embeddings, cognition refuses to start with another EMBEDDING_PROVIDER / EMBEDDING_MODEL), continuity_agnostic (the same model without the raw embedding among its inputs: works with any embedding model, e.g. EMBEDDING_PROVIDER=openai) or pair_cosine (the seed's cosine between the two most recent user messages)."""
     chain_sim_high: Fraction | None = None
-    """Score at or above which the chain continues (seed CHAIN_SIM_HIGH). Unset: the chosen scorer's calibrated default (pair_cosine: 0.72)."""
+    """Score at or above which the chain continues (seed CHAIN_SIM_HIGH, a cosine of 0.72). Unset: the chosen scorer's calibrated default: under continuity and continuity_agnostic the score is the probability that the topic continues, default 0.80; pair_cosine keeps the seed's cosine and 0.72."""
     chain_sim_low: Fraction | None = None
-    """Score below which the topic breaks (seed CHAIN_SIM_LOW). Unset: the chosen scorer's calibrated default (pair_cosine: 0.52)."""
+    """Score below which the topic breaks (seed CHAIN_SIM_LOW, a cosine of 0.52). Unset: the chosen scorer's calibrated default: 0.50 under continuity (a probability), 0.52 under pair_cosine (the seed's cosine)."""
 
     # --- embeddings -------------------------------------------------------------------------------
     embedding_provider: EmbeddingProvider = EmbeddingProvider.LOCAL
@@ -181,7 +205,7 @@ class Settings(BaseSettings):
     topic_analysis_max_topics: int = Field(default=3, ge=0)
     """Most subtopics kept besides the main topic (seed TOPIC_ANALYSIS_MAX_TOPICS)."""
     topic_analysis_min_confidence: Fraction = 0.6
-    """Topics below this confidence are dropped (seed TOPIC_ANALYSIS_MIN_CONFIDENCE)."""
+    """Subtopics below this confidence are dropped (seed TOPIC_ANALYSIS_MIN_CONFIDENCE); the main topic is kept whatever its confidence, so every chain has a topic."""
     topic_analysis_llm_timeout: float = Field(default=20.0, gt=0)
     """Bound of the LLM analysis call, in seconds (seed TOPIC_ANALYSIS_LLM_TIMEOUT)."""
     mtm_quality_min_score: Fraction = 0.5

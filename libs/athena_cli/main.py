@@ -29,10 +29,9 @@ import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from athena.config import Settings, SettingsError, load_settings  # noqa: E402
+from athena.config import SEED_DEPARTURES, Settings, SettingsError, load_settings  # noqa: E402
 
 if TYPE_CHECKING:
-    from athena.memory.v1 import memory_pb2
     from athena.queue import FairQueue
     from athena_cli.stack import LocalStack
 
@@ -238,10 +237,10 @@ def config_cmd(markdown: bool = typer.Option(False, help="Print the README's con
         return
     s = _settings()
     table = Table(title="Athena settings (from the environment)")
-    for col in ("variable", "value", "default"):
+    for col in ("variable", "value", "default", "departs from the seed"):
         table.add_column(col)
     for name, field in Settings.model_fields.items():
-        table.add_row(name.upper(), repr(getattr(s, name)), repr(field.default))
+        table.add_row(name.upper(), repr(getattr(s, name)), repr(field.default), SEED_DEPARTURES.get(name, ""))
     console.print(table)
 
 
@@ -330,23 +329,22 @@ def forget(
     """Erase everything Athena holds about a user of a tenant (MemoryService.ForgetUser) and print the receipt."""
     import grpc
 
-    from athena.client import AthenaClient, ClientOptions
-    from athena.grpc_util import bad_request_violations
+    from athena_client import AthenaClient, ClientOptions, field_violations
 
     address = target or f"127.0.0.1:{_settings().ingest_grpc_port}"
     roots = ca_file.read_bytes() if ca_file is not None else None
 
-    async def run() -> memory_pb2.ForgetUserResponse:
-        options = ClientOptions(timeout=timeout)
-        async with AthenaClient(
-            address, options=options, api_key=api_key, bearer_token=None if api_key else token, root_certificates=roots
-        ) as client:
-            return await client.forget_user(tenant, user)
-
     try:
-        receipt = asyncio.run(run())
-    except grpc.aio.AioRpcError as exc:
-        violations = bad_request_violations(exc)
+        with AthenaClient(
+            address,
+            options=ClientOptions(timeout=timeout),
+            api_key=api_key,
+            bearer_token=None if api_key else token,
+            root_certificates=roots,
+        ) as client:
+            receipt = client.forget_user(tenant, user)
+    except grpc.RpcError as exc:
+        violations = field_violations(exc)
         detail = "; ".join(f"{field}: {desc}" for field, desc in violations) if violations else exc.details()
         err_console.print(f"[red]ForgetUser failed ({exc.code().name}): {detail}[/red]")
         raise typer.Exit(1) from None

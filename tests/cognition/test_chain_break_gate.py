@@ -192,10 +192,30 @@ async def test_no_time_gap_within_the_limit_without_times_or_when_turned_off() -
     assert (await run(CONVERSATION, 0.99, session_gap=1)).path == "high"  # turns without a time
 
 
-async def test_workflow_skip_comes_before_force_flush() -> None:
+async def test_a_workflow_window_reaching_the_limit_is_flushed_and_the_next_window_continues_the_workflow() -> None:
     window = [
         user("a", workflow_id="w"),
         *(agent(f"obs {i}", type="observation") for i in range(25)),
+        user("b", workflow_id="w"),
+    ]
+    flushed = await run(window, 0.0)
+    assert flushed == Decision(is_break=True, path="force_flush", score=None, scorer="fixed", starts_at=26)
+
+    # The next window starts at the message that was cut off, and the workflow goes on in it unscored.
+    next_window = [*window[flushed.starts_at :], agent("obs 26", type="observation"), user("c", workflow_id="w")]
+    assert (await run(next_window, 0.0)).path == "workflow_skip"
+
+
+async def test_a_first_user_message_after_the_limit_of_agent_events_flushes_them() -> None:
+    window = [*(agent(f"obs {i}", type="observation") for i in range(19)), user("what happened?")]
+    d = await run(window, 0.0)
+    assert (d.is_break, d.path, d.starts_at) == (True, "force_flush", 19)
+
+
+async def test_the_workflow_skip_still_spares_the_similarity_check_below_the_limit() -> None:
+    window = [
+        user("a", workflow_id="w"),
+        *(agent(f"obs {i}", type="observation") for i in range(10)),
         user("b", workflow_id="w"),
     ]
     assert (await run(window, 0.0)).path == "workflow_skip"

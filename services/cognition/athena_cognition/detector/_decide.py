@@ -134,15 +134,17 @@ async def decide(
     ):
         return Decision(is_break=True, path=Path.TIME_GAP, score=None, scorer=name, starts_at=new_index)
 
+    # The force flush holds "independently of similarity" (the seed), so before the first-message and
+    # workflow checks too: a window of one automated execution is cut at the limit like any other.
+    if new_index > 0 and new_index + 1 >= max_events_before_flush:
+        return Decision(is_break=True, path=Path.FORCE_FLUSH, score=None, scorer=name, starts_at=new_index)
+
     users = user_message_indices(window, new_index)
     if len(users) < 2:
         return Decision(is_break=False, path=Path.FIRST_MESSAGE, score=None, scorer=name)
     previous, current = window[users[-2]], window[users[-1]]
-    if _same_run(previous, current):
+    if _same_run(previous, current):  # the skip spares one execution's steps the similarity check only
         return Decision(is_break=False, path=Path.WORKFLOW_SKIP, score=None, scorer=name)
-
-    if new_index + 1 >= max_events_before_flush:
-        return Decision(is_break=True, path=Path.FORCE_FLUSH, score=None, scorer=name, starts_at=new_index)
 
     indices = scorer.needed_indices(window, new_index)
     rows = await embedder.embed([window[i].content for i in indices]) if indices else np.zeros((0, 0))

@@ -16,7 +16,10 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["HeatModel", "importance", "lifecycle_of", "recall_strength"]
+__all__ = ["LIFECYCLES", "HeatModel", "importance", "lifecycle_of", "recall_strength"]
+
+LIFECYCLES = ("hot", "warm", "cooling", "cold", "archived")
+"""Every value of a chain's `lifecycle` (Chain.lifecycle in memory.proto names the same, in this order)."""
 
 
 def importance(*, overall: float, entity_count: int, activity: float) -> float:
