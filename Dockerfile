@@ -31,6 +31,12 @@ RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 
 WORKDIR /src
 
+# The client distribution (clients/python: athena_client, with the public API's generated code the
+# services import) first: pyproject.toml requires athena-client==0.1.0, which is not on PyPI (another
+# project holds that name there); installed here, the requirement below is already met.
+COPY clients/python ./clients/python
+RUN pip install ./clients/python
+
 # Runtime dependencies only (the [dev] extras are not installed), listed from pyproject.toml in
 # their own layer so that a source change does not reinstall them.
 COPY pyproject.toml ./
@@ -45,7 +51,7 @@ COPY README.md ./
 COPY libs ./libs
 COPY services ./services
 RUN pip install --no-deps . \
-    && python -c "import athena_ingest.server, athena_cognition.server, athena_formation.server" \
+    && python -c "import athena_client, athena_ingest.server, athena_cognition.server, athena_formation.server" \
     && python -c "from athena.embeddings import bundled_model_path; p = bundled_model_path(); assert p.is_dir(), p; print('embedding model:', p)"
 
 # ---- runtime ----------------------------------------------------------------------------------------

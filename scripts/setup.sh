@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up Athena on a fresh machine: Debian's redis-server (when missing and root), a virtualenv in .venv
-# with the CPU build of torch and the project with its dev tools and the lab (lab/athena_lab: bench,
-# load, evaluation, training; the `lab` extra adds scikit-learn). Safe to run again.
+# with the CPU build of torch, the client (clients/python) and the project with its dev tools and the
+# lab (lab/athena_lab: bench, load, evaluation, training; the `lab` extra adds scikit-learn). Safe to
+# run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,5 +24,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 # torch first, pinned: the CPU wheel on these machines; any other build pulls gigabytes.
 .venv/bin/python -m pip install -q "torch==2.13.0"
+# The client first: the server depends on it (athena-client, not on PyPI: it is clients/python here).
+.venv/bin/python -m pip install -q -e clients/python
 .venv/bin/python -m pip install -q -e ".[dev,lab]"
 echo "setup done: .venv/bin/athena is ready"

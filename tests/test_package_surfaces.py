@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCT_ROOTS = [ROOT / "libs", *sorted((ROOT / "services").glob("*"))]
+PRODUCT_ROOTS = [ROOT / "clients" / "python", ROOT / "libs", *sorted((ROOT / "services").glob("*"))]
 ALL_ROOTS = [*PRODUCT_ROOTS, ROOT / "lab", ROOT / "tests"]
 
 
@@ -28,7 +28,7 @@ class Import:
 
 def _python_files(root: Path) -> Iterator[Path]:
     for path in root.rglob("*.py"):
-        if "_pb2" not in path.name and ".venv" not in path.parts:
+        if "_pb2" not in path.name and not {".venv", "build"} & set(path.parts):
             yield path
 
 
@@ -59,7 +59,14 @@ def _private_owner(module: str) -> str | None:
 
 
 def _is_ours(module: str) -> bool:
-    return module.split(".")[0] in {"athena", "athena_cli", "athena_ingest", "athena_cognition", "athena_formation"}
+    return module.split(".")[0] in {
+        "athena",
+        "athena_client",
+        "athena_cli",
+        "athena_ingest",
+        "athena_cognition",
+        "athena_formation",
+    }
 
 
 def test_no_product_module_imports_another_packages_private_module() -> None:

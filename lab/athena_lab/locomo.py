@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from athena import keys
-from athena.client import AthenaClient, EventInput
 from athena.embeddings import Embedder
 from athena_cli.demo import wait_until_processed
+from athena_client import AsyncAthenaClient, EventInput
 from athena_formation.search.lexicon import chain_lexicon, query_terms
 from athena_formation.search.ranking import Ranking
 from athena_formation.store.lexical_index import LexiconRow, UserLexicon
@@ -235,7 +235,7 @@ class LocomoReport:
 
 
 async def run_locomo(
-    connect: Callable[..., AthenaClient],
+    connect: Callable[..., AsyncAthenaClient],
     redis_url: str,
     files: Sequence[Path],
     *,

@@ -11,7 +11,7 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from athena import keys
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 
 __all__ = [
     "METADATA_PAIRS",

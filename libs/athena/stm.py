@@ -11,8 +11,8 @@ from athena import keys
 from athena.errors import DependencyUnavailable
 from athena.events import scope_key
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2
 from athena.redis_util import reply_bytes, reply_bytes_list
+from athena_client.memory.v1 import memory_pb2
 
 __all__ = [
     "APPEND_TO_WINDOW_FN",

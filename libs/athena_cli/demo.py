@@ -9,11 +9,11 @@ from rich.progress import Progress
 from rich.table import Table
 
 from athena import keys
-from athena.client import AthenaClient
 from athena.queue import FairQueue, TaskResult, wait_for_results
 from athena.redis_util import connect_redis
 from athena_cli.sample_conversation import SAMPLE_SCOPE, sample_conversation
 from athena_cli.stack import LocalStack
+from athena_client import AsyncAthenaClient
 
 __all__ = ["run_demo", "wait_until_processed"]
 
@@ -31,7 +31,7 @@ async def wait_until_processed(
 
 async def run_demo(stack: LocalStack, *, console: Console, timeout: float) -> None:
     tenant, user, agent = SAMPLE_SCOPE
-    scope = AthenaClient.scope(tenant, user, agent)
+    scope = AsyncAthenaClient.scope(tenant, user, agent)
     turns = sample_conversation()
     responses = []
     async with stack.client() as client:

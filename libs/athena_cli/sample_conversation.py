@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from athena.client import EventInput
+from athena_client import EventInput
 
 __all__ = ["SAMPLE_SCOPE", "sample_conversation"]
 

@@ -23,9 +23,9 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from athena.auth import ApiKeyEntry, bearer_metadata, hash_api_key, mint_hs256, new_api_key
-from athena.client import AthenaClient, ClientOptions
 from athena.local import MongoWireServer, RedisServer, free_ports
 from athena_cli.sample_conversation import SAMPLE_SCOPE
+from athena_client import AsyncAthenaClient, ClientOptions
 
 __all__ = ["LocalStack", "StackCredentials", "StackPorts", "ensure_redis_server_installed"]
 
@@ -139,14 +139,14 @@ class LocalStack:
 
         return self.service_env().get("MONGODB_DATABASE") or str(Settings.model_fields["mongodb_database"].default)
 
-    def client(self, *, tenant_id: str | None = None, options: ClientOptions | None = None) -> AthenaClient:
+    def client(self, *, tenant_id: str | None = None, options: ClientOptions | None = None) -> AsyncAthenaClient:
         """A client of this stack's public API, carrying a credential for `tenant_id` (the dev tenant when None)."""
         roots = self.tls_root_certificates()
         if tenant_id is None:
-            return AthenaClient(
+            return AsyncAthenaClient(
                 self.ingest_target, options=options, api_key=self.credentials.dev_api_key, root_certificates=roots
             )
-        return AthenaClient(
+        return AsyncAthenaClient(
             self.ingest_target,
             options=options,
             bearer_token=self.credentials.token_for(tenant_id),

@@ -10,10 +10,10 @@ import grpc
 import pytest
 from support.cognition_harness import CREDENTIALS, SCOPE, CognitionProcess, RecordingFormation
 
-from athena.client import AthenaClient, ClientOptions
 from athena.config import load_settings
 from athena.internal.v1 import formation_pb2_grpc
 from athena.local import MongoWireServer, RedisServer, free_port
+from athena_client import AsyncAthenaClient, ClientOptions
 from athena_ingest.server import build_ingest
 
 
@@ -32,7 +32,7 @@ async def formation() -> AsyncIterator[tuple[RecordingFormation, int]]:
 @pytest.fixture
 async def client(
     redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, redis
-) -> AsyncIterator[AthenaClient]:
+) -> AsyncIterator[AsyncAthenaClient]:
     settings = load_settings(
         redis_url=redis_server.url,
         mongodb_uri=mongo_server.url,
@@ -44,7 +44,7 @@ async def client(
     host, _ = await build_ingest(settings)
     await host.start()
     token = CREDENTIALS.token_for(SCOPE.tenant_id)
-    async with AthenaClient(
+    async with AsyncAthenaClient(
         f"127.0.0.1:{host.bound_port}", options=ClientOptions(max_attempts=1), bearer_token=token
     ) as c:
         yield c

@@ -21,8 +21,8 @@ from support.fake_openai import FakeOpenAI
 from typer.testing import CliRunner
 
 from athena import keys
-from athena.client import AthenaClient, EventInput
 from athena.config import SettingsError, load_settings
+from athena_client import AsyncAthenaClient, EventInput
 from athena_cognition.detector import (
     AgnosticContinuityScorer,
     Turn,
@@ -144,7 +144,7 @@ def test_the_agnostic_score_depends_on_the_vectors_only_through_their_cosines() 
 
 @pytest.mark.slow
 async def test_cognition_with_the_agnostic_scorer_decides_on_256_d_vectors_and_dead_letters_nothing(
-    client: AthenaClient, formation, cognition, redis, fake_embeddings: FakeOpenAI
+    client: AsyncAthenaClient, formation, cognition, redis, fake_embeddings: FakeOpenAI
 ) -> None:
     cognition(**_openai_env(fake_embeddings, "continuity_agnostic"))
     stored = [await client.store_event(SCOPE, EventInput(role, text)) for role, text in (*KYOTO, PYTHON)]

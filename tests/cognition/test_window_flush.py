@@ -15,9 +15,9 @@ from support.cognition_harness import SCOPE, SCOPE_ID, RecordingFormation, task_
 from support.fake_openai import FakeOpenAI
 
 from athena import keys
-from athena.client import AthenaClient, EventInput
 from athena.grpc_util import bad_request_violations
 from athena.internal.v1 import formation_pb2
+from athena_client import AsyncAthenaClient, EventInput
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +57,7 @@ async def _until(condition, *, timeout: float = 90.0) -> None:  # type: ignore[n
 
 
 async def test_flush_window_forms_the_window_after_the_tasks_queued_before_it_and_once(
-    client: AthenaClient, formation, cognition, redis, fake_env: dict[str, str]
+    client: AsyncAthenaClient, formation, cognition, redis, fake_env: dict[str, str]
 ) -> None:
     servicer, _ = formation
     stored = [await client.store_event(SCOPE, EventInput(role, text)) for role, text in FACTS]
@@ -82,18 +82,20 @@ async def test_flush_window_forms_the_window_after_the_tasks_queued_before_it_an
     assert (empty.task_id, empty.events, empty.duplicate) == ("", 0, False)
 
 
-async def test_flush_window_is_refused_for_another_tenant_and_names_a_bad_scope_field(client: AthenaClient) -> None:
+async def test_flush_window_is_refused_for_another_tenant_and_names_a_bad_scope_field(
+    client: AsyncAthenaClient,
+) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as err:
-        await client.flush_window(AthenaClient.scope("globex", "alice", "helper"))
+        await client.flush_window(AsyncAthenaClient.scope("globex", "alice", "helper"))
     assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
     with pytest.raises(grpc.aio.AioRpcError) as err:
-        await client.flush_window(AthenaClient.scope("acme", "alice", ""))
+        await client.flush_window(AsyncAthenaClient.scope("acme", "alice", ""))
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert [f for f, _ in bad_request_violations(err.value)] == ["scope.agent_id"]
 
 
 async def test_a_quiet_window_is_flushed_once_by_two_cognition_processes_across_a_restart(
-    client: AthenaClient, formation, cognition, redis, fake_env: dict[str, str]
+    client: AsyncAthenaClient, formation, cognition, redis, fake_env: dict[str, str]
 ) -> None:
     servicer, _ = formation
     env = {**fake_env, "STM_IDLE_FLUSH_SECONDS": "2"}
@@ -119,7 +121,7 @@ async def test_a_quiet_window_is_flushed_once_by_two_cognition_processes_across_
 
 
 async def test_a_user_message_after_a_long_gap_closes_the_segment_before_it(
-    client: AthenaClient, formation, cognition, redis, fake_env: dict[str, str]
+    client: AsyncAthenaClient, formation, cognition, redis, fake_env: dict[str, str]
 ) -> None:
     servicer, _ = formation
     yesterday = datetime.now(UTC) - timedelta(hours=20)

@@ -14,13 +14,13 @@ import pytest
 from support.cognition_harness import KYOTO, PYTHON, SCOPE, SCOPE_ID, task_result
 
 from athena import keys
-from athena.client import AthenaClient, EventInput
+from athena_client import AsyncAthenaClient, EventInput
 
 pytestmark = pytest.mark.slow
 
 
 async def test_a_topic_change_hands_the_finished_segment_to_formation(
-    client: AthenaClient, formation, cognition, redis
+    client: AsyncAthenaClient, formation, cognition, redis
 ) -> None:
     servicer, _ = formation
     cognition()
@@ -38,7 +38,7 @@ async def test_a_topic_change_hands_the_finished_segment_to_formation(
 
 
 async def test_a_worker_killed_during_the_hand_off_leads_to_exactly_one_segment(
-    client: AthenaClient, formation, cognition, redis
+    client: AsyncAthenaClient, formation, cognition, redis
 ) -> None:
     servicer, _ = formation
     servicer.release.clear()  # formation holds every FormChain open
@@ -63,7 +63,7 @@ async def test_a_worker_killed_during_the_hand_off_leads_to_exactly_one_segment(
 
 
 async def test_sigterm_releases_the_task_in_flight_after_the_grace_and_exits_cleanly(
-    client: AthenaClient, formation, cognition, redis
+    client: AsyncAthenaClient, formation, cognition, redis
 ) -> None:
     servicer, _ = formation
     servicer.release.clear()

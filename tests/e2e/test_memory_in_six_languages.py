@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from athena.client import AthenaClient, EventInput
-from athena.memory.v1 import memory_pb2
 from athena_cli.stack import LocalStack, StackPorts
+from athena_client import AsyncAthenaClient, EventInput
+from athena_client.memory.v1 import memory_pb2
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +86,7 @@ def _holds(hit: memory_pb2.SearchHit, event_id: str) -> bool:
     return event_id in hit.event_ids
 
 
-async def _chained(client: AthenaClient, scope: memory_pb2.Scope, event_id: str, *, timeout: float = 90.0) -> bool:
+async def _chained(client: AsyncAthenaClient, scope: memory_pb2.Scope, event_id: str, *, timeout: float = 90.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(event_id in c.event_ids for c in await client.list_chains(scope)):
@@ -100,7 +100,7 @@ async def test_a_stated_fact_is_found_at_once_formed_when_the_user_leaves_and_ra
     stack: LocalStack, language: str
 ) -> None:
     greeting, fact, question = CONVERSATIONS[language]
-    scope = AthenaClient.scope(TENANT, f"user-{language}", "assistant")
+    scope = AsyncAthenaClient.scope(TENANT, f"user-{language}", "assistant")
     async with stack.client(tenant_id=TENANT) as client:
         for role, text in greeting:
             await client.store_event(scope, EventInput(role, text))
@@ -109,7 +109,9 @@ async def test_a_stated_fact_is_found_at_once_formed_when_the_user_leaves_and_ra
         await client.store_event(scope, EventInput(*fact[1]))
 
         formed = await _chained(client, scope, stated.event_id)  # nobody flushes: the idle flush does
-        at_the_end = await client.search_memory(AthenaClient.scope(TENANT, f"user-{language}", ""), question, limit=3)
+        at_the_end = await client.search_memory(
+            AsyncAthenaClient.scope(TENANT, f"user-{language}", ""), question, limit=3
+        )
 
     print(
         f"{language}: at once {[memory_pb2.HitSource.Name(h.source) for h in at_once if _holds(h, stated.event_id)]}, "
@@ -121,7 +123,7 @@ async def test_a_stated_fact_is_found_at_once_formed_when_the_user_leaves_and_ra
 
 
 async def test_a_user_who_only_greets_forms_no_chain(stack: LocalStack) -> None:
-    scope = AthenaClient.scope(TENANT, "just-hello", "assistant")
+    scope = AsyncAthenaClient.scope(TENANT, "just-hello", "assistant")
     async with stack.client(tenant_id=TENANT) as client:
         for role, text in SMALL_TALK_ONLY:
             await client.store_event(scope, EventInput(role, text))

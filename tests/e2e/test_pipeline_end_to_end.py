@@ -8,11 +8,11 @@ import grpc
 import pytest
 
 from athena import keys
-from athena.client import AthenaClient
 from athena.grpc_util import bad_request_violations
 from athena_cli.demo import wait_until_processed
 from athena_cli.sample_conversation import SAMPLE_SCOPE, sample_conversation
 from athena_cli.stack import LocalStack
+from athena_client import AsyncAthenaClient
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 async def processed(stack: LocalStack) -> dict:
     """Replays the sample conversation once and waits until every user message was decided."""
-    scope = AthenaClient.scope(*SAMPLE_SCOPE)
+    scope = AsyncAthenaClient.scope(*SAMPLE_SCOPE)
     async with stack.client() as client:
         responses = [await client.store_event(scope, turn) for turn in sample_conversation()]
     task_ids = [r.task_id for r in responses if r.task_id]
@@ -56,7 +56,7 @@ async def test_topics_become_chains_small_talk_is_rejected_and_a_returning_topic
     assert "FORM_OUTCOME_REJECTED" in outcomes
     assert "FORM_OUTCOME_MERGED" in outcomes
     async with stack.client() as client:
-        chains = await client.list_chains(AthenaClient.scope(*SAMPLE_SCOPE))
+        chains = await client.list_chains(AsyncAthenaClient.scope(*SAMPLE_SCOPE))
     assert len(chains) == outcomes.count("FORM_OUTCOME_CREATED")
     assert all(c.topic and c.summary and c.quality.overall >= 0.5 for c in chains)
     assert any(c.merge_count >= 1 for c in chains)
@@ -67,32 +67,28 @@ async def test_search_memory_through_the_public_api_finds_the_returning_topic(
 ) -> None:
     async with stack.client() as client:
         hits = await client.search_memory(
-            AthenaClient.scope(*SAMPLE_SCOPE), "Which Kyoto temples need a reservation?", limit=3
+            AsyncAthenaClient.scope(*SAMPLE_SCOPE), "Which Kyoto temples need a reservation?", limit=3
         )
         assert hits and "kyoto" in (hits[0].chain.topic + hits[0].chain.summary).lower()
         assert hits[0].chain.recall_count >= 1  # the answer carries the chain as this recall warmed it
         for _ in range(50):  # the warm-up itself is written just after the answer
-            chain = await client.get_chain(AthenaClient.scope(*SAMPLE_SCOPE), hits[0].chain.id)
+            chain = await client.get_chain(AsyncAthenaClient.scope(*SAMPLE_SCOPE), hits[0].chain.id)
             if chain.recall_count >= 1:
                 break
             await asyncio.sleep(0.1)
         assert chain.id == hits[0].chain.id and chain.recall_count >= 1
-        context = await client._stub.GetContext(
-            __import__("athena.memory.v1.memory_pb2", fromlist=["x"]).GetContextRequest(
-                scope=AthenaClient.scope(*SAMPLE_SCOPE), query="JR Pass for Kyoto and Nara", chain_limit=2
-            ),
-            timeout=30,
-            metadata=client.options.metadata,
+        context = await client.get_context(
+            AsyncAthenaClient.scope(*SAMPLE_SCOPE), query="JR Pass for Kyoto and Nara", chain_limit=2
         )
-        assert context.relevant_chains and context.events
+        assert context.relevant_chains and context.events and len(context.relevant_chains) <= 2
 
 
 async def test_search_finds_the_open_turns_beside_the_chains_cognition_formed_and_no_event_twice(
     processed: dict, stack: LocalStack
 ) -> None:
-    from athena.memory.v1 import memory_pb2
+    from athena_client.memory.v1 import memory_pb2
 
-    scope = AthenaClient.scope(*SAMPLE_SCOPE)
+    scope = AsyncAthenaClient.scope(*SAMPLE_SCOPE)
     async with stack.client() as client:
         window = await client.get_full_context(scope)
         chained = {e for c in await client.list_chains(scope) for e in c.event_ids}
@@ -117,7 +113,7 @@ async def test_search_finds_the_open_turns_beside_the_chains_cognition_formed_an
 async def test_bad_search_input_is_refused_by_ingest_with_the_field_named(stack: LocalStack) -> None:
     async with stack.client(tenant_id="acme") as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:
-            await client.search_memory(AthenaClient.scope("acme", "alice", "x"), "   ")
+            await client.search_memory(AsyncAthenaClient.scope("acme", "alice", "x"), "   ")
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert [f for f, _ in bad_request_violations(err.value)] == ["query"]
 

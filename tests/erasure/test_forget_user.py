@@ -18,17 +18,17 @@ from typer.testing import CliRunner
 
 from athena import keys
 from athena.auth import BearerCredentialInterceptor, bearer_metadata
-from athena.client import AthenaClient, ClientOptions, EventInput
 from athena.formation_client import FormationClient
 from athena.grpc_util import bad_request_violations
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.local import MongoWireServer, RedisServer
-from athena.memory.v1 import memory_pb2
 from athena.queue import FairQueue, chain_check_task
 from athena.stm import ShortTermWindow
 from athena.tombstones import MongoTombstones, erased_at_now, write_redis_tombstone
 from athena_cli.main import app
 from athena_cli.stack import StackCredentials
+from athena_client import AsyncAthenaClient, ClientOptions, EventInput
+from athena_client.memory.v1 import memory_pb2
 from athena_cognition.chain_check import ChainCheckHandler
 from athena_formation.server import Formation, build_formation
 from athena_ingest.server import build_ingest
@@ -87,8 +87,8 @@ class Stack:
         self.db = mongo[db]
         self.credentials = credentials
 
-    def client(self, tenant_id: str, *, timeout: float) -> AthenaClient:
-        return AthenaClient(
+    def client(self, tenant_id: str, *, timeout: float) -> AsyncAthenaClient:
+        return AsyncAthenaClient(
             self.target,
             options=ClientOptions(timeout=timeout, max_attempts=1),
             bearer_token=self.credentials.token_for(tenant_id),
@@ -117,7 +117,7 @@ async def stack(
     await formation.host.shutdown()
 
 
-async def _converse(client: AthenaClient, scope: memory_pb2.Scope, turns) -> None:  # type: ignore[no-untyped-def]
+async def _converse(client: AsyncAthenaClient, scope: memory_pb2.Scope, turns) -> None:  # type: ignore[no-untyped-def]
     await client.store_events(scope, [EventInput(role, text) for role, text in turns])
 
 

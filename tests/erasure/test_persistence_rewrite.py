@@ -17,10 +17,10 @@ from redis.asyncio import Redis
 from support.in_process import in_process_settings
 
 from athena import keys
-from athena.client import AthenaClient, ClientOptions, EventInput
 from athena.local import MongoWireServer, RedisServer, free_port
-from athena.memory.v1 import memory_pb2
 from athena_cli.stack import StackCredentials
+from athena_client import AsyncAthenaClient, ClientOptions, EventInput
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.server import build_formation
 from athena_ingest.persistence_rewrite import PersistenceRewrite, Step
 from athena_ingest.server import build_ingest_parts
@@ -97,7 +97,7 @@ async def test_forget_user_leaves_none_of_the_users_text_in_redis_files_once_the
     await ingest.host.start()
     assert ingest.persistence_rewrite is not None
     loop: asyncio.Task[None] | None = None
-    client = AthenaClient(
+    client = AsyncAthenaClient(
         f"127.0.0.1:{ingest.host.bound_port}",
         options=ClientOptions(timeout=30, max_attempts=1),
         bearer_token=credentials.token_for("acme"),

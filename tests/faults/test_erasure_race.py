@@ -20,10 +20,10 @@ from redis.asyncio import Redis
 from support.pipeline_ledger import Acked, StackFactory, conversation, read_ledger, wait_decided
 
 from athena import keys
-from athena.client import AthenaClient
 from athena.stm import parse_event
 from athena.tombstones import millis
 from athena_cli.stack import LocalStack
+from athena_client import AsyncAthenaClient
 from athena_ingest.ingestor import event_id_millis
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ async def _talk(
     stack: LocalStack, user_id: str, agent_id: str, topic_seed: int, stop: asyncio.Event, out: list[Sent]
 ) -> None:
     """Store one conversation's turns (round after round) until told to stop; record each acknowledgement."""
-    scope = AthenaClient.scope(TENANT, user_id, agent_id)
+    scope = AsyncAthenaClient.scope(TENANT, user_id, agent_id)
     turns = conversation(user_index=topic_seed, topics=6)
     async with stack.client(tenant_id=TENANT) as client:
         i = 0

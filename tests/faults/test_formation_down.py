@@ -18,9 +18,9 @@ from support.pipeline_ledger import (
 )
 
 from athena import keys
-from athena.client import AthenaClient
 from athena.errors import DependencyUnavailable
 from athena.queue import FairQueue, NoBackoff, RetryPolicy, WorkerPool, chain_check_task
+from athena_client import AsyncAthenaClient
 
 TENANT = "faults-formation"
 USERS = 3
@@ -74,7 +74,7 @@ async def test_formation_down_cognition_backs_off_and_every_segment_forms_once_a
 async def _run_until_settled(redis, handler, *, retry) -> dict:
     """One chain-check task through a real worker pool until it is done or dead-lettered; its result."""
     queue = FairQueue(redis, lease_seconds=5, retry=retry)
-    scope = AthenaClient.scope("t", "u", "a")
+    scope = AsyncAthenaClient.scope("t", "u", "a")
     await queue.enqueue(chain_check_task(scope=scope, event_id="ev1"))
     pool = WorkerPool(queue, handler, count=1, claim_timeout=0.2, maintenance_interval=0.05)
     await pool.start()

@@ -19,7 +19,7 @@ from support.pipeline_ledger import (
 )
 
 from athena import keys
-from athena.client import AthenaClient, ClientOptions, EventInput
+from athena_client import AsyncAthenaClient, ClientOptions, EventInput
 
 pytestmark = pytest.mark.slow
 
@@ -70,7 +70,7 @@ async def test_mongo_down_store_event_is_unavailable_and_partial_nothing_then_pr
             )
             async with stack.client(tenant_id=TENANT, options=ClientOptions(max_attempts=1, timeout=15)) as client:
                 with pytest.raises(grpc.aio.AioRpcError) as refused:
-                    await client.store_event(AthenaClient.scope(TENANT, PROBE, "agent"), probe)
+                    await client.store_event(AsyncAthenaClient.scope(TENANT, PROBE, "agent"), probe)
             state_during = _redis_state(redis, probe_scope)
             await asyncio.sleep(2.0)
             await asyncio.to_thread(stack.mongo.start)

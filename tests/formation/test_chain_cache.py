@@ -7,7 +7,7 @@ from typing import Any
 from support.formation_data import KYOTO, KYOTO_AGAIN, SCOPE, make_segment
 
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.server import Formation
 from athena_formation.store.chain_cache import ChainDocCache
 

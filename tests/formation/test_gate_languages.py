@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from athena.embeddings import LocalEmbedder
-from athena.memory.v1 import memory_pb2 as pb
+from athena_client.memory.v1 import memory_pb2 as pb
 from athena_formation.forming.analysis import analyze
 from athena_formation.forming.quality_gate import QualityReport, assess_quality
 

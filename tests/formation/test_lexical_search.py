@@ -10,8 +10,8 @@ import pytest
 from support.formation_data import COOKING, KYOTO, PYTHON_BUG, SCOPE, make_segment
 
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2
 from athena.tombstones import erased_at_now
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.search.lexicon import MAX_LEXICON_TERMS, chain_lexicon, query_terms, terms
 from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation

@@ -21,23 +21,23 @@ from support.in_process import in_process_settings
 
 from athena import keys
 from athena.auth import BearerCredentialInterceptor
-from athena.client import AthenaClient, ClientOptions, EventInput
 from athena.events import scope_key
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.local import MongoWireServer, RedisServer
-from athena.memory.v1 import memory_pb2
 from athena.stm import ShortTermWindow
 from athena.tombstones import erased_at_now, write_redis_tombstone
 from athena_cli.stack import StackCredentials
+from athena_client import AsyncAthenaClient, ClientOptions, EventInput
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.server import Formation, build_formation
 from athena_ingest.open_events import newest_events
 from athena_ingest.server import build_ingest
 
 WINDOW = memory_pb2.HIT_SOURCE_WINDOW
 CHAIN = memory_pb2.HIT_SOURCE_CHAIN
-TRAVEL = AthenaClient.scope("acme", "alice", "travel")
-COOKING = AthenaClient.scope("acme", "alice", "cooking")
-ALL_AGENTS = AthenaClient.scope("acme", "alice", "")
+TRAVEL = AsyncAthenaClient.scope("acme", "alice", "travel")
+COOKING = AsyncAthenaClient.scope("acme", "alice", "cooking")
+ALL_AGENTS = AsyncAthenaClient.scope("acme", "alice", "")
 
 DOG = [
     ("user", "We adopted a rescue beagle last week and named him Pepperoni."),
@@ -69,8 +69,8 @@ class Stack:
     redis: Redis
     formation: Formation
 
-    def client(self, tenant_id: str = "acme") -> AthenaClient:
-        return AthenaClient(
+    def client(self, tenant_id: str = "acme") -> AsyncAthenaClient:
+        return AsyncAthenaClient(
             self.target,
             options=ClientOptions(timeout=30, max_attempts=1),
             bearer_token=self.credentials.token_for(tenant_id),
@@ -118,7 +118,7 @@ async def stack(
 
 
 async def _store(
-    client: AthenaClient, scope: memory_pb2.Scope, turns: list[tuple[str, str]], **metadata: str
+    client: AsyncAthenaClient, scope: memory_pb2.Scope, turns: list[tuple[str, str]], **metadata: str
 ) -> list[str]:
     results = await client.store_events(scope, [EventInput(role, text, metadata=metadata) for role, text in turns])
     return [r.event_id for r in results.results]
@@ -233,16 +233,16 @@ async def test_metadata_filters_apply_to_window_hits_by_exact_key_and_value(stac
 async def test_another_users_or_tenants_window_never_appears(stack: Stack) -> None:
     async with stack.client("globex") as globex, stack.client("acme") as acme:
         await _store(
-            globex, AthenaClient.scope("globex", "alice", "travel"), DOG
+            globex, AsyncAthenaClient.scope("globex", "alice", "travel"), DOG
         )  # same user and agent ids, other tenant
-        await _store(acme, AthenaClient.scope("acme", "bob", "travel"), DOG)  # same tenant, other user
+        await _store(acme, AsyncAthenaClient.scope("acme", "bob", "travel"), DOG)  # same tenant, other user
         await _store(acme, TRAVEL, CURRY)
         mine = await acme.search_memory(TRAVEL, "my beagle Pepperoni", limit=10)
         all_mine = await acme.search_memory(ALL_AGENTS, "my beagle Pepperoni", limit=10)
-        bobs = await acme.search_memory(AthenaClient.scope("acme", "bob", ""), "my beagle Pepperoni", limit=10)
+        bobs = await acme.search_memory(AsyncAthenaClient.scope("acme", "bob", ""), "my beagle Pepperoni", limit=10)
 
     assert mine == [] and all_mine == []
-    assert [h.chain.scope for h in bobs] == [AthenaClient.scope("acme", "bob", "travel")]
+    assert [h.chain.scope for h in bobs] == [AsyncAthenaClient.scope("acme", "bob", "travel")]
 
 
 async def test_events_the_users_tombstone_erases_are_not_found_even_before_the_erasure_removed_them(
@@ -261,9 +261,9 @@ async def test_events_the_users_tombstone_erases_are_not_found_even_before_the_e
 async def test_forget_user_leaves_no_open_event_and_none_of_its_words_in_formation(stack: Stack) -> None:
     async with stack.client() as client, stack.client("globex") as globex:
         mine = await _store(client, TRAVEL, DOG)
-        theirs = await _store(globex, AthenaClient.scope("globex", "alice", "travel"), DOG)
+        theirs = await _store(globex, AsyncAthenaClient.scope("globex", "alice", "travel"), DOG)
         assert await client.search_memory(TRAVEL, "Pepperoni") and await globex.search_memory(
-            AthenaClient.scope("globex", "alice", "travel"), "Pepperoni"
+            AsyncAthenaClient.scope("globex", "alice", "travel"), "Pepperoni"
         )
         cached = stack.formation.recall.open_terms._counts
         assert set(mine) | set(theirs) <= set(cached)  # the words of the open events, kept between searches

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from athena.memory.v1 import memory_pb2 as pb
+from athena_client.memory.v1 import memory_pb2 as pb
 from athena_formation.forming.analysis import Analysis, analyze
 from athena_formation.forming.personal_facts import personal_fact_sentences, states_personal_fact
 from athena_formation.forming.quality_gate import QualityReport, assess_quality

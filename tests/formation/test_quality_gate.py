@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from athena.config import QualityMode
-from athena.memory.v1 import memory_pb2 as pb
+from athena_client.memory.v1 import memory_pb2 as pb
 from athena_formation.forming.analysis import Analysis, Topic, analyze
 from athena_formation.forming.quality_gate import MODES, QualityReport, assess_quality
 

@@ -10,7 +10,7 @@ import pytest
 from support.formation_data import COOKING, KYOTO, PYTHON_BUG, SCOPE, make_segment, milvus_ids
 
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.server import Formation
 
 OTHER_TENANT = memory_pb2.Scope(tenant_id="globex", user_id="alice", agent_id="helper")

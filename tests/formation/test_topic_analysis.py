@@ -16,7 +16,7 @@ import pytest
 from support.fake_openai import FakeOpenAI, fake_openai_server
 
 from athena.llm import LLMClient
-from athena.memory.v1 import memory_pb2 as pb
+from athena_client.memory.v1 import memory_pb2 as pb
 from athena_formation.forming.analysis import ENTITY_KINDS, SMALL_TALK, Analysis, Entity, Topic, analyze
 
 U, A = pb.ROLE_USER, pb.ROLE_AGENT

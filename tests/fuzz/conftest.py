@@ -12,10 +12,10 @@ from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 from stack_target import TENANT, Target
 
-from athena.client import ClientOptions
 from athena.config import load_settings
 from athena.stores import EventLog
 from athena_cli.stack import LocalStack, StackPorts
+from athena_client import ClientOptions
 
 
 @pytest.fixture(scope="module")

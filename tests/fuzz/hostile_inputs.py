@@ -12,7 +12,7 @@ from google.protobuf import timestamp_pb2
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 
 T = TypeVar("T")
 

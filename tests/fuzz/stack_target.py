@@ -9,10 +9,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from redis.asyncio import Redis
 
 from athena import keys
-from athena.client import AthenaClient
-from athena.memory.v1 import memory_pb2
 from athena.stores import EventLog
 from athena_cli.stack import LocalStack
+from athena_client import AsyncAthenaClient
+from athena_client.memory.v1 import memory_pb2
 
 TENANT = "fuzz"
 """The tenant every fuzzing client holds a credential for."""
@@ -33,7 +33,7 @@ class Target:
     """The running stack as the tests see it: a client, a raw channel and the stores behind."""
 
     stack: LocalStack
-    client: AthenaClient
+    client: AsyncAthenaClient
     channel: grpc.aio.Channel
     event_log: EventLog
     redis: Redis

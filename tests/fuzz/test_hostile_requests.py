@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from stack_target import TENANT, Footprint, Target
 from support.hostile import call_raw, check_refusal, refused_fields
 
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 
 
 def _refused(err: grpc.aio.AioRpcError) -> None:

@@ -4,14 +4,14 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from athena.client import AthenaClient, ClientOptions
 from athena.config import load_settings
 from athena.local import MongoWireServer, RedisServer, free_port
 from athena_cli.stack import StackCredentials
+from athena_client import AsyncAthenaClient, ClientOptions
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.server import build_ingest
 
-ClientFor = Callable[..., AthenaClient]
+ClientFor = Callable[..., AsyncAthenaClient]
 """client_for(tenant_id=None, *, options=None): a client of the in-process ingest for that tenant."""
 
 
@@ -47,18 +47,18 @@ async def ingest(
 def client_for(ingest: Ingestor, credentials: StackCredentials) -> ClientFor:
     """Clients of the in-process ingest carrying a JWT for `tenant_id` (the dev API key when None)."""
 
-    def make(tenant_id: str | None = None, *, options: ClientOptions | None = None) -> AthenaClient:
+    def make(tenant_id: str | None = None, *, options: ClientOptions | None = None) -> AsyncAthenaClient:
         opts = options or ClientOptions(timeout=5, max_attempts=1)
         target = ingest.target  # type: ignore[attr-defined]
         if tenant_id is None:
-            return AthenaClient(target, options=opts, api_key=credentials.dev_api_key)
-        return AthenaClient(target, options=opts, bearer_token=credentials.token_for(tenant_id))
+            return AsyncAthenaClient(target, options=opts, api_key=credentials.dev_api_key)
+        return AsyncAthenaClient(target, options=opts, bearer_token=credentials.token_for(tenant_id))
 
     return make
 
 
 @pytest.fixture
-async def client(client_for: ClientFor) -> AsyncIterator[AthenaClient]:
+async def client(client_for: ClientFor) -> AsyncIterator[AsyncAthenaClient]:
     """A client of the in-process ingest for the tenant the ingest tests use ("acme")."""
     async with client_for("acme") as c:
         yield c

@@ -13,14 +13,14 @@ import pytest
 from support.hostile import refused_fields
 
 from athena import keys
-from athena.client import AthenaClient, ContextPage, EventInput
 from athena.events import scope_key
-from athena.memory.v1 import memory_pb2
+from athena_client import AsyncAthenaClient, ContextPage, EventInput
+from athena_client.memory.v1 import memory_pb2
 from athena_ingest import context_page
 from athena_ingest.context_page import TRANSPORT_LIMIT_BYTES, fit_chains
 from athena_ingest.ingestor import Ingestor
 
-SCOPE = AthenaClient.scope("acme", "alice", "helper")
+SCOPE = AsyncAthenaClient.scope("acme", "alice", "helper")
 WINDOW = keys.stm_window_key(scope_key(SCOPE))
 BIG_WINDOW = 200
 """Events of the largest content size: together well past the transport limit."""
@@ -28,7 +28,7 @@ BATCH = 50
 """Events per StoreEvents call (a request is under the same 4 MiB limit)."""
 
 
-async def _store(client: AthenaClient, contents: list[str]) -> list[str]:
+async def _store(client: AsyncAthenaClient, contents: list[str]) -> list[str]:
     """Stores the contents in order, in batches; returns the stored event ids in that order."""
     ids: list[str] = []
     for at in range(0, len(contents), BATCH):
@@ -37,14 +37,14 @@ async def _store(client: AthenaClient, contents: list[str]) -> list[str]:
     return ids
 
 
-async def _fill_past_the_transport_limit(client: AthenaClient, ingest: Ingestor) -> list[str]:
+async def _fill_past_the_transport_limit(client: AsyncAthenaClient, ingest: Ingestor) -> list[str]:
     size = ingest.limits.max_content_bytes
     ids = await _store(client, [f"{i:04d} ".ljust(size, "x") for i in range(BIG_WINDOW)])
     assert BIG_WINDOW * size > TRANSPORT_LIMIT_BYTES
     return ids
 
 
-async def _pages(client: AthenaClient, *, limit: int = 0) -> list[ContextPage]:
+async def _pages(client: AsyncAthenaClient, *, limit: int = 0) -> list[ContextPage]:
     return [page async for page in client.context_pages(SCOPE, limit=limit)]
 
 
@@ -58,7 +58,7 @@ def _answer_bytes(page: ContextPage) -> int:
 
 
 async def test_a_window_past_the_transport_limit_comes_in_pages_holding_it_exactly_once_in_order(
-    client: AthenaClient, ingest: Ingestor
+    client: AsyncAthenaClient, ingest: Ingestor
 ) -> None:
     ids = await _fill_past_the_transport_limit(client, ingest)
 
@@ -73,7 +73,7 @@ async def test_a_window_past_the_transport_limit_comes_in_pages_holding_it_exact
 
 
 async def test_a_limit_smaller_than_the_window_pages_only_through_the_limit(
-    client: AthenaClient, ingest: Ingestor
+    client: AsyncAthenaClient, ingest: Ingestor
 ) -> None:
     ids = await _fill_past_the_transport_limit(client, ingest)
 
@@ -83,7 +83,7 @@ async def test_a_limit_smaller_than_the_window_pages_only_through_the_limit(
     assert _oldest_first(pages) == ids[-150:]
 
 
-async def test_a_small_window_is_one_page_without_a_token(client: AthenaClient) -> None:
+async def test_a_small_window_is_one_page_without_a_token(client: AsyncAthenaClient) -> None:
     await _store(client, ["one", "two", "three"])
 
     page = await client.get_context(SCOPE)
@@ -118,7 +118,9 @@ def _token(body: Any) -> str:
         _token({"e": "ev_1", "i": 3, "x": 1}),
     ],
 )
-async def test_a_malformed_page_token_is_invalid_argument_naming_page_token(client: AthenaClient, token: str) -> None:
+async def test_a_malformed_page_token_is_invalid_argument_naming_page_token(
+    client: AsyncAthenaClient, token: str
+) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await client.get_context(SCOPE, page_token=token)
     assert refused_fields(err.value) == ["page_token"]
@@ -131,7 +133,9 @@ def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("small_pages")
-async def test_a_page_whose_anchor_left_the_window_is_empty_without_a_token(client: AthenaClient, redis: Any) -> None:
+async def test_a_page_whose_anchor_left_the_window_is_empty_without_a_token(
+    client: AsyncAthenaClient, redis: Any
+) -> None:
     await _store(client, [f"message {i}" for i in range(20)])
     first = await client.get_context(SCOPE)
     assert first.next_page_token and 0 < len(first) < 20
@@ -144,7 +148,7 @@ async def test_a_page_whose_anchor_left_the_window_is_empty_without_a_token(clie
 
 @pytest.mark.usefixtures("small_pages")
 async def test_events_cut_or_stored_between_pages_leave_the_rest_of_the_selection_exactly_once(
-    client: AthenaClient, redis: Any
+    client: AsyncAthenaClient, redis: Any
 ) -> None:
     ids = await _store(client, [f"message {i}" for i in range(20)])
     pages = [await client.get_context(SCOPE)]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from athena.client import AthenaClient, EventInput
 from athena.events import to_timestamp
-from athena.memory.v1 import memory_pb2
+from athena_client import AsyncAthenaClient, EventInput
+from athena_client.memory.v1 import memory_pb2
 from athena_ingest.ingestor import Ingestor, new_event_id
 
-SCOPE = AthenaClient.scope("acme", "alice", "helper")
+SCOPE = AsyncAthenaClient.scope("acme", "alice", "helper")
 
 
 async def _open_commits(ingest: Ingestor) -> int:
@@ -18,7 +18,7 @@ async def _open_commits(ingest: Ingestor) -> int:
 
 
 async def test_a_stored_batch_names_its_commit_and_the_commit_is_closed_just_after_the_answer(
-    client: AthenaClient, ingest: Ingestor
+    client: AsyncAthenaClient, ingest: Ingestor
 ) -> None:
     results = await client.store_events(SCOPE, [EventInput("user", "first"), EventInput("agent", "second")])
 
@@ -32,7 +32,7 @@ async def test_a_stored_batch_names_its_commit_and_the_commit_is_closed_just_aft
 
 
 async def test_a_commit_recorded_whose_events_never_landed_is_closed_by_the_repair_loop_with_nothing_applied(
-    client: AthenaClient, ingest: Ingestor
+    client: AsyncAthenaClient, ingest: Ingestor
 ) -> None:
     # What a crash between recording the commit and inserting its events leaves behind.
     await ingest.event_log.commits.insert_one(
@@ -45,7 +45,7 @@ async def test_a_commit_recorded_whose_events_never_landed_is_closed_by_the_repa
 
 
 async def test_the_repair_loop_applies_an_open_commits_events_once_however_often_it_runs(
-    client: AthenaClient, ingest: Ingestor
+    client: AsyncAthenaClient, ingest: Ingestor
 ) -> None:
     # What a Redis outage during the Redis step leaves behind: events in the log, their commit open.
     event = memory_pb2.Event(

@@ -14,9 +14,9 @@ from pymongo import AsyncMongoClient
 from athena.config import load_settings
 from athena.events import METADATA_PAIRS, event_to_doc, metadata_pairs, to_timestamp
 from athena.local import MongoWireServer, RedisServer, free_port
-from athena.memory.v1 import memory_pb2
 from athena.stores import EventLog
 from athena_cli.stack import StackCredentials
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.store.chain_store import ChainStore
 from athena_ingest.server import build_ingest
 

@@ -9,15 +9,15 @@ import grpc
 import pytest
 
 from athena import keys
-from athena.client import AthenaClient, EventInput
 from athena.grpc_util import bad_request_violations
-from athena.memory.v1 import memory_pb2
+from athena_client import AsyncAthenaClient, EventInput
+from athena_client.memory.v1 import memory_pb2
 from athena_ingest.ingestor import Ingestor
 
-SCOPE = AthenaClient.scope("acme", "alice", "helper")
+SCOPE = AsyncAthenaClient.scope("acme", "alice", "helper")
 
 
-async def test_stored_event_is_in_the_durable_log_and_the_window(client: AthenaClient, ingest: Ingestor) -> None:
+async def test_stored_event_is_in_the_durable_log_and_the_window(client: AsyncAthenaClient, ingest: Ingestor) -> None:
     result = await client.store_event(SCOPE, EventInput("user", "How do I rotate my API keys?"))
 
     logged = await ingest.event_log.get(result.event_id)
@@ -27,7 +27,7 @@ async def test_stored_event_is_in_the_durable_log_and_the_window(client: AthenaC
     assert window[0].role == memory_pb2.ROLE_USER
 
 
-async def test_only_user_messages_enqueue_a_chain_check(client: AthenaClient, redis) -> None:
+async def test_only_user_messages_enqueue_a_chain_check(client: AsyncAthenaClient, redis) -> None:
     kinds = [
         ("user", "message"),
         ("agent", "message"),
@@ -45,7 +45,7 @@ async def test_only_user_messages_enqueue_a_chain_check(client: AthenaClient, re
 
 
 async def test_repeated_event_id_stores_nothing_new_and_returns_the_original(
-    client: AthenaClient, ingest: Ingestor, redis
+    client: AsyncAthenaClient, ingest: Ingestor, redis
 ) -> None:
     first = await client.store_event(SCOPE, EventInput("user", "hello there", event_id="client-1"))
     again = await client.store_event(SCOPE, EventInput("user", "hello there (resent)", event_id="client-1"))
@@ -57,15 +57,15 @@ async def test_repeated_event_id_stores_nothing_new_and_returns_the_original(
     assert await redis.llen(keys.scope_queue_key("acme:alice:helper")) == 1
 
 
-async def test_same_event_id_in_another_scope_is_a_different_event(client: AthenaClient) -> None:
+async def test_same_event_id_in_another_scope_is_a_different_event(client: AsyncAthenaClient) -> None:
     a = await client.store_event(SCOPE, EventInput("user", "one", event_id="shared"))
     b = await client.store_event(
-        AthenaClient.scope("acme", "bob", "helper"), EventInput("user", "two", event_id="shared")
+        AsyncAthenaClient.scope("acme", "bob", "helper"), EventInput("user", "two", event_id="shared")
     )
     assert a.event_id != b.event_id and not b.duplicate
 
 
-async def test_store_events_keeps_order_and_deduplicates_per_event(client: AthenaClient, ingest: Ingestor) -> None:
+async def test_store_events_keeps_order_and_deduplicates_per_event(client: AsyncAthenaClient, ingest: Ingestor) -> None:
     await client.store_event(SCOPE, EventInput("user", "already here", event_id="e1"))
     batch = [
         EventInput("user", "already here", event_id="e1"),
@@ -81,12 +81,12 @@ async def test_store_events_keeps_order_and_deduplicates_per_event(client: Athen
     assert await ingest.event_log.count({"tenant_id": "acme"}) == 3
 
 
-async def test_get_context_limit_returns_the_most_recent_events(client: AthenaClient) -> None:
+async def test_get_context_limit_returns_the_most_recent_events(client: AsyncAthenaClient) -> None:
     await client.store_events(SCOPE, [EventInput("user", f"m{i}") for i in range(5)])
     assert [e.content for e in await client.get_context(SCOPE, limit=2)] == ["m3", "m4"]
 
 
-async def test_client_timestamp_is_kept(client: AthenaClient) -> None:
+async def test_client_timestamp_is_kept(client: AsyncAthenaClient) -> None:
     when = datetime(2024, 5, 8, 13, 56, tzinfo=UTC)
     await client.store_event(SCOPE, EventInput("user", "dated", timestamp=when))
     (event,) = await client.get_context(SCOPE)
@@ -148,7 +148,11 @@ async def test_client_timestamp_is_kept(client: AthenaClient) -> None:
     ],
 )
 async def test_bad_input_is_refused_with_the_field_named_and_nothing_written(
-    client_for: Callable[..., AthenaClient], ingest: Ingestor, redis, request_: memory_pb2.StoreEventRequest, field: str
+    client_for: Callable[..., AsyncAthenaClient],
+    ingest: Ingestor,
+    redis,
+    request_: memory_pb2.StoreEventRequest,
+    field: str,
 ) -> None:
     # A credential of the tenant the request names, so that the refusal is the validation's own.
     async with client_for(request_.scope.tenant_id or "acme") as client:
@@ -161,7 +165,7 @@ async def test_bad_input_is_refused_with_the_field_named_and_nothing_written(
     assert await redis.dbsize() == 0
 
 
-async def test_timestamp_far_in_the_future_is_refused(client: AthenaClient) -> None:
+async def test_timestamp_far_in_the_future_is_refused(client: AsyncAthenaClient) -> None:
     future = datetime.now(UTC) + timedelta(days=2)
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await client.store_event(SCOPE, EventInput("user", "from the future", timestamp=future))
@@ -169,7 +173,7 @@ async def test_timestamp_far_in_the_future_is_refused(client: AthenaClient) -> N
     assert [f for f, _ in bad_request_violations(err.value)] == ["event.timestamp"]
 
 
-async def test_one_bad_event_in_a_batch_writes_nothing(client: AthenaClient, ingest: Ingestor, redis) -> None:
+async def test_one_bad_event_in_a_batch_writes_nothing(client: AsyncAthenaClient, ingest: Ingestor, redis) -> None:
     batch = [EventInput("user", "fine"), EventInput("user", ""), EventInput("agent", "fine too")]
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await client.store_events(SCOPE, batch)
@@ -195,7 +199,9 @@ async def test_health_and_reflection_are_served(ingest: Ingestor) -> None:
         assert "athena.memory.v1.MemoryService" in names
 
 
-async def test_with_memory_workers_disabled_nothing_is_queued(client: AthenaClient, ingest: Ingestor, redis) -> None:
+async def test_with_memory_workers_disabled_nothing_is_queued(
+    client: AsyncAthenaClient, ingest: Ingestor, redis
+) -> None:
     ingest.enqueue_checks = False  # what ENABLE_MEMORY_WORKERS=false sets (athena_ingest.server.build_ingest)
     result = await client.store_event(SCOPE, EventInput("user", "just remember this"))
     assert result.task_id == ""
@@ -204,7 +210,7 @@ async def test_with_memory_workers_disabled_nothing_is_queued(client: AthenaClie
 
 
 async def test_an_erasure_landing_between_the_log_write_and_the_redis_step_drops_the_event(
-    client: AthenaClient, ingest: Ingestor, redis
+    client: AsyncAthenaClient, ingest: Ingestor, redis
 ) -> None:
     import time
 
@@ -263,7 +269,7 @@ async def test_a_batch_of_several_users_drops_only_the_erased_users_events(inges
 
 
 async def test_the_stored_events_metric_counts_each_event_of_a_batch_by_role_type_and_repeat(
-    client: AthenaClient,
+    client: AsyncAthenaClient,
 ) -> None:
     from prometheus_client import REGISTRY
 

@@ -9,15 +9,15 @@ import grpc
 import pytest
 
 from athena import keys
-from athena.client import AthenaClient, ClientOptions, EventInput
 from athena.config import load_settings
 from athena.local import MongoWireServer, RedisServer, free_port
 from athena.redis_util import connect_redis
 from athena_cli.stack import StackCredentials
+from athena_client import AsyncAthenaClient, ClientOptions, EventInput
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.server import build_ingest
 
-SCOPE = AthenaClient.scope("acme", "alice", "helper")
+SCOPE = AsyncAthenaClient.scope("acme", "alice", "helper")
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ async def test_mongodb_down_gives_unavailable_and_writes_nothing(
 ) -> None:
     _ingestor, target = fragile_ingest
     own_mongo_server.stop()
-    async with AthenaClient(
+    async with AsyncAthenaClient(
         target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")
     ) as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:
@@ -61,7 +61,7 @@ async def test_redis_down_after_the_log_write_converges_when_retried_with_the_sa
     ingestor, target = fragile_ingest
     event = EventInput("user", "please remember my seat preference", event_id="evt-42")
     own_redis_server.stop()
-    async with AthenaClient(
+    async with AsyncAthenaClient(
         target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")
     ) as client:
         with pytest.raises(grpc.aio.AioRpcError) as err:
@@ -98,7 +98,7 @@ async def test_pending_events_are_applied_by_the_repair_loop_when_the_client_nev
 
     ingestor, target = fragile_ingest
     own_redis_server.stop()
-    async with AthenaClient(
+    async with AsyncAthenaClient(
         target, options=ClientOptions(timeout=10, max_attempts=1), bearer_token=credentials.token_for("acme")
     ) as client:
         with pytest.raises(grpc.aio.AioRpcError):
@@ -163,7 +163,7 @@ async def test_the_client_retries_unavailable_with_backoff_until_the_event_is_st
 
     comeback = asyncio.create_task(bring_redis_back())
     options = ClientOptions(timeout=10, max_attempts=20, backoff=ExponentialFullJitter(base=0.2, cap=0.5))
-    async with AthenaClient(target, options=options, bearer_token=credentials.token_for("acme")) as client:
+    async with AsyncAthenaClient(target, options=options, bearer_token=credentials.token_for("acme")) as client:
         result = await client.store_event(SCOPE, EventInput("user", "stored despite the outage"))
         await comeback
         assert [e.id for e in await client.get_context(SCOPE)] == [result.event_id]

@@ -14,21 +14,21 @@ from google.protobuf import timestamp_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from support.hostile import MEMORY_METHODS, call_raw, refused_fields
 
-from athena.client import AthenaClient
 from athena.config import load_settings
 from athena.events import to_timestamp
-from athena.memory.v1 import memory_pb2
+from athena_client import AsyncAthenaClient
+from athena_client.memory.v1 import memory_pb2
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.validation import Limits, validate_new_event
 
-SCOPE = AthenaClient.scope("acme", "alice", "helper")
+SCOPE = AsyncAthenaClient.scope("acme", "alice", "helper")
 
 
 def _event(content: str = "hello", **fields: Any) -> memory_pb2.NewEvent:
     return memory_pb2.NewEvent(role=memory_pb2.ROLE_USER, type=memory_pb2.EVENT_TYPE_MESSAGE, content=content, **fields)
 
 
-async def _refusal(client: AthenaClient, method: str, request: Any) -> list[str]:
+async def _refusal(client: AsyncAthenaClient, method: str, request: Any) -> list[str]:
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await getattr(client._stub, method)(request, timeout=10, metadata=client.options.metadata)
     return refused_fields(err.value)
@@ -76,7 +76,7 @@ NOW = datetime.now(UTC)
     ids=lambda v: v if isinstance(v, str) else "",
 )
 async def test_store_event_refuses_each_field_over_its_limit_naming_it(
-    client: AthenaClient, ingest: Ingestor, redis: Any, event: memory_pb2.NewEvent, field: str
+    client: AsyncAthenaClient, ingest: Ingestor, redis: Any, event: memory_pb2.NewEvent, field: str
 ) -> None:
     fields = await _refusal(client, "StoreEvent", memory_pb2.StoreEventRequest(scope=SCOPE, event=event))
 
@@ -87,22 +87,22 @@ async def test_store_event_refuses_each_field_over_its_limit_naming_it(
 @pytest.mark.parametrize(
     ("scope", "field"),
     [
-        (AthenaClient.scope("acme", "alice\n", "helper"), "scope.user_id"),
-        (AthenaClient.scope("acme", "a" * 129, "helper"), "scope.user_id"),
-        (AthenaClient.scope("acme", "alice", "агент"), "scope.agent_id"),
-        (AthenaClient.scope("acme", "alice", "he/lper"), "scope.agent_id"),
-        (AthenaClient.scope("acme", "alice", ""), "scope.agent_id"),
+        (AsyncAthenaClient.scope("acme", "alice\n", "helper"), "scope.user_id"),
+        (AsyncAthenaClient.scope("acme", "a" * 129, "helper"), "scope.user_id"),
+        (AsyncAthenaClient.scope("acme", "alice", "агент"), "scope.agent_id"),
+        (AsyncAthenaClient.scope("acme", "alice", "he/lper"), "scope.agent_id"),
+        (AsyncAthenaClient.scope("acme", "alice", ""), "scope.agent_id"),
     ],
 )
 async def test_scope_ids_outside_the_id_alphabet_are_refused(
-    client: AthenaClient, ingest: Ingestor, redis: Any, scope: memory_pb2.Scope, field: str
+    client: AsyncAthenaClient, ingest: Ingestor, redis: Any, scope: memory_pb2.Scope, field: str
 ) -> None:
     assert await _refusal(client, "StoreEvent", memory_pb2.StoreEventRequest(scope=scope, event=_event())) == [field]
     await _nothing_written(ingest, redis)
 
 
 async def test_values_at_every_limit_are_accepted_and_stored_byte_for_byte(
-    client: AthenaClient, ingest: Ingestor
+    client: AsyncAthenaClient, ingest: Ingestor
 ) -> None:
     content = "tab\tnewline\ncr\r " + "é" * ((32768 - 16) // 2)
     metadata = {f"{i:02d}" + "k" * 126: "v" * 1024 for i in range(32)}
@@ -120,13 +120,13 @@ async def test_values_at_every_limit_are_accepted_and_stored_byte_for_byte(
     assert stored is not None and stored.content == content and dict(stored.metadata) == metadata
 
 
-async def test_a_timestamp_inside_the_future_skew_is_accepted(client: AthenaClient) -> None:
+async def test_a_timestamp_inside_the_future_skew_is_accepted(client: AsyncAthenaClient) -> None:
     result = await client.store_event(SCOPE, _event(timestamp=to_timestamp(datetime.now(UTC) + timedelta(hours=23))))
     assert result.event_id
 
 
 async def test_a_batch_with_one_bad_event_names_its_index_and_writes_none(
-    client: AthenaClient, ingest: Ingestor, redis: Any
+    client: AsyncAthenaClient, ingest: Ingestor, redis: Any
 ) -> None:
     events = [_event(f"fine {i}") for i in range(5)]
     events[3] = _event("bad metadata", metadata={"k": "v\x00"})
@@ -137,7 +137,7 @@ async def test_a_batch_with_one_bad_event_names_its_index_and_writes_none(
     await _nothing_written(ingest, redis)
 
 
-async def test_empty_and_oversized_batches_are_refused(client: AthenaClient, ingest: Ingestor, redis: Any) -> None:
+async def test_empty_and_oversized_batches_are_refused(client: AsyncAthenaClient, ingest: Ingestor, redis: Any) -> None:
     assert await _refusal(client, "StoreEvents", memory_pb2.StoreEventsRequest(scope=SCOPE)) == ["events"]
     too_many = memory_pb2.StoreEventsRequest(scope=SCOPE, events=[_event(str(i)) for i in range(1001)])
     assert await _refusal(client, "StoreEvents", too_many) == ["events"]
@@ -145,7 +145,7 @@ async def test_empty_and_oversized_batches_are_refused(client: AthenaClient, ing
 
 
 async def test_a_batch_of_many_bad_events_lists_ten_and_counts_the_rest(
-    client: AthenaClient, ingest: Ingestor, redis: Any
+    client: AsyncAthenaClient, ingest: Ingestor, redis: Any
 ) -> None:
     # 500 violations would not fit in gRPC trailers; the refusal must still arrive whole.
     bad = memory_pb2.StoreEventsRequest(
@@ -169,16 +169,16 @@ async def test_a_batch_of_many_bad_events_lists_ten_and_counts_the_rest(
         (memory_pb2.GetContextRequest(scope=SCOPE, query="  "), "query"),
         (memory_pb2.GetContextRequest(scope=SCOPE, query="q\x00"), "query"),
         (memory_pb2.GetContextRequest(scope=SCOPE, query="q" * 4097), "query"),
-        (memory_pb2.GetContextRequest(scope=AthenaClient.scope("acme", "alice", "")), "scope.agent_id"),
+        (memory_pb2.GetContextRequest(scope=AsyncAthenaClient.scope("acme", "alice", "")), "scope.agent_id"),
     ],
 )
 async def test_get_context_refuses_out_of_range_fields(
-    client: AthenaClient, request_: memory_pb2.GetContextRequest, field: str
+    client: AsyncAthenaClient, request_: memory_pb2.GetContextRequest, field: str
 ) -> None:
     assert await _refusal(client, "GetContext", request_) == [field]
 
 
-SEARCH_SCOPE = AthenaClient.scope("acme", "alice", "")
+SEARCH_SCOPE = AsyncAthenaClient.scope("acme", "alice", "")
 
 
 @pytest.mark.parametrize(
@@ -211,11 +211,11 @@ SEARCH_SCOPE = AthenaClient.scope("acme", "alice", "")
             memory_pb2.SearchMemoryRequest(scope=SEARCH_SCOPE, query="q", metadata_filters={"k": "v" * 1025}),
             'metadata_filters["k"]',
         ),
-        (memory_pb2.SearchMemoryRequest(scope=AthenaClient.scope("acme", "", ""), query="q"), "scope.user_id"),
+        (memory_pb2.SearchMemoryRequest(scope=AsyncAthenaClient.scope("acme", "", ""), query="q"), "scope.user_id"),
     ],
 )
 async def test_search_memory_is_refused_at_the_public_edge(
-    client: AthenaClient, request_: memory_pb2.SearchMemoryRequest, field: str
+    client: AsyncAthenaClient, request_: memory_pb2.SearchMemoryRequest, field: str
 ) -> None:
     # No formation runs here: a request that got past ingest's validation would fail UNAVAILABLE instead.
     assert await _refusal(client, "SearchMemory", request_) == [field]
@@ -237,13 +237,13 @@ async def test_search_memory_is_refused_at_the_public_edge(
     ],
 )
 async def test_chain_and_erasure_requests_are_refused_at_the_public_edge(
-    client: AthenaClient, method: str, request_: Any, field: str
+    client: AsyncAthenaClient, method: str, request_: Any, field: str
 ) -> None:
     assert await _refusal(client, method, request_) == [field]
 
 
 async def test_invalid_utf8_in_a_string_field_is_invalid_argument_not_internal(
-    client: AthenaClient, ingest: Ingestor, redis: Any
+    client: AsyncAthenaClient, ingest: Ingestor, redis: Any
 ) -> None:
     wire = memory_pb2.StoreEventRequest(scope=SCOPE, event=_event("MARK")).SerializeToString()
     invalid = wire.replace(b"MARK", b"\xff\xfe\xc3(")
@@ -268,7 +268,7 @@ GARBAGE = {
 @pytest.mark.parametrize("payload", GARBAGE.values(), ids=GARBAGE.keys())
 @pytest.mark.parametrize("method", MEMORY_METHODS)
 async def test_garbage_bytes_are_invalid_argument_on_every_rpc(
-    client: AthenaClient, ingest: Ingestor, method: str, payload: bytes
+    client: AsyncAthenaClient, ingest: Ingestor, method: str, payload: bytes
 ) -> None:
     async with grpc.aio.insecure_channel(ingest.target) as channel:  # type: ignore[attr-defined]
         with pytest.raises(grpc.aio.AioRpcError) as err:
@@ -277,7 +277,7 @@ async def test_garbage_bytes_are_invalid_argument_on_every_rpc(
 
 
 async def test_a_request_over_the_transport_limit_is_resource_exhausted_and_the_server_lives_on(
-    client: AthenaClient, ingest: Ingestor, redis: Any
+    client: AsyncAthenaClient, ingest: Ingestor, redis: Any
 ) -> None:
     # gRPC's own 4 MiB receive limit refuses it before any Athena code runs.
     huge = memory_pb2.StoreEventsRequest(scope=SCOPE, events=[_event("x" * 30000) for _ in range(150)])

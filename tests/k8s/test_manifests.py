@@ -459,7 +459,7 @@ def test_dockerignore_keeps_the_context_small() -> None:
         if word == "COPY" and not rest.startswith("--from")
     }
     assert copied <= allowed, copied - allowed
-    assert allowed <= {"pyproject.toml", "README.md", "libs", "services"}
+    assert allowed <= {"pyproject.toml", "README.md", "clients/python", "libs", "services"}
 
 
 # --- the renderer --------------------------------------------------------------------------------------

@@ -22,9 +22,9 @@ from typer.testing import CliRunner
 
 from athena import keys
 from athena.events import event_to_doc, to_timestamp
-from athena.memory.v1 import memory_pb2
 from athena.stores import EventLog
 from athena_cli.main import app
+from athena_client.memory.v1 import memory_pb2
 from athena_lab.load._driver import Ack, PhaseTraffic
 from athena_lab.load._report import PhaseOutcome, build_report
 from athena_lab.load._verify import events_in_log, wait_decided

@@ -17,11 +17,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from athena import keys
-from athena.client import AthenaClient, EventInput
 from athena.config import load_settings
 from athena.local import MongoWireServer, RedisServer, free_port
 from athena.tracing import setup_tracing
 from athena_cli.stack import StackCredentials
+from athena_client import AsyncAthenaClient, EventInput
 
 pytestmark = pytest.mark.slow
 
@@ -61,8 +61,8 @@ async def test_one_user_message_yields_spans_from_every_service_linked_across_th
     assert pool is not None
     await pool.start()
     try:
-        scope = AthenaClient.scope("acme", "alice", "helper")
-        async with AthenaClient(
+        scope = AsyncAthenaClient.scope("acme", "alice", "helper")
+        async with AsyncAthenaClient(
             f"127.0.0.1:{ingest.bound_port}", bearer_token=credentials.token_for(scope.tenant_id)
         ) as client:
             for role, text in [

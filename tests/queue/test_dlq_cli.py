@@ -8,9 +8,9 @@ from typer.testing import CliRunner
 
 from athena import keys
 from athena.local import RedisServer
-from athena.memory.v1 import memory_pb2
 from athena.queue import FairQueue, RetryPolicy, chain_check_task
 from athena_cli.main import app
+from athena_client.memory.v1 import memory_pb2
 
 SCOPE = memory_pb2.Scope(tenant_id="acme", user_id="alice", agent_id="helper")
 

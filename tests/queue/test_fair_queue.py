@@ -19,8 +19,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from athena import keys
 from athena.errors import PermanentTaskError
 from athena.internal.v1 import task_pb2
-from athena.memory.v1 import memory_pb2
 from athena.queue import ExponentialFullJitter, FairQueue, NoBackoff, RetryPolicy, WorkerPool
+from athena_client.memory.v1 import memory_pb2
 
 LEASE = 1.0
 FAST_RETRY = RetryPolicy(backoff=ExponentialFullJitter(base=0.02, cap=0.05))

@@ -25,9 +25,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from athena import keys
 from athena.internal.v1 import task_pb2
 from athena.local import RedisServer
-from athena.memory.v1 import memory_pb2
 from athena.queue import ExponentialFullJitter, FairQueue, RetryPolicy, WorkerPool
 from athena.redis_util import connect_redis
+from athena_client.memory.v1 import memory_pb2
 
 WORKER_PROC = Path(__file__).resolve().parents[1] / "support" / "queue_worker_proc.py"
 LOG = "test:queue:log"

@@ -7,8 +7,8 @@ import asyncio
 from redis.asyncio import Redis
 
 from athena import keys
-from athena.memory.v1 import memory_pb2
 from athena.queue import FairQueue, chain_check_task
+from athena_client.memory.v1 import memory_pb2
 
 HELD_BACK_S = 0.3
 

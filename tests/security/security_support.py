@@ -18,11 +18,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from athena.auth import BearerCredentialInterceptor
-from athena.client import AthenaClient, ClientOptions
 from athena.config import Settings
 from athena.grpc_util import ServiceHost
 from athena.internal.v1 import formation_pb2_grpc
 from athena_cli.stack import StackCredentials
+from athena_client import AsyncAthenaClient, ClientOptions
 from athena_formation.server import Formation
 
 __all__ = ["BuildSettings", "Issued", "RsaKeys", "ScratchCA", "Services", "StartIngest", "StartServices"]
@@ -146,10 +146,12 @@ class Services:
     def formation_target(self) -> str:
         return f"127.0.0.1:{self.formation.host.bound_port}"
 
-    def client(self, tenant_id: str, **kwargs: Any) -> AthenaClient:
+    def client(self, tenant_id: str, **kwargs: Any) -> AsyncAthenaClient:
         """A client carrying an HS256 JWT of `tenant_id`."""
         options = ClientOptions(timeout=30, max_attempts=1)
-        return AthenaClient(self.target, options=options, bearer_token=self.credentials.token_for(tenant_id), **kwargs)
+        return AsyncAthenaClient(
+            self.target, options=options, bearer_token=self.credentials.token_for(tenant_id), **kwargs
+        )
 
     def formation_channel(self) -> grpc.aio.Channel:
         """A plaintext channel to formation carrying the internal credential."""

@@ -25,10 +25,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from security_support import BuildSettings, RsaKeys, StartIngest
 
 from athena.auth import ApiKeyEntry, hash_api_key, mint_hs256, new_api_key
-from athena.client import AthenaClient, ClientOptions, EventInput
 from athena.config import SettingsError
-from athena.memory.v1 import memory_pb2
 from athena_cli.stack import StackCredentials
+from athena_client import AsyncAthenaClient, ClientOptions, EventInput
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.server import build_formation
 from athena_ingest.server import build_ingest
 
@@ -77,7 +77,7 @@ async def ingest(start_ingest: StartIngest, tmp_path: Path, rsa_keys: RsaKeys) -
 
 
 async def _store(target: str, metadata: tuple[tuple[str, str], ...]) -> memory_pb2.StoreEventResponse:
-    async with AthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1)) as client:
+    async with AsyncAthenaClient(target, options=ClientOptions(timeout=10, max_attempts=1)) as client:
         request = memory_pb2.StoreEventRequest(scope=SCOPE, event=EventInput("user", "hello").to_proto())
         return await client._stub.StoreEvent(request, timeout=10, metadata=metadata)
 

@@ -11,7 +11,7 @@ from security_support import StartServices
 
 from athena.auth import bearer_metadata
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 
 SCOPE = memory_pb2.Scope(tenant_id="acme", user_id="alice", agent_id="helper")
 

@@ -28,12 +28,12 @@ from security_support import Services, StartServices
 from support.formation_data import COOKING, KYOTO, PYTHON_BUG
 from support.hostile import check_refusal, refused_fields
 
-from athena.client import AthenaClient, EventInput
 from athena.events import METADATA_PAIRS
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2
 from athena.stm import ShortTermWindow
 from athena.stores import metadata_filter_query
+from athena_client import AsyncAthenaClient, EventInput
+from athena_client.memory.v1 import memory_pb2
 
 pytestmark = pytest.mark.slow
 
@@ -118,7 +118,7 @@ def _acceptable(key: str, value: str) -> bool:
 @dataclass
 class Seeded:
     services: Services
-    alice: AthenaClient
+    alice: AsyncAthenaClient
     chains: dict[str, str]
     """Chain id by the name of its METADATA."""
 

@@ -20,11 +20,11 @@ from redis.asyncio import Redis
 from security_support import Services, StartServices
 
 from athena import keys
-from athena.client import AthenaClient, EventInput
 from athena.internal.v1 import formation_pb2, task_pb2
-from athena.memory.v1 import memory_pb2
 from athena.queue import WINDOW_FLUSH
 from athena.stm import ShortTermWindow
+from athena_client import AsyncAthenaClient, EventInput
+from athena_client.memory.v1 import memory_pb2
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +60,7 @@ GLOBEX_ALICE = memory_pb2.Scope(tenant_id="globex", user_id="alice", agent_id="t
 @dataclass
 class Seeded:
     services: Services
-    acme: AthenaClient
+    acme: AsyncAthenaClient
     globex_chain_ids: list[str]
     globex_event_count: int
 

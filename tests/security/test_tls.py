@@ -8,11 +8,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from security_support import BuildSettings, ScratchCA, StartIngest, StartServices
 
 from athena.auth import bearer_metadata
-from athena.client import AthenaClient, ClientOptions, EventInput
 from athena.config import SettingsError
 from athena.internal.v1 import formation_pb2_grpc
-from athena.memory.v1 import memory_pb2
 from athena_cli.stack import StackCredentials
+from athena_client import AsyncAthenaClient, ClientOptions, EventInput
+from athena_client.memory.v1 import memory_pb2
 from athena_ingest.server import build_ingest
 
 SCOPE = memory_pb2.Scope(tenant_id="acme", user_id="alice", agent_id="helper")
@@ -30,17 +30,21 @@ async def test_a_tls_listener_serves_clients_trusting_its_ca_and_refuses_plainte
     target = f"127.0.0.1:{host.bound_port}"
     token = credentials.token_for("acme")
 
-    async with AthenaClient(target, options=FAIL_FAST, bearer_token=token, root_certificates=scratch_ca.ca) as client:
+    async with AsyncAthenaClient(
+        target, options=FAIL_FAST, bearer_token=token, root_certificates=scratch_ca.ca
+    ) as client:
         stored = await client.store_event(SCOPE, EventInput("user", "over TLS"))
         assert [e.id for e in await client.get_context(SCOPE)] == [stored.event_id]
 
-    async with AthenaClient(target, options=FAIL_FAST, bearer_token=token) as plaintext:
+    async with AsyncAthenaClient(target, options=FAIL_FAST, bearer_token=token) as plaintext:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await plaintext.get_context(SCOPE)
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE
 
     stranger = ScratchCA(tmp_path / "other-pki", name="someone-elses-ca")
-    async with AthenaClient(target, options=FAIL_FAST, bearer_token=token, root_certificates=stranger.ca) as untrusting:
+    async with AsyncAthenaClient(
+        target, options=FAIL_FAST, bearer_token=token, root_certificates=stranger.ca
+    ) as untrusting:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await untrusting.get_context(SCOPE)
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import grpc
 
-from athena.client import AthenaClient
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.local import free_port
 from athena.queue import TaskResult, wait_for_results
 from athena_cli.stack import StackCredentials
+from athena_client import AsyncAthenaClient
 
 __all__ = [
     "CREDENTIALS",
@@ -30,7 +30,7 @@ __all__ = [
     "task_result",
 ]
 
-SCOPE = AthenaClient.scope("acme", "alice", "helper")
+SCOPE = AsyncAthenaClient.scope("acme", "alice", "helper")
 SCOPE_ID = "acme:alice:helper"
 CREDENTIALS = StackCredentials()
 

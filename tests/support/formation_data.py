@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from athena.events import to_timestamp
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.server import Formation
 
 SCOPE = memory_pb2.Scope(tenant_id="acme", user_id="alice", agent_id="helper")

@@ -29,10 +29,10 @@ from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
 from athena import keys
-from athena.client import AthenaClient, ClientOptions, EventInput
-from athena.queue import ExponentialFullJitter, TaskResult, read_results, wait_for_results
+from athena.queue import TaskResult, read_results, wait_for_results
 from athena.stm import parse_event
 from athena_cli.stack import LocalStack
+from athena_client import AsyncAthenaClient, ClientOptions, EventInput, ExponentialFullJitter
 
 __all__ = [
     "Acked",
@@ -103,7 +103,7 @@ async def drive(
     errors: list[BaseException] = []
 
     async def one_user(user_id: str, turns: list[EventInput]) -> None:
-        scope = AthenaClient.scope(tenant_id, user_id, agent_id)
+        scope = AsyncAthenaClient.scope(tenant_id, user_id, agent_id)
         async with stack.client(tenant_id=tenant_id, options=options) as client:
             for turn in turns:
                 try:

@@ -16,11 +16,11 @@ import uuid
 from collections.abc import Callable
 
 from athena import keys
-from athena.client import AthenaClient, EventInput
-from athena.memory.v1 import memory_pb2
 from athena_cli.demo import wait_until_processed
 from athena_cli.sample_conversation import sample_conversation
 from athena_cli.stack import LocalStack
+from athena_client import AsyncAthenaClient, EventInput
+from athena_client.memory.v1 import memory_pb2
 from athena_lab.bench._report import Figure, StageResult, percentile, summary
 
 __all__ = ["peak_rss_mb", "run_e2e_stage"]
@@ -29,13 +29,13 @@ POLL_S = 0.05
 QUERY = "Which neighbourhood in Kyoto is best for temples?"
 
 
-async def _chain_found(client: AthenaClient, scope: memory_pb2.Scope) -> bool:
+async def _chain_found(client: AsyncAthenaClient, scope: memory_pb2.Scope) -> bool:
     """Whether SearchMemory returns a chain hit (open events are found at once, as WINDOW hits)."""
     hits = await client.search_memory(scope, QUERY, limit=5)
     return any(h.source == memory_pb2.HIT_SOURCE_CHAIN for h in hits)
 
 
-async def _trial(client: AthenaClient, stack: LocalStack, timeout: float) -> tuple[float | None, float]:
+async def _trial(client: AsyncAthenaClient, stack: LocalStack, timeout: float) -> tuple[float | None, float]:
     turns = sample_conversation()[:7]
     breaker = sample_conversation()[7]
     tenant, user, agent = "bench", f"e2e-{uuid.uuid4().hex[:10]}", "a"
@@ -59,7 +59,7 @@ async def _trial(client: AthenaClient, stack: LocalStack, timeout: float) -> tup
     return None, 0.0
 
 
-async def _floor(client: AthenaClient) -> float:
+async def _floor(client: AsyncAthenaClient) -> float:
     scope = client.scope("bench", f"floor-{uuid.uuid4().hex[:10]}", "a")
     t0 = time.perf_counter()
     await client.store_event(scope, EventInput("agent", "noted"))

@@ -18,8 +18,8 @@ from typing import Any
 from pymongo import AsyncMongoClient
 
 from athena.events import to_timestamp
-from athena.memory.v1 import memory_pb2
 from athena.stores import EventLog
+from athena_client.memory.v1 import memory_pb2
 
 __all__ = ["LOG_BATCH", "event_log_round"]
 

@@ -25,7 +25,7 @@ import grpc
 
 from athena.auth import BearerCredentialInterceptor
 from athena.local import free_port, wait_for_port
-from athena.memory.v1 import memory_pb2, memory_pb2_grpc
+from athena_client.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena_lab.bench._event_log import LOG_BATCH, event_log_round
 from athena_lab.bench._report import Figure, StageResult, percentile, summary
 

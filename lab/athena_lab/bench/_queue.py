@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from athena.local import RedisServer, free_port
-from athena.memory.v1 import memory_pb2
 from athena.queue import FairQueue, chain_check_task
 from athena.redis_util import connect_redis
+from athena_client.memory.v1 import memory_pb2
 from athena_lab.bench._report import Figure, StageResult, summary
 
 __all__ = ["run_queue_stage"]

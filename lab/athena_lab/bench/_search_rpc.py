@@ -6,7 +6,7 @@ VectorIndex before formation starts (a Milvus Lite file admits one process). Her
 active, embedding_state indexed, the same scope, 2 to 20 events, a lexicon of ~80 terms drawn from a
 Zipf-like vocabulary plus its topic's words, so the lexical side of the hybrid search has postings
 of realistic lengths), then formation and ingest start and `SearchMemory`
-is called through AthenaClient with distinct real questions: "included" pays the query embedding,
+is called through AsyncAthenaClient with distinct real questions: "included" pays the query embedding,
 "excluded" asks the same questions again (formation's embedding cache answers them, so the call
 costs everything but the model). The first call of the user loads its vectors and is timed alone
 (sent straight to formation: at 100,000 chains it outlasts ingest's deadline for the hop), while
@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 from pymongo import AsyncMongoClient
 
-from athena.client import AthenaClient, EventInput
 from athena.formation_client import FormationClient
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2
 from athena_cli.stack import LocalStack
+from athena_client import AsyncAthenaClient, EventInput
+from athena_client.memory.v1 import memory_pb2
 from athena_lab.bench._report import percentile
 
 __all__ = ["COLLECTION", "CONCURRENT_CALLERS", "DATABASE", "SCOPE", "run_cold_users_rpc", "run_search_rpc"]
@@ -186,7 +186,7 @@ def _open_turn(topic: str, n: int) -> list[EventInput]:
 
 
 async def _open_window_calls(
-    client: AthenaClient,
+    client: AsyncAthenaClient,
     scope: memory_pb2.Scope,
     queries: Callable[[str], list[str]],
     topics: list[str],
@@ -220,7 +220,7 @@ CONCURRENT_CALLERS = 8
 
 
 async def _concurrent_calls(
-    client: AthenaClient, scope: memory_pb2.Scope, texts: list[str], *, limit: int
+    client: AsyncAthenaClient, scope: memory_pb2.Scope, texts: list[str], *, limit: int
 ) -> tuple[float, list[float]]:
     """New questions (embedding included) from CONCURRENT_CALLERS callers at once. Returns (calls/s, latencies in ms)."""
     ms: list[float] = []

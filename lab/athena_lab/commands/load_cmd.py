@@ -62,7 +62,7 @@ class _RichProgress:
 
 
 class _Credential(TypedDict, total=False):
-    """AthenaClient's credential arguments for one tenant (none: a stack run with AUTH_DISABLED=true)."""
+    """AsyncAthenaClient's credential arguments for one tenant (none: a stack run with AUTH_DISABLED=true)."""
 
     api_key: str
     bearer_token: str
@@ -71,7 +71,7 @@ class _Credential(TypedDict, total=False):
 def _credentials(
     api_keys: list[str], jwt_secret: str, jwt_audience: str
 ) -> tuple[tuple[str, ...], Callable[[str], _Credential]]:
-    """(tenant ids named by --api-key, tenant -> AthenaClient credential arguments) for a running stack."""
+    """(tenant ids named by --api-key, tenant -> AsyncAthenaClient credential arguments) for a running stack."""
     from athena.auth import mint_hs256
 
     keys: dict[str, str] = {}
@@ -105,14 +105,14 @@ def _remote_target(
     tls: bool,
     timeout: float,
 ) -> Iterator[LoadTarget]:
-    from athena.client import AthenaClient, ClientOptions
     from athena.config import load_settings
+    from athena_client import AsyncAthenaClient, ClientOptions
     from athena_lab.load import LoadTarget
 
     settings = load_settings()
     tenant_ids, credential = _credentials(api_keys, jwt_secret, jwt_audience)
     yield LoadTarget(
-        client_for=lambda tenant: AthenaClient(
+        client_for=lambda tenant: AsyncAthenaClient(
             target, options=ClientOptions(timeout=timeout), tls=tls, **credential(tenant)
         ),
         redis_url=redis_url or settings.redis_url,

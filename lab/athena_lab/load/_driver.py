@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from athena.client import AthenaClient, EventInput
-from athena.memory.v1 import memory_pb2
 from athena_cli.sample_conversation import sample_conversation
+from athena_client import AsyncAthenaClient, EventInput
+from athena_client.memory.v1 import memory_pb2
 
 __all__ = ["Ack", "PhaseTraffic", "UserPlan", "drive_phase"]
 
@@ -62,12 +62,12 @@ class PhaseTraffic:
     """Calls that were not acknowledged, by gRPC status (not loss: the caller knows they failed)."""
 
 
-ClientFor = Callable[[str], AthenaClient]
+ClientFor = Callable[[str], AsyncAthenaClient]
 """The client carrying the credential of a tenant."""
 
 
 async def _send(
-    client: AthenaClient, plan: UserPlan, turn: EventInput, seq: int, out: PhaseTraffic, slots: asyncio.Semaphore
+    client: AsyncAthenaClient, plan: UserPlan, turn: EventInput, seq: int, out: PhaseTraffic, slots: asyncio.Semaphore
 ) -> None:
     scope = memory_pb2.Scope(tenant_id=plan.tenant_id, user_id=plan.user_id, agent_id=plan.agent_id)
     event = EventInput(role=turn.role, type=turn.type, content=f"{turn.content} ({out.name} #{seq} {plan.user_id})")
@@ -93,7 +93,7 @@ async def _send(
 
 
 async def _user_loop(
-    client: AthenaClient,
+    client: AsyncAthenaClient,
     plan: UserPlan,
     *,
     start: float,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from athena.client import ClientOptions
+from athena_client import ClientOptions
 from athena_lab.load._run import LoadTarget
 
 __all__ = ["LOCAL_STACK_ENV", "local_target"]

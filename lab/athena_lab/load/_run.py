@@ -14,10 +14,10 @@ from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from athena.client import AthenaClient
 from athena.config import Settings
 from athena.redis_util import connect_redis
 from athena.stores import connect_mongo
+from athena_client import AsyncAthenaClient
 from athena_lab.load._driver import UserPlan, drive_phase
 from athena_lab.load._report import PhaseOutcome, build_report
 from athena_lab.load._verify import events_in_log, wait_decided
@@ -57,7 +57,7 @@ class LoadConfig:
 class LoadTarget:
     """Where the run sends its traffic and where it checks the outcome."""
 
-    client_for: Callable[[str], AthenaClient]
+    client_for: Callable[[str], AsyncAthenaClient]
     """A new client carrying a credential of the tenant."""
     redis_url: str
     mongodb_uri: str
@@ -94,9 +94,9 @@ async def run_load(config: LoadConfig, target: LoadTarget, progress: LoadProgres
     quiet, noisy = plan_users(config, tenant_ids, run_id)
     settings = Settings(mongodb_uri=target.mongodb_uri)
     async with AsyncExitStack() as stack:
-        clients: dict[str, AthenaClient] = {}
+        clients: dict[str, AsyncAthenaClient] = {}
 
-        def client_for(tenant: str) -> AthenaClient:
+        def client_for(tenant: str) -> AsyncAthenaClient:
             if tenant not in clients:
                 clients[tenant] = target.client_for(tenant)
                 stack.push_async_callback(clients[tenant].close)

@@ -10,6 +10,7 @@ from athena.auth._api_keys import ApiKeyVerifier
 from athena.auth._jwt import JwtVerifier, looks_like_jwt
 from athena.auth._principal import CredentialKind, Principal
 from athena.errors import Unauthenticated
+from athena_client.credentials import AUTHORIZATION, bearer_metadata
 
 __all__ = [
     "AUTHORIZATION",
@@ -20,15 +21,11 @@ __all__ = [
     "bearer_token",
 ]
 
-AUTHORIZATION = "authorization"
+# AUTHORIZATION and bearer_metadata are the client's (athena_client.credentials): what the clients send
+# is what this reads, from one definition.
 _MAX_CREDENTIAL_CHARS = 8192
 # One message for every refusal: the caller learns nothing about which keys, algorithms or tenants exist.
 _REFUSED = "missing or invalid credential"
-
-
-def bearer_metadata(credential: str) -> tuple[tuple[str, str], ...]:
-    """Call metadata carrying a credential (API key, JWT or the internal token)."""
-    return ((AUTHORIZATION, f"Bearer {credential}"),)
 
 
 def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str:

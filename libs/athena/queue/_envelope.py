@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from athena.internal.v1 import task_pb2
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 
 __all__ = [
     "CHAIN_CHECK",

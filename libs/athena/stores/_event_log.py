@@ -33,8 +33,8 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 from athena.collection_names import COMMITS, EVENTS, MIGRATIONS
 from athena.errors import DependencyUnavailable
 from athena.events import METADATA_PAIRS, doc_to_event, event_to_doc, metadata_pair, metadata_pairs
-from athena.memory.v1 import memory_pb2
 from athena.stores._mongo import insert_own, mongo_unavailable
+from athena_client.memory.v1 import memory_pb2
 
 __all__ = ["EventLog", "InsertOutcome", "OpenCommit", "metadata_filter_query"]
 

@@ -31,13 +31,13 @@ from athena.errors import PermanentTaskError, RetryableError
 from athena.events import ROLE_NAMES, TYPE_NAMES, scope_key, to_timestamp
 from athena.formation_client import FormationClient
 from athena.internal.v1 import formation_pb2, task_pb2
-from athena.memory.v1 import memory_pb2
 from athena.metrics import CHAIN_BREAK_DECISIONS, CHAIN_BREAK_SCORE
 from athena.queue import CHAIN_CHECK, WINDOW_FLUSH
 from athena.redis_util import redis_unavailable, reply_bytes
 from athena.stm import ShortTermWindow, parse_event
 from athena.tombstones import erases, redis_tombstone
 from athena.tracing import tracer
+from athena_client.memory.v1 import memory_pb2
 from athena_cognition.detector import Arbiter, Decision, Path, Scorer, Thresholds, Turn, decide
 
 __all__ = ["ChainCheckHandler", "DetectorSetup", "segment_id_for", "turn_of"]

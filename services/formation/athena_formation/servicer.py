@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.forming.form_chain import ChainFormer
 from athena_formation.lifecycle.erasure import FormationEraser, erased_response
 from athena_formation.search.search_memory import Recall

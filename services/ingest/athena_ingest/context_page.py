@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from athena.memory.v1 import memory_pb2
 from athena.stm import ShortTermWindow, WindowSlice
+from athena_client.memory.v1 import memory_pb2
 
 __all__ = [
     "CHAINS_BUDGET_BYTES",

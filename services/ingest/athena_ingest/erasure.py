@@ -33,12 +33,12 @@ from athena import keys
 from athena.errors import FieldViolation
 from athena.formation_client import FormationClient
 from athena.internal.v1 import task_pb2
-from athena.memory.v1 import memory_pb2
 from athena.queue import FairQueue, chain_check_task_id, task_event_id
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog
 from athena.tombstones import MongoTombstones, erased_at_now, erases, millis, write_redis_tombstone
+from athena_client.memory.v1 import memory_pb2
 from athena_ingest.ingestor import event_id_millis
 from athena_ingest.persistence_rewrite import PersistenceRewrite
 from athena_ingest.validation import ID_PATTERN, raise_if_any

@@ -35,12 +35,12 @@ from redis.asyncio import Redis
 from athena.batching import Coalescer
 from athena.errors import DependencyUnavailable, FieldViolation
 from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message, to_timestamp
-from athena.memory.v1 import memory_pb2
 from athena.metrics import EVENTS_STORED
 from athena.queue import FairQueue, chain_check_task_id
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog, InsertOutcome
 from athena.tombstones import millis
+from athena_client.memory.v1 import memory_pb2
 from athena_ingest.redis_step import RedisStep
 from athena_ingest.validation import Limits, raise_if_any, validate_new_event, validate_scope
 

@@ -21,10 +21,10 @@ from redis.asyncio import Redis
 
 from athena import keys
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2
 from athena.redis_util import redis_unavailable
 from athena.stm import parse_event
 from athena.tombstones import erases, millis
+from athena_client.memory.v1 import memory_pb2
 
 __all__ = ["OPEN_MAX_BYTES", "OPEN_MAX_EVENTS", "READ_OPEN_EVENTS", "OpenEvents", "newest_events"]
 

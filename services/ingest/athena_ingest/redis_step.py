@@ -19,12 +19,12 @@ from datetime import UTC, datetime
 from redis.asyncio import Redis
 
 from athena import keys
-from athena.memory.v1 import memory_pb2
 from athena.queue import ENQUEUE_FN, TASK_DEDUP_TTL_SECONDS, FairQueue, chain_check_task
 from athena.redis_util import redis_unavailable
 from athena.stm import APPEND_TO_WINDOW_FN, APPLIED_MARKER_TTL_SECONDS, ShortTermWindow
 from athena.tombstones import millis
 from athena.tracing import inject_context, producer_span
+from athena_client.memory.v1 import memory_pb2
 
 __all__ = ["APPLY_EVENTS", "RedisStep"]
 

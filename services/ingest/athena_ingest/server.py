@@ -9,13 +9,13 @@ from athena.auth import public_auth_interceptor, server_credentials
 from athena.config import Settings
 from athena.formation_client import FormationClient
 from athena.grpc_util import DependencyCheck, ServiceHost
-from athena.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena.queue import FairQueue, RetryPolicy
 from athena.redis_util import connect_redis
 from athena.stm import ShortTermWindow
 from athena.stores import EventLog, connect_mongo
 from athena.telemetry import run_service
 from athena.tombstones import MongoTombstones
+from athena_client.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena_ingest.erasure import Eraser
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.open_events import OpenEvents

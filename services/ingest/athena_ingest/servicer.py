@@ -9,9 +9,9 @@ import grpc
 from athena.errors import DependencyUnavailable, FieldViolation
 from athena.formation_client import FormationClient
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow
+from athena_client.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena_ingest.context_page import decode_cursor, encode_cursor, events_budget, fit_chains, read_page
 from athena_ingest.erasure import Eraser, validate_forget
 from athena_ingest.ingestor import Ingestor

@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2
 from athena.config import Settings
 from athena.errors import FieldViolation, InvalidArgument
 from athena.events import ROLE_NAMES, TYPE_NAMES
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 from athena_ingest.context_page import decode_cursor
 
 __all__ = [

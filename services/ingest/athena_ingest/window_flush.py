@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from athena.events import scope_key
-from athena.memory.v1 import memory_pb2
 from athena.queue import FairQueue, window_flush_task
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow
 from athena.tracing import inject_context, producer_span
+from athena_client.memory.v1 import memory_pb2
 
 __all__ = ["WindowFlushes"]
 

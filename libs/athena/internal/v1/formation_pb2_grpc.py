@@ -4,7 +4,7 @@ import grpc
 import warnings
 
 from athena.internal.v1 import formation_pb2 as athena_dot_internal_dot_v1_dot_formation__pb2
-from athena.memory.v1 import memory_pb2 as athena_dot_memory_dot_v1_dot_memory__pb2
+from athena_client.memory.v1 import memory_pb2 as athena__client_dot_memory_dot_v1_dot_memory__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -44,22 +44,22 @@ class FormationServiceStub:
         self.SearchMemory = channel.unary_unary(
                 '/athena.internal.v1.FormationService/SearchMemory',
                 request_serializer=athena_dot_internal_dot_v1_dot_formation__pb2.SearchRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
                 _registered_method=True)
         self.GetChain = channel.unary_unary(
                 '/athena.internal.v1.FormationService/GetChain',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
                 _registered_method=True)
         self.ListChains = channel.unary_unary(
                 '/athena.internal.v1.FormationService/ListChains',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
                 _registered_method=True)
         self.ForgetUser = channel.unary_unary(
                 '/athena.internal.v1.FormationService/ForgetUser',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
                 _registered_method=True)
 
 
@@ -115,22 +115,22 @@ def add_FormationServiceServicer_to_server(servicer, server):
             'SearchMemory': grpc.unary_unary_rpc_method_handler(
                     servicer.SearchMemory,
                     request_deserializer=athena_dot_internal_dot_v1_dot_formation__pb2.SearchRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.SerializeToString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.SerializeToString,
             ),
             'GetChain': grpc.unary_unary_rpc_method_handler(
                     servicer.GetChain,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
             ),
             'ListChains': grpc.unary_unary_rpc_method_handler(
                     servicer.ListChains,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.SerializeToString,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.SerializeToString,
             ),
             'ForgetUser': grpc.unary_unary_rpc_method_handler(
                     servicer.ForgetUser,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.SerializeToString,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -187,7 +187,7 @@ class FormationService:
             target,
             '/athena.internal.v1.FormationService/SearchMemory',
             athena_dot_internal_dot_v1_dot_formation__pb2.SearchRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -213,8 +213,8 @@ class FormationService:
             request,
             target,
             '/athena.internal.v1.FormationService/GetChain',
-            athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
             options,
             channel_credentials,
             insecure,
@@ -240,8 +240,8 @@ class FormationService:
             request,
             target,
             '/athena.internal.v1.FormationService/ListChains',
-            athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -267,8 +267,8 @@ class FormationService:
             request,
             target,
             '/athena.internal.v1.FormationService/ForgetUser',
-            athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
             options,
             channel_credentials,
             insecure,

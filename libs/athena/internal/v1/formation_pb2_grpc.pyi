@@ -4,7 +4,7 @@ isort:skip_file
 Internal contract between cognition and formation."""
 
 from athena.internal.v1 import formation_pb2 as _formation_pb2
-from athena.memory.v1 import memory_pb2 as _memory_pb2
+from athena_client.memory.v1 import memory_pb2 as _memory_pb2
 from collections import abc as _abc
 from grpc import aio as _aio
 import abc as _abc_1

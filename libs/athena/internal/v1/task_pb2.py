@@ -23,10 +23,10 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
-from athena.memory.v1 import memory_pb2 as athena_dot_memory_dot_v1_dot_memory__pb2
+from athena_client.memory.v1 import memory_pb2 as athena__client_dot_memory_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61thena/internal/v1/task.proto\x12\x12\x61thena.internal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1d\x61thena/memory/v1/memory.proto\"%\n\x11\x43hainCheckPayload\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\"?\n\x12WindowFlushPayload\x12\x18\n\x10through_event_id\x18\x01 \x01(\t\x12\x0f\n\x07trigger\x18\x02 \x01(\t\"\x9f\x03\n\x04Task\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12&\n\x05scope\x18\x03 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12<\n\x0b\x63hain_check\x18\x04 \x01(\x0b\x32%.athena.internal.v1.ChainCheckPayloadH\x00\x12>\n\x0cwindow_flush\x18\t \x01(\x0b\x32&.athena.internal.v1.WindowFlushPayloadH\x00\x12/\n\x0b\x65nqueued_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x61ttempt\x18\x06 \x01(\r\x12\x41\n\rtrace_context\x18\x07 \x03(\x0b\x32*.athena.internal.v1.Task.TraceContextEntry\x12\x12\n\nlast_error\x18\x08 \x01(\t\x1a\x33\n\x11TraceContextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\t\n\x07payloadb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61thena/internal/v1/task.proto\x12\x12\x61thena.internal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a$athena_client/memory/v1/memory.proto\"%\n\x11\x43hainCheckPayload\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\"?\n\x12WindowFlushPayload\x12\x18\n\x10through_event_id\x18\x01 \x01(\t\x12\x0f\n\x07trigger\x18\x02 \x01(\t\"\x9f\x03\n\x04Task\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12&\n\x05scope\x18\x03 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12<\n\x0b\x63hain_check\x18\x04 \x01(\x0b\x32%.athena.internal.v1.ChainCheckPayloadH\x00\x12>\n\x0cwindow_flush\x18\t \x01(\x0b\x32&.athena.internal.v1.WindowFlushPayloadH\x00\x12/\n\x0b\x65nqueued_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x61ttempt\x18\x06 \x01(\r\x12\x41\n\rtrace_context\x18\x07 \x03(\x0b\x32*.athena.internal.v1.Task.TraceContextEntry\x12\x12\n\nlast_error\x18\x08 \x01(\t\x1a\x33\n\x11TraceContextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\t\n\x07payloadb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,12 +35,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_TASK_TRACECONTEXTENTRY']._loaded_options = None
   _globals['_TASK_TRACECONTEXTENTRY']._serialized_options = b'8\001'
-  _globals['_CHAINCHECKPAYLOAD']._serialized_start=117
-  _globals['_CHAINCHECKPAYLOAD']._serialized_end=154
-  _globals['_WINDOWFLUSHPAYLOAD']._serialized_start=156
-  _globals['_WINDOWFLUSHPAYLOAD']._serialized_end=219
-  _globals['_TASK']._serialized_start=222
-  _globals['_TASK']._serialized_end=637
-  _globals['_TASK_TRACECONTEXTENTRY']._serialized_start=575
-  _globals['_TASK_TRACECONTEXTENTRY']._serialized_end=626
+  _globals['_CHAINCHECKPAYLOAD']._serialized_start=124
+  _globals['_CHAINCHECKPAYLOAD']._serialized_end=161
+  _globals['_WINDOWFLUSHPAYLOAD']._serialized_start=163
+  _globals['_WINDOWFLUSHPAYLOAD']._serialized_end=226
+  _globals['_TASK']._serialized_start=229
+  _globals['_TASK']._serialized_end=644
+  _globals['_TASK_TRACECONTEXTENTRY']._serialized_start=582
+  _globals['_TASK_TRACECONTEXTENTRY']._serialized_end=633
 # @@protoc_insertion_point(module_scope)

@@ -3,7 +3,7 @@
 isort:skip_file
 Internal contract: the envelope of a task on the fair work queue."""
 
-from athena.memory.v1 import memory_pb2 as _memory_pb2
+from athena_client.memory.v1 import memory_pb2 as _memory_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message

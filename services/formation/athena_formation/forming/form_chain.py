@@ -34,10 +34,10 @@ from athena.errors import FieldViolation, InvalidArgument, RetryableError
 from athena.events import doc_to_event, timestamp_of
 from athena.internal.v1 import formation_pb2
 from athena.llm import LLMClient
-from athena.memory.v1 import memory_pb2
 from athena.metrics import CHAIN_HEAT, FORMATION_OUTCOMES, FORMATION_SECONDS
 from athena.text import tokens
 from athena.tracing import tracer
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.forming.analysis import SMALL_TALK, Analysis, Entity, Topic, analyze
 from athena_formation.forming.merge import MergeCandidate, choose_merge, words
 from athena_formation.forming.quality_gate import QualityReport, assess_quality

@@ -82,7 +82,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.forming.analysis import SMALL_TALK, Analysis
 from athena_formation.forming.personal_facts import states_personal_fact
 from athena_formation.text.gazetteer import FIRST_NAMES

@@ -30,8 +30,8 @@ from typing import Any
 from athena.errors import RetryableError
 from athena.events import doc_to_event
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2
 from athena.tombstones import MongoTombstones, erases
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.forming.form_chain import ChainFormer
 from athena_formation.store.chain_store import ChainStore
 from athena_formation.store.lexical_index import LexicalIndex

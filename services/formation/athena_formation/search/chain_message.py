@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from athena.events import epoch_to_timestamp, to_timestamp
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.store.chain_store import from_epoch
 
 __all__ = ["chain_to_proto"]

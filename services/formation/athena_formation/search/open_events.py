@@ -25,7 +25,7 @@ import numpy as np
 
 from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.search.lexicon import chain_lexicon, lexicon_length
 from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.store.lexical_index import EMPTY_CORPUS, K1, B, Corpus

@@ -15,9 +15,9 @@ import numpy as np
 from athena.embeddings import Embedder
 from athena.errors import FieldViolation, InvalidArgument, NotFound
 from athena.internal.v1 import formation_pb2
-from athena.memory.v1 import memory_pb2
 from athena.metrics import CHAIN_HEAT, SEARCH_HITS
 from athena.text import found_words
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_strength
 from athena_formation.search.chain_message import chain_to_proto
 from athena_formation.search.lexicon import query_terms, terms

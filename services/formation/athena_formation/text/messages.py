@@ -6,9 +6,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from athena.memory.v1 import memory_pb2
 from athena.text import is_cjk, stem, stop_words
 from athena.text import tokens as words
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.text.stopwords import CJK_SMALLTALK_PHRASES, is_content_word
 
 __all__ = [

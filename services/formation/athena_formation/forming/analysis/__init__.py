@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from athena.embeddings import Embedder
 from athena.llm import LLMClient
-from athena.memory.v1 import memory_pb2
+from athena_client.memory.v1 import memory_pb2
 from athena_formation.forming.analysis._entities import extract_entities
 from athena_formation.forming.analysis._heuristic import SMALL_TALK, heuristic_analysis
 from athena_formation.forming.analysis._llm import SCHEMA_HINT, analysis_system, parse_analysis, transcript

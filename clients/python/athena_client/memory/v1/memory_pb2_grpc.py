@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from athena.memory.v1 import memory_pb2 as athena_dot_memory_dot_v1_dot_memory__pb2
+from athena_client.memory.v1 import memory_pb2 as athena__client_dot_memory_dot_v1_dot_memory__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in athena/memory/v1/memory_pb2_grpc.py depends on'
+        + ' but the generated code in athena_client/memory/v1/memory_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,43 +37,43 @@ class MemoryServiceStub:
         """
         self.StoreEvent = channel.unary_unary(
                 '/athena.memory.v1.MemoryService/StoreEvent',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventResponse.FromString,
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventResponse.FromString,
                 _registered_method=True)
         self.StoreEvents = channel.unary_unary(
                 '/athena.memory.v1.MemoryService/StoreEvents',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventsRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventsResponse.FromString,
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventsRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventsResponse.FromString,
                 _registered_method=True)
         self.GetContext = channel.unary_unary(
                 '/athena.memory.v1.MemoryService/GetContext',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetContextRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetContextResponse.FromString,
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetContextRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetContextResponse.FromString,
                 _registered_method=True)
         self.SearchMemory = channel.unary_unary(
                 '/athena.memory.v1.MemoryService/SearchMemory',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
                 _registered_method=True)
         self.GetChain = channel.unary_unary(
                 '/athena.memory.v1.MemoryService/GetChain',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
                 _registered_method=True)
         self.ListChains = channel.unary_unary(
                 '/athena.memory.v1.MemoryService/ListChains',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
                 _registered_method=True)
         self.ForgetUser = channel.unary_unary(
                 '/athena.memory.v1.MemoryService/ForgetUser',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
                 _registered_method=True)
         self.FlushWindow = channel.unary_unary(
                 '/athena.memory.v1.MemoryService/FlushWindow',
-                request_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.SerializeToString,
-                response_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.FromString,
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.FromString,
                 _registered_method=True)
 
 
@@ -157,43 +157,43 @@ def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'StoreEvent': grpc.unary_unary_rpc_method_handler(
                     servicer.StoreEvent,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventResponse.SerializeToString,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventResponse.SerializeToString,
             ),
             'StoreEvents': grpc.unary_unary_rpc_method_handler(
                     servicer.StoreEvents,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventsRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventsResponse.SerializeToString,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventsRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventsResponse.SerializeToString,
             ),
             'GetContext': grpc.unary_unary_rpc_method_handler(
                     servicer.GetContext,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetContextRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetContextResponse.SerializeToString,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetContextRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetContextResponse.SerializeToString,
             ),
             'SearchMemory': grpc.unary_unary_rpc_method_handler(
                     servicer.SearchMemory,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.SerializeToString,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.SerializeToString,
             ),
             'GetChain': grpc.unary_unary_rpc_method_handler(
                     servicer.GetChain,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
             ),
             'ListChains': grpc.unary_unary_rpc_method_handler(
                     servicer.ListChains,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.SerializeToString,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.SerializeToString,
             ),
             'ForgetUser': grpc.unary_unary_rpc_method_handler(
                     servicer.ForgetUser,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.SerializeToString,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.SerializeToString,
             ),
             'FlushWindow': grpc.unary_unary_rpc_method_handler(
                     servicer.FlushWindow,
-                    request_deserializer=athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.FromString,
-                    response_serializer=athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.SerializeToString,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -222,8 +222,8 @@ class MemoryService:
             request,
             target,
             '/athena.memory.v1.MemoryService/StoreEvent',
-            athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventResponse.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -249,8 +249,8 @@ class MemoryService:
             request,
             target,
             '/athena.memory.v1.MemoryService/StoreEvents',
-            athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventsRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.StoreEventsResponse.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventsRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.StoreEventsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -276,8 +276,8 @@ class MemoryService:
             request,
             target,
             '/athena.memory.v1.MemoryService/GetContext',
-            athena_dot_memory_dot_v1_dot_memory__pb2.GetContextRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.GetContextResponse.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.GetContextRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.GetContextResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -303,8 +303,8 @@ class MemoryService:
             request,
             target,
             '/athena.memory.v1.MemoryService/SearchMemory',
-            athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -330,8 +330,8 @@ class MemoryService:
             request,
             target,
             '/athena.memory.v1.MemoryService/GetChain',
-            athena_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
             options,
             channel_credentials,
             insecure,
@@ -357,8 +357,8 @@ class MemoryService:
             request,
             target,
             '/athena.memory.v1.MemoryService/ListChains',
-            athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ListChainsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -384,8 +384,8 @@ class MemoryService:
             request,
             target,
             '/athena.memory.v1.MemoryService/ForgetUser',
-            athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -411,8 +411,8 @@ class MemoryService:
             request,
             target,
             '/athena.memory.v1.MemoryService/FlushWindow',
-            athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.SerializeToString,
-            athena_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.FromString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.FromString,
             options,
             channel_credentials,
             insecure,

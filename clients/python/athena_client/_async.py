@@ -1,0 +1,155 @@
+"""The asyncio client (grpc.aio)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Optional, TypeVar
+
+import grpc
+
+from athena_client import _common
+from athena_client._common import ClientOptions, ContextPage, EventLike
+from athena_client.memory.v1 import memory_pb2, memory_pb2_grpc
+
+__all__ = ["AsyncAthenaClient"]
+
+T = TypeVar("T")
+
+
+class AsyncAthenaClient:
+    """Athena's public API (MemoryService) with asyncio; AthenaClient is the same, synchronous.
+
+    Every call carries a deadline (`options.timeout`), and UNAVAILABLE is retried with exponential
+    backoff and full jitter (`options.max_attempts`, `options.backoff`). StoreEvent is made safe to
+    retry by giving every event an event_id before the first attempt."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        options: Optional[ClientOptions] = None,
+        channel: Optional[grpc.aio.Channel] = None,
+        api_key: Optional[str] = None,
+        bearer_token: Optional[str] = None,
+        tls: bool = False,
+        root_certificates: Optional[bytes] = None,
+    ) -> None:
+        """`api_key` or `bearer_token` (a JWT) is sent as `authorization: Bearer ...` with every call; the
+        server takes the tenant from it. `tls` (implied by `root_certificates`, the PEM CAs to trust;
+        None: the system's) connects over TLS. `channel`: one of your own instead (target unused)."""
+        self.options = _common.resolve_options(options, api_key=api_key, bearer_token=bearer_token)
+        if channel is not None:
+            self._channel = channel
+        else:
+            credentials = _common.channel_credentials(tls, root_certificates)
+            self._channel = (
+                grpc.aio.insecure_channel(target)
+                if credentials is None
+                else grpc.aio.secure_channel(target, credentials)
+            )
+        self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
+
+    async def __aenter__(self) -> AsyncAthenaClient:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    scope = staticmethod(_common.scope)
+
+    async def _call(self, method: Callable[..., Awaitable[T]], request: Any) -> T:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await method(request, **_common.call_kwargs(self.options))
+            except grpc.RpcError as exc:
+                delay = _common.retry_delay(self.options, attempt, exc)
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+
+    async def store_event(self, scope: memory_pb2.Scope, event: EventLike) -> memory_pb2.StoreEventResponse:
+        return await self._call(self._stub.StoreEvent, _common.store_event_request(scope, event))
+
+    async def store_events(
+        self, scope: memory_pb2.Scope, events: Sequence[EventLike]
+    ) -> memory_pb2.StoreEventsResponse:
+        return await self._call(self._stub.StoreEvents, _common.store_events_request(scope, events))
+
+    async def get_context(
+        self, scope: memory_pb2.Scope, *, query: str = "", chain_limit: int = 0, limit: int = 0, page_token: str = ""
+    ) -> ContextPage:
+        """One page of the scope's window, oldest first: the newest of the last `limit` events (0: the
+        whole window) that fit one answer, or with `page_token` (a page's next_page_token) the next
+        older page. A window that fits one answer is one page, with no next_page_token. With a
+        `query`, the first page also holds `relevant_chains`: at most `chain_limit` (0: 3) memories
+        most relevant to it."""
+        request = _common.get_context_request(
+            scope, query=query, chain_limit=chain_limit, limit=limit, page_token=page_token
+        )
+        return ContextPage.of(await self._call(self._stub.GetContext, request))
+
+    async def context_pages(self, scope: memory_pb2.Scope, *, limit: int = 0) -> AsyncIterator[ContextPage]:
+        """Every page of the last `limit` events (0: the whole window), newest page first."""
+        token = ""
+        while True:
+            page = await self.get_context(scope, limit=limit, page_token=token)
+            yield page
+            token = page.next_page_token
+            if not token:
+                return
+
+    async def get_full_context(self, scope: memory_pb2.Scope, *, limit: int = 0) -> list[memory_pb2.Event]:
+        """The last `limit` events (0: the whole window), oldest first, however many pages they take."""
+        pages = [page async for page in self.context_pages(scope, limit=limit)]
+        return [event for page in reversed(pages) for event in page]
+
+    async def search_memory(
+        self,
+        scope: memory_pb2.Scope,
+        query: str,
+        *,
+        limit: int = 5,
+        similarity_threshold: Optional[float] = None,
+        metadata_filters: Optional[Mapping[str, str]] = None,
+    ) -> list[memory_pb2.SearchHit]:
+        """The memories most relevant to `query`, best first (agent_id of the scope optional)."""
+        request = _common.search_memory_request(
+            scope, query, limit=limit, similarity_threshold=similarity_threshold, metadata_filters=metadata_filters
+        )
+        return list((await self._call(self._stub.SearchMemory, request)).hits)
+
+    async def get_chain(self, scope: memory_pb2.Scope, chain_id: str) -> memory_pb2.Chain:
+        return await self._call(self._stub.GetChain, _common.get_chain_request(scope, chain_id))
+
+    async def list_chains(
+        self,
+        scope: memory_pb2.Scope,
+        *,
+        status: memory_pb2.ChainStatus.ValueType = memory_pb2.CHAIN_STATUS_UNSPECIFIED,
+        page_size: int = 200,
+    ) -> list[memory_pb2.Chain]:
+        """Every chain of the scope, most recent first, following the pages."""
+        chains: list[memory_pb2.Chain] = []
+        token = ""
+        while True:
+            request = _common.list_chains_request(scope, status=status, page_size=page_size, page_token=token)
+            page = await self._call(self._stub.ListChains, request)
+            chains.extend(page.chains)
+            token = page.next_page_token
+            if not token:
+                return chains
+
+    async def flush_window(self, scope: memory_pb2.Scope) -> memory_pb2.FlushWindowResponse:
+        """Close the scope's conversation: what its window holds is formed into a chain after the tasks
+        already queued for it (`task_id` names the flush; empty when the window was empty)."""
+        return await self._call(self._stub.FlushWindow, _common.flush_window_request(scope))
+
+    async def forget_user(self, tenant_id: str, user_id: str) -> memory_pb2.ForgetUserResponse:
+        """Erase everything Athena holds about the user in the tenant; returns the receipt (counts per store)."""
+        return await self._call(self._stub.ForgetUser, _common.forget_user_request(tenant_id, user_id))
