@@ -17,6 +17,7 @@ from pathlib import Path
 import grpc
 import pytest
 from redis.asyncio import Redis
+from support.formation_data import KYOTO
 from support.in_process import in_process_settings
 
 from athena import keys
@@ -42,18 +43,6 @@ ALL_AGENTS = AsyncAthenaClient.scope("acme", "alice", "")
 DOG = [
     ("user", "We adopted a rescue beagle last week and named him Pepperoni."),
     ("agent", "Congratulations! Beagles love long walks; Pepperoni will settle in within a few weeks."),
-]
-KYOTO = [
-    ("user", "I'm planning a trip to Kyoto in April. Which neighbourhoods are best for seeing temples?"),
-    (
-        "agent",
-        "Higashiyama is ideal: Kiyomizu-dera, Yasaka Shrine and the Philosopher's Path are all walkable from there.",
-    ),
-    ("user", "How many days would you recommend for Kyoto and a day trip to Nara?"),
-    (
-        "agent",
-        "Plan four days in Kyoto plus one for Nara; visit Fushimi Inari early to avoid the cherry blossom crowds.",
-    ),
 ]
 CURRY = [
     ("user", "What vegetarian curry can I cook tonight with chickpeas and coconut milk?"),

@@ -2,34 +2,19 @@
 
 from __future__ import annotations
 
-import random
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+
+# One retry strategy for the client and the services: the client's (the services depend on it).
+from athena_client.retry import Backoff, ExponentialFullJitter
 
 __all__ = ["Backoff", "ExponentialFullJitter", "NoBackoff", "RetryPolicy"]
 
-
-class Backoff(ABC):
-    @abstractmethod
-    def compute(self, failures: int) -> float:
-        """Seconds to wait after the `failures`-th consecutive failure (1-based)."""
+_QUEUE_BACKOFF_BASE, _QUEUE_BACKOFF_CAP = 1.0, 60.0
+"""A task's retry waits by default (QUEUE_BACKOFF_BASE_SECONDS / QUEUE_BACKOFF_MAX_SECONDS set them in the services)."""
 
 
 @dataclass(frozen=True)
-class ExponentialFullJitter(Backoff):
-    """uniform(0, min(cap, base * 2**(failures-1))): AWS's "full jitter", spreads retries of many tasks."""
-
-    base: float = 1.0
-    cap: float = 60.0
-    rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
-
-    def compute(self, failures: int) -> float:
-        ceiling = min(self.cap, self.base * (2 ** max(0, failures - 1)))
-        return self.rng.uniform(0.0, ceiling)
-
-
-@dataclass(frozen=True)
-class NoBackoff(Backoff):
+class NoBackoff:
     """Retry at once. Only for tests: the seed's behaviour that this project replaced."""
 
     def compute(self, failures: int) -> float:
@@ -40,7 +25,9 @@ class NoBackoff(Backoff):
 class RetryPolicy:
     max_attempts: int = 3
     """Attempts in all, the first included; then the task is dead-lettered."""
-    backoff: Backoff = field(default_factory=ExponentialFullJitter)
+    backoff: Backoff = field(
+        default_factory=lambda: ExponentialFullJitter(base=_QUEUE_BACKOFF_BASE, cap=_QUEUE_BACKOFF_CAP)
+    )
     max_outage_attempts: int = 0
     """Attempts in all when the failures are a dependency outage (the dependency, not the task, is at
     fault, so an outage longer than max_attempts' backoff must not dead-letter); 0 means max_attempts."""
