@@ -4,7 +4,10 @@ Each conversation is replayed through the public API (speaker_a as the user, spe
 each turn stamped with its session's date and time, its dia_id in the metadata; sessions days apart
 are cut at their boundaries by the time gap) and closed with FlushWindow. Once the pipeline has
 decided every user message and formed the last topic, each question of categories 1-4 goes to SearchMemory; a question
-counts as recalled when all its evidence turns are inside the top-k chains. The fixed-size-chunk
+counts as recalled when all its evidence turns are inside the top-k chains. With `agent_per_session`,
+each session is replayed under an agent of its own (`s1`, `s2`, ...: the same user talking to a
+different agent each time), its window flushed and formed before the next session starts, and the
+questions and the chain listing name no agent (all of the user's agents). The fixed-size-chunk
 baseline runs in the same process over the same turns with the same embedding model, with chunks of
 the mean size of the chains formed (per conversation), averaged over where the cuts fall.
 """
@@ -13,10 +16,11 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from itertools import pairwise
+from itertools import groupby, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ import numpy as np
 
 from athena import keys
 from athena.embeddings import Embedder
+from athena.queue import TaskResult
 from athena_cli.demo import wait_until_processed
 from athena_client import AsyncAthenaClient, EventInput
 from athena_formation.search.lexicon import chain_lexicon, query_terms
@@ -37,11 +42,14 @@ __all__ = [
     "chunk_baseline",
     "evidence_recall",
     "load_conversation",
+    "replay_parts",
     "run_locomo",
 ]
 
 _SESSION = re.compile(r"^session_(\d+)$")
 TENANT = "locomo-eval"
+AGENT = "locomo"
+"""The one agent of a replay (without `agent_per_session`)."""
 
 
 @dataclass
@@ -50,6 +58,8 @@ class Turn:
     role: str
     text: str
     timestamp: datetime
+    session: int = 0
+    """The LoCoMo session number (session_N)."""
 
 
 @dataclass
@@ -81,6 +91,7 @@ def load_conversation(path: Path) -> Conversation:
                     "user" if t["speaker"] == speaker_a else "agent",
                     text,
                     start + timedelta(seconds=30 * i),
+                    number,
                 )
             )
     questions = [
@@ -234,6 +245,14 @@ class LocomoReport:
         }
 
 
+def replay_parts(conv: Conversation, *, agent_per_session: bool) -> list[tuple[str, list[Turn]]]:
+    """The conversation's turns as (agent id, turns) in replay order: all under AGENT, or each session
+    under its own agent `s<N>` (N the LoCoMo session number)."""
+    if not agent_per_session:
+        return [(AGENT, conv.turns)]
+    return [(f"s{n}", list(turns)) for n, turns in groupby(conv.turns, key=lambda t: t.session)]
+
+
 async def run_locomo(
     connect: Callable[..., AsyncAthenaClient],
     redis_url: str,
@@ -246,51 +265,69 @@ async def run_locomo(
     dump: list[dict[str, Any]] | None = None,
     ranking: Ranking | None = None,
     query_embedder: Embedder | None = None,
+    agent_per_session: bool = False,
 ) -> LocomoReport:
     """Replay, wait, ask. `connect(tenant_id=...)` opens a client with a credential of that tenant (as
     LocalStack.client does). `dump`, when given, receives each conversation's chains (turn ids per chain).
     `ranking`, `query_embedder`: what the stack's formation ranks with and embeds queries with (for the
-    baselines; the defaults and `embedder` otherwise)."""
+    baselines; the defaults and `embedder` otherwise). `agent_per_session`: each session under its own
+    agent (`s1`, `s2`, ...), flushed and formed before the next; questions and listing across all agents."""
     report = LocomoReport(k=k)
     async with connect(tenant_id=TENANT) as client:
         for path in files:
             conv = load_conversation(path)
-            scope = client.scope(TENANT, f"conv-{conv.name}", "locomo")
+            user = f"conv-{conv.name}"
+            deadline = time.monotonic() + timeout
             event_to_dia: dict[str, str] = {}
-            task_ids: list[str] = []
-            batch = 25
-            for start in range(0, len(conv.turns), batch):
-                part = conv.turns[start : start + batch]
-                resp = await client.store_events(
-                    scope,
-                    [
-                        EventInput(
-                            t.role,
-                            t.text,
-                            timestamp=t.timestamp,
-                            metadata={"dia_id": t.dia_id},
-                            event_id=f"{conv.name}-{t.dia_id.replace(':', '.')}",
-                        )
-                        for t in part
-                    ],
+            results: dict[str, TaskResult] = {}
+            replayed = 0
+            agents: list[str] = []
+            for agent, turns in replay_parts(conv, agent_per_session=agent_per_session):
+                agents.append(agent)
+                scope = client.scope(TENANT, user, agent)
+                task_ids: list[str] = []
+                batch = 25
+                for start in range(0, len(turns), batch):
+                    part = turns[start : start + batch]
+                    resp = await client.store_events(
+                        scope,
+                        [
+                            EventInput(
+                                t.role,
+                                t.text,
+                                timestamp=t.timestamp,
+                                metadata={"dia_id": t.dia_id},
+                                event_id=f"{conv.name}-{t.dia_id.replace(':', '.')}",
+                            )
+                            for t in part
+                        ],
+                    )
+                    for t, r in zip(part, resp.results):
+                        event_to_dia[r.event_id] = t.dia_id
+                        if r.task_id:
+                            task_ids.append(r.task_id)
+                    replayed += len(part)
+                    if progress:
+                        progress(f"replaying {conv.name}", replayed, len(conv.turns))
+                # The conversation (with this agent) is over: FlushWindow forms its last topic, after
+                # every check queued before it. Per session, the next session starts once it is formed,
+                # as when the user comes back later to another agent.
+                flush = await client.flush_window(scope)
+                task_ids += [flush.task_id] if flush.task_id else []
+                results |= await wait_until_processed(
+                    redis_url,
+                    keys.scope_id(TENANT, user, agent),
+                    task_ids,
+                    timeout=max(0.0, deadline - time.monotonic()),
                 )
-                for t, r in zip(part, resp.results):
-                    event_to_dia[r.event_id] = t.dia_id
-                    if r.task_id:
-                        task_ids.append(r.task_id)
-                if progress:
-                    progress(f"replaying {conv.name}", min(start + batch, len(conv.turns)), len(conv.turns))
-            # The conversation is over: FlushWindow forms its last topic, after every check queued before it.
-            flush = await client.flush_window(scope)
-            task_ids += [flush.task_id] if flush.task_id else []
-            results = await wait_until_processed(
-                redis_url, keys.scope_id(TENANT, f"conv-{conv.name}", "locomo"), task_ids, timeout=timeout
-            )
             outcomes = [r.get("formation_outcome", "") for r in results.values()]
             report.merges += outcomes.count("FORM_OUTCOME_MERGED")
             report.rejections += outcomes.count("FORM_OUTCOME_REJECTED")
-            report.unformed_turns += len(await client.get_full_context(scope))
+            for agent in agents:
+                report.unformed_turns += len(await client.get_full_context(client.scope(TENANT, user, agent)))
 
+            # Per session, no agent: the user's chains and searches across all of the user's agents.
+            scope = client.scope(TENANT, user, "" if agent_per_session else AGENT)
             chains = await client.list_chains(scope)
             # Every turn is in a chain, the window or a rejected segment: with the window empty, an
             # evidence turn in no chain is one the quality gate rejected.
@@ -303,6 +340,7 @@ async def run_locomo(
                         "chains": [
                             {
                                 "id": c.id,
+                                "agents": list(c.agent_ids),
                                 "topic": c.topic,
                                 "subtopics": [t.name for t in c.subtopics],
                                 "entities": [e.text for e in c.entities],

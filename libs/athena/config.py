@@ -57,6 +57,7 @@ SEED_DEPARTURES: dict[str, str] = {
     "session_merge_max_chain_events": "a merge may not grow a chain past 20 events (seed: no limit; 0 restores it)",
     "search_lexical_weight": "SearchMemory is hybrid (words and embedding; seed: the embedding; 0 restores it)",
     "search_size_prior": "shorter chains first among equals (seed: no size prior; 0 restores it)",
+    "llm_rate_limit_per_minute": "all processes together, shared through Redis, beside a per-tenant budget (seed: per process)",
 }
 """Settings whose default or meaning departs from the seeds, with a short why (docs/architecture.md,
 "Departures from the seeds", has each one's reason); `athena config` shows them."""
@@ -107,7 +108,11 @@ class Settings(BaseSettings):
     grpc_bind_host: str = "0.0.0.0"
     """Interface the gRPC servers listen on."""
     formation_address: str = "127.0.0.1:50052"
-    """Where cognition and ingest reach the formation service."""
+    """Where cognition and ingest reach the formation service: host:port, or a gRPC target such as dns:///formation-headless:50052 (every address the name resolves to gets calls in turn: client-side round_robin)."""
+    formation_max_connection_age_seconds: float = Field(default=30.0, ge=0)
+    """Formation closes each client connection after about this long (gRPC max connection age, with 10% jitter); the client then resolves FORMATION_ADDRESS again, so formation replicas added since take calls. 0 keeps connections open forever."""
+    formation_max_connection_age_grace_seconds: float = Field(default=120.0, ge=0)
+    """Calls still running on a connection closed for its age get this long to finish (the connection closes as soon as they have); keep it above the longest call to formation (ingest's ExportUser stream: 100 s; FormChain: 30 s). 0: no bound."""
     grpc_reflection: bool = True
     """Serve gRPC server reflection on every service."""
     grpc_shutdown_grace_seconds: float = Field(default=20.0, gt=0)
@@ -164,6 +169,9 @@ class Settings(BaseSettings):
     """false disables cognition entirely: Athena is then a plain short-term store (seed ENABLE_MEMORY_WORKERS)."""
     memory_worker_count: int = Field(default=2, ge=1)
     """Async workers per cognition process (seed MEMORY_WORKER_COUNT)."""
+    embeddings_handoff: bool = True
+    """Cognition sends the vectors it already has of a segment's events with the segment, so formation
+    does not encode those texts again (same model only); false: formation encodes every text itself."""
 
     # --- chain-break detection ------------------------------------------------------------------------
     chain_scorer: ChainScorer = ChainScorer.CONTINUITY
@@ -195,11 +203,13 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(default=10.0, gt=0)
     """Timeout of one gray-zone LLM call."""
     llm_rate_limit_per_minute: int = Field(default=60, ge=1)
-    """Most LLM calls per minute per process (seed LLM_RATE_LIMIT_PER_MINUTE)."""
+    """Most LLM calls per minute in total, all tenants and all cognition and formation processes together: the budget is shared through Redis (seed LLM_RATE_LIMIT_PER_MINUTE, there per process). While Redis is unreachable each process keeps it alone."""
+    llm_tenant_rate_limit_per_minute: int = Field(default=20, ge=1)
+    """Most LLM calls per minute of one tenant, all processes together (shared through Redis like LLM_RATE_LIMIT_PER_MINUTE), so one busy tenant cannot take the whole budget; a call needs a slot of both. Set it to LLM_RATE_LIMIT_PER_MINUTE for no per-tenant limit."""
     llm_breaker_failures: int = Field(default=5, ge=1)
-    """Consecutive LLM failures that open the circuit breaker."""
+    """Consecutive LLM failures, counted over every process (shared through Redis), that open the circuit breaker for all of them."""
     llm_breaker_reset_seconds: float = Field(default=30.0, gt=0)
-    """How long the breaker stays open before one trial call."""
+    """How long the breaker stays open before one trial call (one across all processes)."""
 
     # --- chain formation --------------------------------------------------------------------------
     topic_analysis_max_topics: int = Field(default=3, ge=0)
@@ -216,6 +226,9 @@ class Settings(BaseSettings):
     """Merge candidates: the user's chains active within this many hours (seed SESSION_MAX_AGE_HOURS)."""
     session_max_chains_per_user: int = Field(default=100, ge=1)
     """Most merge candidates considered, most recent first (seed SESSION_MAX_CHAINS_PER_USER)."""
+    session_merge_across_agents: bool = True
+    """Merge candidates are the user's recent chains of every agent, as the seed draws them (a chain then
+    belongs to each agent whose segment it holds); false: only the segment's own agent's chains."""
     session_merge_min_confidence: Fraction = 0.7
     """Merge only if MergeConfidence reaches this (seed SESSION_MERGE_MIN_CONFIDENCE)."""
     session_merge_max_chain_events: int = Field(default=20, ge=0)
@@ -258,9 +271,9 @@ class Settings(BaseSettings):
     auth_disabled: bool = False
     """true runs the public API without authentication (local development only; every service logs a loud warning). Nothing else turns authentication off."""
     auth_api_keys: str = ""
-    """API keys of the public API as comma-separated `tenant:sha256hex` entries (the SHA-256 of each key, never the key; `athena auth new-key` prints one)."""
+    """API keys of the public API as comma-separated `tenant:sha256hex` entries (the SHA-256 of each key, never the key; `athena auth new-key` prints one), each optionally followed by its scopes, `tenant:sha256hex:memory:read+memory:admin` (none: memory:read and memory:write)."""
     auth_api_keys_file: str = ""
-    """File with more API key entries, one `tenant:sha256hex` a line (# starts a comment); read at start-up."""
+    """File with more API key entries, one `tenant:sha256hex[:scope+scope]` a line (# starts a comment); read at start-up."""
     auth_jwt_hs256_secret: str = ""
     """Shared secret verifying HS256 JWTs. Empty: HS256 tokens are not accepted."""
     auth_jwt_hs256_secret_file: str = ""

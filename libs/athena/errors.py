@@ -4,6 +4,7 @@
     ├── InvalidArgument          bad input; carries field violations       (never retried)
     ├── NotFound                                                           (never retried)
     ├── Unauthenticated / PermissionDenied                                 (never retried)
+    ├── FailedPrecondition       the request is valid but the memory's state refuses it
     ├── PermanentTaskError       a queued task that can never succeed      (dead-lettered at once)
     └── RetryableError           worth another try later
         └── DependencyUnavailable   Redis, MongoDB, Milvus, formation... is down or timed out
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 __all__ = [
     "AthenaError",
     "DependencyUnavailable",
+    "FailedPrecondition",
     "FieldViolation",
     "InvalidArgument",
     "NotFound",
@@ -55,6 +57,10 @@ class Unauthenticated(AthenaError):
 
 class PermissionDenied(AthenaError):
     pass
+
+
+class FailedPrecondition(AthenaError):
+    """E.g. a rejected segment whose events are no longer in the log cannot be admitted."""
 
 
 class PermanentTaskError(AthenaError):

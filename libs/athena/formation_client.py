@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -15,11 +16,25 @@ from athena.grpc_util import error_from_rpc
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.queue import Backoff, ExponentialFullJitter
 
-__all__ = ["FormationClient"]
+__all__ = ["FormationClient", "channel_options"]
 
 T = TypeVar("T")
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
+
+# A connection to every address the target resolves to, calls in turn: with a headless Service each
+# formation pod is an address (the default pick_first would put every call on the first one).
+_ROUND_ROBIN = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
+
+
+def channel_options(*, min_resolution_interval: float = 10.0) -> list[tuple[str, str | int]]:
+    """Options of the channel to formation: round_robin over the resolved addresses, and the name resolved
+    again at most every `min_resolution_interval` seconds. gRPC resolves again when a connection ends,
+    which formation causes every FORMATION_MAX_CONNECTION_AGE_SECONDS: that is how new replicas get calls."""
+    return [
+        ("grpc.service_config", _ROUND_ROBIN),
+        ("grpc.dns_min_time_between_resolutions_ms", max(1, round(min_resolution_interval * 1000))),
+    ]
 
 
 class FormationClient:
@@ -32,16 +47,19 @@ class FormationClient:
         backoff: Backoff | None = None,
         metadata: tuple[tuple[str, str], ...] = (),
         credentials: grpc.ChannelCredentials | None = None,
+        min_resolution_interval: float = 10.0,
     ) -> None:
-        """`metadata` carries the internal credential; `credentials` the (m)TLS of the hop (None: plaintext)."""
+        """`target`: host:port or any gRPC target (dns:///name:port, ipv4:a:p,b:p); `metadata` carries the
+        internal credential; `credentials` the (m)TLS of the hop (None: plaintext)."""
         self.timeout = timeout
         self.attempts = attempts
         self.backoff = backoff or ExponentialFullJitter(base=0.2, cap=2.0)
         self.metadata = metadata
+        options = channel_options(min_resolution_interval=min_resolution_interval)
         self._channel = (
-            grpc.aio.secure_channel(target, credentials)
+            grpc.aio.secure_channel(target, credentials, options=options)
             if credentials is not None
-            else grpc.aio.insecure_channel(target)
+            else grpc.aio.insecure_channel(target, options=options)
         )
         self.stub = formation_pb2_grpc.FormationServiceStub(self._channel)
 
@@ -78,5 +96,9 @@ class FormationClient:
                 await asyncio.sleep(self.backoff.compute(attempt))
         raise AssertionError("unreachable")
 
-    async def form_chain(self, segment: formation_pb2.Segment) -> formation_pb2.FormChainResponse:
-        return await self.call(self.stub.FormChain, formation_pb2.FormChainRequest(segment=segment))
+    async def form_chain(
+        self, segment: formation_pb2.Segment, *, embeddings: formation_pb2.EventEmbeddings | None = None
+    ) -> formation_pb2.FormChainResponse:
+        """`embeddings`: vectors the caller already has of the segment's events (a hint, see the proto)."""
+        request = formation_pb2.FormChainRequest(segment=segment, embeddings=embeddings)
+        return await self.call(self.stub.FormChain, request)

@@ -12,6 +12,12 @@ __all__ = [
     "DISPATCHER",
     "ERASURE_TTL_SECONDS",
     "LEASE_PREFIX",
+    "LLM_BREAKER_FAILURES",
+    "LLM_BREAKER_OPEN",
+    "LLM_BREAKER_TRIAL",
+    "LLM_BREAKER_TRIPPED",
+    "LLM_RATE_TENANT_PREFIX",
+    "LLM_RATE_TOTAL",
     "PERSISTENCE_REWRITE_ATTEMPT",
     "PERSISTENCE_REWRITE_LOCK",
     "PERSISTENCE_REWRITE_WANTED",
@@ -25,6 +31,7 @@ __all__ = [
     "claiming_key",
     "erasure_key",
     "lease_key",
+    "llm_rate_tenant_key",
     "scope_id",
     "scope_queue_key",
     "split_scope_id",
@@ -103,6 +110,30 @@ running/done/failed/refused, Redis's run id and rewrite counters before it), for
 ERASURE_AOF_REWRITE_MIN_INTERVAL_SECONDS and to tell when the rewrite finished. No TTL: one small key."""
 PERSISTENCE_REWRITE_LOCK = "persistence:v1:rewrite:lock"
 """STRING mutex (SET NX PX, random token) so one ingest replica at a time checks and starts a rewrite."""
+
+# --- the LLM budget, shared by every process that calls the LLM (athena.llm._shared) ----------------
+LLM_RATE_TOTAL = "llm:v1:rate:total"
+"""ZSET: the sliding-window log of LLM_RATE_LIMIT_PER_MINUTE, all tenants together: one member per
+granted or reserved call, scored by its slot (epoch ms). Entries older than the window are trimmed by
+the reserve script; the key expires one window after its newest slot."""
+LLM_RATE_TENANT_PREFIX = "llm:v1:rate:tenant:"
+"""ZSET per tenant: the same log for LLM_TENANT_RATE_LIMIT_PER_MINUTE (same trimming and expiry)."""
+LLM_BREAKER_FAILURES = "llm:v1:breaker:failures"
+"""STRING: consecutive LLM failures seen by any process since the last success (INCR; deleted by a
+success or when the breaker opens). Expires an hour after the last failure."""
+LLM_BREAKER_OPEN = "llm:v1:breaker:open"
+"""STRING: present while the shared breaker is OPEN (SET PX LLM_BREAKER_RESET_SECONDS): every process
+refuses LLM calls without a request."""
+LLM_BREAKER_TRIPPED = "llm:v1:breaker:tripped"
+"""STRING: the breaker opened and no call has succeeded since: once LLM_BREAKER_OPEN has expired the
+breaker is HALF_OPEN. Deleted by a success; expires an hour after the last opening (then CLOSED)."""
+LLM_BREAKER_TRIAL = "llm:v1:breaker:trial"
+"""STRING: the one half-open trial call across all processes (SET NX PX LLM_BREAKER_RESET_SECONDS,
+the holder's random token), so a trial whose outcome never comes back frees itself."""
+
+
+def llm_rate_tenant_key(tenant_id: str) -> str:
+    return LLM_RATE_TENANT_PREFIX + tenant_id
 
 
 def scope_id(tenant_id: str, user_id: str, agent_id: str) -> str:

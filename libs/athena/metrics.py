@@ -27,7 +27,12 @@ __all__ = [
     "GRPC_HANDLING_SECONDS",
     "GRPC_STARTED",
     "LLM_BREAKER_OPEN",
+    "LLM_BREAKER_OPENS",
+    "LLM_BUDGET_FALLBACKS",
     "LLM_CALLS",
+    "LLM_RATE_LIMIT_DELAYED",
+    "LLM_RATE_LIMIT_GRANTS",
+    "LLM_RATE_LIMIT_REJECTIONS",
     "LLM_RATE_LIMIT_WAITS",
     "LLM_SECONDS",
     "PERSISTENCE_REWRITES_STARTED",
@@ -116,6 +121,30 @@ LLM_RATE_LIMIT_WAITS = Gauge(
     "LLM calls so far that had to wait for LLM_RATE_LIMIT_PER_MINUTE (cumulative, from the limiter).",
 )
 LLM_BREAKER_OPEN = Gauge("memos_llm_breaker_open", "1 while the LLM circuit breaker is open or half-open.")
+LLM_RATE_LIMIT_GRANTS = Counter(
+    "memos_llm_rate_limit_grants_total",
+    "LLM call slots granted, by where the budget was kept (redis: shared per tenant and in total by every process; local: this process alone, Redis unreachable or not used).",
+    ["store"],
+)
+LLM_RATE_LIMIT_DELAYED = Counter(
+    "memos_llm_rate_limit_delayed_total",
+    "LLM call slots granted after a wait, by the budget that made the call wait (tenant: LLM_TENANT_RATE_LIMIT_PER_MINUTE, total: LLM_RATE_LIMIT_PER_MINUTE).",
+    ["budget"],
+)
+LLM_RATE_LIMIT_REJECTIONS = Counter(
+    "memos_llm_rate_limit_rejections_total",
+    "LLM calls refused because no slot came within their max wait, by the budget that refused (tenant, total).",
+    ["budget"],
+)
+LLM_BREAKER_OPENS = Counter(
+    "memos_llm_breaker_opens_total",
+    "Times a failure in this process opened the LLM circuit breaker (shared: for every process).",
+)
+LLM_BUDGET_FALLBACKS = Counter(
+    "memos_llm_budget_fallbacks_total",
+    "LLM rate-limit and breaker decisions this process made alone because Redis, where they are shared, was unreachable, by part (limiter, breaker).",
+    ["part"],
+)
 
 # --- formation ---------------------------------------------------------------------------------------
 FORMATION_OUTCOMES = Counter(
@@ -157,8 +186,24 @@ def instrument_llm(llm: LLMClient | None) -> LLMClient | None:
     def observe(operation: str, outcome: object) -> None:
         LLM_CALLS.labels(operation, str(getattr(outcome, "value", outcome))).inc()
 
+    def observe_budget(event: str, label: str) -> None:
+        if event == "granted":
+            LLM_RATE_LIMIT_GRANTS.labels(label).inc()
+        elif event == "waited":
+            LLM_RATE_LIMIT_DELAYED.labels(label).inc()
+        elif event == "refused":
+            LLM_RATE_LIMIT_REJECTIONS.labels(label).inc()
+        elif event == "opened":
+            LLM_BREAKER_OPENS.inc()
+        elif event == "fallback":
+            LLM_BUDGET_FALLBACKS.labels(label).inc()
+
     llm.set_observer(observe)
     llm.on_latency = lambda operation, seconds: LLM_SECONDS.labels(operation).observe(seconds)
+    # The budget keepers that report (SharedRateLimiter, TenantRateLimiter, SharedCircuitBreaker).
+    for part in (llm.limiter, llm.breaker):
+        if hasattr(part, "observer"):
+            setattr(part, "observer", observe_budget)  # noqa: B010 (not in the protocols)
     LLM_RATE_LIMIT_WAITS.set_function(lambda: float(llm.limiter.waits))
     LLM_BREAKER_OPEN.set_function(lambda: 0.0 if llm.breaker.state.value == "closed" else 1.0)
     return llm

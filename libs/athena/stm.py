@@ -122,6 +122,17 @@ class ShortTermWindow:
             raw, length = await pipe.execute()
         return (parse_event(raw) if raw is not None else None), int(length)
 
+    async def user_event_count(self, tenant_id: str, user_id: str) -> int:
+        """How many events the user's windows (all agents) hold now."""
+        pattern = keys.user_key_patterns(tenant_id, user_id)["window"]
+        windows = [k async for k in self.redis.scan_iter(match=pattern, count=500)]
+        if not windows:
+            return 0
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for window in windows:
+                pipe.llen(window)
+            return sum(int(n) for n in await pipe.execute())
+
     async def erase(self, scope_id: str, erased: Callable[[memory_pb2.Event], bool]) -> int:
         """Remove the window's events for which `erased` is true, keeping the others in order
         (REMOVE_EVENTS: appends and cuts around it stay atomic). Returns how many were removed."""

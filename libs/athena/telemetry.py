@@ -36,14 +36,52 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+_QUIET_LIBRARIES = ("grpc", "pymongo", "httpx", "urllib3", "faiss")
+"""Libraries logged from WARNING up only (faiss: which CPU build it loads, six lines at every start)."""
+
+
+_SELF_HANDLING_LIBRARIES = ("transformers",)
+"""Libraries that give their root logger a stderr handler of their own, in plain text. transformers does
+on import: `[transformers] ...` (one line at every start of cognition and formation, when the embedding
+model loads), with propagation off (with CI set: on as well, so each line came twice)."""
+
+
 def setup_logging(service: str, level: str = "INFO") -> None:
+    """Every log line of the process as one JSON object on stderr, whoever writes it."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_JsonFormatter(service))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("grpc", "pymongo", "httpx", "urllib3"):
+    for noisy in _QUIET_LIBRARIES:
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # Python warnings (warnings.warn by any library) are printed to stderr as plain text otherwise;
+    # captured, they are records of the `py.warnings` logger and so JSON like the rest.
+    logging.captureWarnings(True)
+    for name in _SELF_HANDLING_LIBRARIES:
+        _route_to_root(logging.getLogger(name))
+
+
+class _RootRoutedLogger(logging.Logger):
+    """A library's logger that keeps no handler of its own and always propagates, whatever the library
+    sets when it is imported later: its records reach the root's JSON handler, once. The library itself
+    is not imported here (ingest never imports transformers, and its image has none)."""
+
+    def addHandler(self, hdlr: logging.Handler) -> None:
+        return
+
+    @property
+    def propagate(self) -> bool:
+        return True
+
+    @propagate.setter
+    def propagate(self, value: bool) -> None:
+        return
+
+
+def _route_to_root(logger: logging.Logger) -> None:
+    logger.handlers.clear()
+    logger.__class__ = _RootRoutedLogger
 
 
 def start_metrics(port: int) -> None:
@@ -63,7 +101,10 @@ def run_service(name: str, serve: Callable[[Settings], Coroutine[Any, Any, None]
     except SettingsError as exc:
         raise SystemExit(f"athena-{name}: {exc}") from None
     setup_logging(name, settings.log_level)
-    setup_tracing(name)
+    try:
+        setup_tracing(name)
+    except ValueError as exc:  # an OTEL_* value Athena does not honour
+        raise SystemExit(f"athena-{name}: {exc}") from None
     start_metrics(getattr(settings, f"{name}_metrics_port"))
     watch_gc_pauses()
     import uvloop

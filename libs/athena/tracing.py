@@ -1,15 +1,18 @@
 """OpenTelemetry: one trace per stored user message across ingest -> queue -> cognition -> formation.
 
-Configured by the standard OTEL_* variables: spans are exported over OTLP when
-OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, and nowhere otherwise.
-Across the queue the producer's context travels in the task envelope's trace_context map; the
-consumer span *links* to it (a new trace root per attempt, never re-injected on retry), following
-the messaging semantic conventions.
+Exporters are the standard OTEL_TRACES_EXPORTER (otlp, console, none; a comma-separated list). Unset,
+spans go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set and
+nowhere otherwise (the SDK's default, otlp to localhost, would send every local run's spans to a
+collector that is rarely there). Across the queue the producer's context travels in the task
+envelope's trace_context map and the consumer span is its child, with the messaging semantic
+conventions' attributes: a message's trace goes on through cognition and formation.
 
-Sampling is the standard OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG. Under a parent-based sampler
-a consumer span (a root with a link to its producer) takes its producer's decision, as a child takes
-its parent's: the work downstream of a kept producer span is kept, that of a dropped one is dropped
-(docs/operations.md, "Tracing").
+Sampling is the standard OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG, behind one rule of Athena's
+(QuietBackground): a span that starts a trace as a client or internal span (a Redis poll, a lease
+renewal, the reaper, a readiness ping, the archiver's MongoDB reads; an outgoing gRPC call excepted)
+is not recorded, so an idle
+stack exports next to nothing; requests (server spans) and queue work (producer and consumer spans)
+start traces as before (docs/operations.md, "Tracing").
 """
 
 from __future__ import annotations
@@ -23,14 +26,16 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace import sampling as _sdk_sampling
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler, SamplingResult
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import Link, Span, SpanKind, TraceState
 from opentelemetry.util.types import Attributes
 
 __all__ = [
-    "FollowLinkedProducer",
+    "EXPORTERS",
+    "QuietBackground",
     "consumer_span",
+    "exporter_names",
     "inject_context",
     "producer_span",
     "sampler_from_env",
@@ -46,13 +51,15 @@ def tracer() -> trace.Tracer:
     return trace.get_tracer("athena")
 
 
-class FollowLinkedProducer(Sampler):
-    """A root span linked to spans of other traces (our queue's consumer span, linked to its producer)
-    is sampled exactly when one of them was; every other span is left to `delegate`.
+_BACKGROUND_KINDS = frozenset({SpanKind.CLIENT, SpanKind.INTERNAL})
 
-    The consumer starts a new trace (a new trace id), so a ratio sampler alone would decide its half of
-    a message's journey independently of ingest's half: at 10% both halves would be kept for 1% of
-    messages. Following the link keeps the halves together, as ParentBased does for a parent."""
+
+class QuietBackground(Sampler):
+    """Drops a span that would start a trace as a client or internal span: work no request or queued
+    task asked for (background polling, leases, reaping, health pings). An outgoing gRPC call still
+    starts one (a caller's request, traced from its side; health checks are not instrumented). Every
+    other span is left to `delegate`. Without it an idle stack exported a trace for each Redis poll and probe (about 13 a
+    second), burying the traces of real messages."""
 
     def __init__(self, delegate: Sampler) -> None:
         self.delegate = delegate
@@ -68,25 +75,49 @@ class FollowLinkedProducer(Sampler):
         trace_state: TraceState | None = None,
     ) -> SamplingResult:
         has_parent = trace.get_current_span(parent_context).get_span_context().is_valid
-        linked = [link.context for link in links or () if link.context.is_valid]
-        if has_parent or not linked:
-            return self.delegate.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
-        if any(ctx.trace_flags.sampled for ctx in linked):
-            return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes, trace_state)
-        return SamplingResult(Decision.DROP, None, trace_state)
+        outgoing_rpc = bool(attributes) and attributes.get("rpc.system") == "grpc"  # type: ignore[union-attr]
+        if not has_parent and (kind is None or kind in _BACKGROUND_KINDS) and not outgoing_rpc:
+            return SamplingResult(Decision.DROP, None, trace_state)
+        return self.delegate.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
 
     def get_description(self) -> str:
-        return f"FollowLinkedProducer{{{self.delegate.get_description()}}}"
+        return f"QuietBackground{{{self.delegate.get_description()}}}"
 
 
 def sampler_from_env() -> Sampler:
     """The sampler OTEL_TRACES_SAMPLER names (the SDK's own parsing; default parentbased_always_on),
-    made to follow linked producers when it is parent-based. A sampler that ignores parents
-    (always_on, always_off, traceidratio) is left alone: it was asked to decide every span itself."""
+    behind QuietBackground."""
     # The SDK's own reader of the variables (private, but what TracerProvider() itself calls), so the
     # names, the argument and the warnings stay exactly the SDK's; tests/observability checks it.
-    configured = _sdk_sampling._get_from_env_or_default()
-    return FollowLinkedProducer(configured) if isinstance(configured, ParentBased) else configured
+    return QuietBackground(_sdk_sampling._get_from_env_or_default())
+
+
+EXPORTERS = ("otlp", "console", "none")
+"""The values of OTEL_TRACES_EXPORTER Athena honours."""
+
+
+def exporter_names() -> list[str]:
+    """OTEL_TRACES_EXPORTER as a list (unset: otlp when an OTLP endpoint is set, else none); an unknown
+    name is a ValueError naming the variable."""
+    raw = os.environ.get("OTEL_TRACES_EXPORTER", "").strip()
+    if not raw:
+        endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        return ["otlp"] if endpoint else []
+    names = [n.strip().lower() for n in raw.split(",") if n.strip()]
+    unknown = [n for n in names if n not in EXPORTERS]
+    if unknown:
+        raise ValueError(f"OTEL_TRACES_EXPORTER: {', '.join(unknown)} is not one of {', '.join(EXPORTERS)}")
+    return [n for n in names if n != "none"]
+
+
+def _exporter(name: str) -> SpanExporter:
+    if name == "console":
+        return ConsoleSpanExporter()
+    if os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc").startswith("http"):
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    else:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter  # type: ignore[assignment]
+    return OTLPSpanExporter()
 
 
 def setup_tracing(service: str, *, extra_processor: SpanProcessor | None = None) -> TracerProvider:
@@ -96,12 +127,8 @@ def setup_tracing(service: str, *, extra_processor: SpanProcessor | None = None)
         sampler=sampler_from_env(),
         resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", f"athena-{service}")}),
     )
-    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        if os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc").startswith("http"):
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        else:
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter  # type: ignore[assignment]
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    for name in exporter_names():
+        provider.add_span_processor(BatchSpanProcessor(_exporter(name)))
     if extra_processor is not None:
         provider.add_span_processor(extra_processor)
     trace.set_tracer_provider(provider)
@@ -139,17 +166,16 @@ def producer_span(*, count: int) -> Iterator[Span]:
 
 @contextmanager
 def consumer_span(*, trace_context: Mapping[str, str], task_id: str, task_type: str, attempt: int) -> Iterator[Span]:
-    producer = trace.get_current_span(propagate.extract(dict(trace_context))).get_span_context()
-    links = [Link(producer)] if producer.is_valid else []
-    # A new root (empty context): the consumer links to the producer instead of continuing its trace.
+    """The span of one attempt of a queued task: a child of the producer span whose context the task
+    carries (each attempt another child of it), so the message's trace goes on here."""
     with tracer().start_as_current_span(
         "process memory_processing_queue",
-        context=trace.set_span_in_context(trace.INVALID_SPAN),
+        context=propagate.extract(dict(trace_context)),
         kind=SpanKind.CONSUMER,
-        links=links,
         attributes={
             "messaging.system": "redis",
             "messaging.operation.type": "process",
+            "messaging.operation.name": "process",
             "messaging.destination.template": QUEUE_TEMPLATE,
             "messaging.message.id": task_id,
             "athena.task.type": task_type,

@@ -28,6 +28,7 @@ prefer_passive_omp_wait()  # before anything loads torch (athena serve, and the 
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+from rich.text import Text  # noqa: E402
 
 from athena.config import SEED_DEPARTURES, Settings, SettingsError, load_settings  # noqa: E402
 
@@ -41,9 +42,11 @@ app.add_typer(dlq_app, name="dlq")
 console = Console()
 err_console = Console(stderr=True)
 
-from athena_cli.commands import auth_cmd  # noqa: E402
+from athena_cli.api_connection import ApiKey, CaFile, Target, Timeout, Token, api_errors, open_client  # noqa: E402
+from athena_cli.commands import auth_cmd, memories_cmd  # noqa: E402
 
 app.add_typer(auth_cmd.app, name="auth")
+
 
 COMMANDS_GROUP = "athena.commands"
 """Entry-point group through which the lab (or any installed distribution) adds sub-commands."""
@@ -120,23 +123,53 @@ def dev(
     data_dir: Path = typer.Option(
         Path("athena-data"), help="Where Redis, the MongoDB-wire server and Milvus Lite keep their files."
     ),
-    redis_port: int = typer.Option(6380, envvar="ATHENA_DEV_REDIS_PORT", help="Port of the local redis-server."),
-    mongo_port: int = typer.Option(27018, envvar="ATHENA_DEV_MONGO_PORT", help="Port of the local nx-27017 server."),
+    redis_port: int | None = typer.Option(
+        None, envvar="ATHENA_DEV_REDIS_PORT", help="Port of the local redis-server (default 6380)."
+    ),
+    mongo_port: int | None = typer.Option(
+        None, envvar="ATHENA_DEV_MONGO_PORT", help="Port of the local nx-27017 server (default 27018)."
+    ),
+    ports_from: int | None = typer.Option(
+        None,
+        "--ports-from",
+        metavar="N",
+        help="Consecutive ports from N: redis N, nx-27017 N+1, ingest N+2, formation N+3, cognition N+4, "
+        "metrics of ingest, formation, cognition N+5..N+7 (--redis-port and --mongo-port still override theirs).",
+    ),
+    free_ports: bool = typer.Option(
+        False, "--free-ports", help="Any free ports, chosen by the system (printed at start)."
+    ),
 ) -> None:
-    """Start the local stack in the foreground (Redis, nx-27017, Milvus Lite, the three services). Ctrl-C stops it."""
+    """Start the local stack in the foreground (Redis, nx-27017, Milvus Lite, the three services). Ctrl-C stops it.
+
+    Without --ports-from or --free-ports: Redis on 6380, nx-27017 on 27018 and the services on their
+    configured ports (INGEST_GRPC_PORT and the others; 50051-50053, 9101-9103 by default).
+    """
     from athena_cli.stack import LocalStack, StackPorts
 
-    s = _settings()
-    ports = StackPorts(
-        redis=redis_port,
-        mongo=mongo_port,
-        ingest=s.ingest_grpc_port,
-        formation=s.formation_grpc_port,
-        cognition=s.cognition_grpc_port,
-        ingest_metrics=s.ingest_metrics_port,
-        formation_metrics=s.formation_metrics_port,
-        cognition_metrics=s.cognition_metrics_port,
-    )
+    if ports_from is not None and free_ports:
+        raise typer.BadParameter("give --ports-from or --free-ports, not both")
+    if ports_from is not None:
+        try:
+            ports = StackPorts.from_base(ports_from)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--ports-from") from None
+    elif free_ports:
+        ports = StackPorts.free()
+    else:
+        s = _settings()
+        ports = StackPorts(
+            ingest=s.ingest_grpc_port,
+            formation=s.formation_grpc_port,
+            cognition=s.cognition_grpc_port,
+            ingest_metrics=s.ingest_metrics_port,
+            formation_metrics=s.formation_metrics_port,
+            cognition_metrics=s.cognition_metrics_port,
+        )
+    if redis_port is not None:
+        ports.redis = redis_port
+    if mongo_port is not None:
+        ports.mongo = mongo_port
     stack = LocalStack(data_dir=data_dir, ports=ports)
     with console.status("starting Redis, nx-27017 and the services (the embedding model takes a few seconds)..."):
         try:
@@ -169,27 +202,34 @@ def dev(
 
 
 def _print_stack(stack: LocalStack) -> None:
-    table = Table(title="Athena local stack")
-    table.add_column("component")
-    table.add_column("address")
-    table.add_column("metrics")
+    """One component a line, each address whole: never wrapped nor cropped by rich, whatever the
+    terminal's width, so that it can be copied (a table would fold long paths and keys over lines)."""
     p = stack.ports
-    table.add_row(
-        "ingest (public MemoryService)", f"127.0.0.1:{p.ingest}", f"http://127.0.0.1:{p.ingest_metrics}/metrics"
-    )
-    table.add_row(
-        "formation (FormationService)", f"127.0.0.1:{p.formation}", f"http://127.0.0.1:{p.formation_metrics}/metrics"
-    )
-    table.add_row("cognition (health)", f"127.0.0.1:{p.cognition}", f"http://127.0.0.1:{p.cognition_metrics}/metrics")
-    table.add_row("redis", stack.redis_url, "")
-    table.add_row("mongodb (nx-27017)", stack.mongodb_uri, "")
-    table.add_row("milvus lite", str(stack.data_dir / "milvus" / "milvus.db"), "")
-    table.add_row("logs", str(stack.data_dir), "")
-    console.print(table)
+    rows = [
+        ("ingest (public MemoryService)", f"127.0.0.1:{p.ingest}", f"http://127.0.0.1:{p.ingest_metrics}/metrics"),
+        ("formation (FormationService)", f"127.0.0.1:{p.formation}", f"http://127.0.0.1:{p.formation_metrics}/metrics"),
+        ("cognition (health)", f"127.0.0.1:{p.cognition}", f"http://127.0.0.1:{p.cognition_metrics}/metrics"),
+        ("redis", stack.redis_url, ""),
+        ("mongodb (nx-27017)", stack.mongodb_uri, ""),
+        ("milvus lite", str(stack.data_dir / "milvus" / "milvus.db"), ""),
+        ("logs", str(stack.data_dir), ""),
+    ]
+    width = max(len(name) for name, _, _ in rows)
+    console.print(Text("Athena local stack", style="bold"), soft_wrap=True)
+    for name, address, metrics in rows:
+        line = Text(f"  {name.ljust(width)}  ")
+        line.append(address, style="bold")
+        if metrics:
+            line.append(f"  metrics {metrics}")
+        console.print(line, soft_wrap=True, overflow="ignore", crop=False)
     creds = stack.credentials
+    key_line = Text(f"dev tenant {creds.dev_tenant}, API key (this run only): ")
+    key_line.append(creds.dev_api_key, style="bold")
+    console.print(key_line, soft_wrap=True, overflow="ignore", crop=False)
     console.print(
-        f"dev tenant [bold]{creds.dev_tenant}[/bold], API key (this run only): [bold]{creds.dev_api_key}[/bold]\n"
-        f"  send it as `authorization: Bearer <key>`, e.g. AthenaClient(..., api_key=...) or ATHENA_API_KEY for `athena forget`"
+        "  send it as `authorization: Bearer <key>`, e.g. AthenaClient(..., api_key=...) or ATHENA_API_KEY for `athena forget`",
+        soft_wrap=True,
+        markup=False,
     )
 
 
@@ -312,42 +352,19 @@ RECEIPT_FIELDS = (
 def forget(
     tenant: str = typer.Option(..., "--tenant", help="Tenant id."),
     user: str = typer.Option(..., "--user", help="User id (all of the user's agents are erased)."),
-    target: str | None = typer.Option(
-        None, "--target", help="Ingest address host:port (default: 127.0.0.1:INGEST_GRPC_PORT)."
-    ),
-    timeout: float = typer.Option(60.0, help="Deadline of the call, in seconds."),
-    api_key: str | None = typer.Option(
-        None, "--api-key", envvar="ATHENA_API_KEY", help="API key of the tenant (better: the env var)."
-    ),
-    token: str | None = typer.Option(
-        None, "--token", envvar="ATHENA_TOKEN", help="JWT of the tenant, instead of an API key."
-    ),
-    ca_file: Path | None = typer.Option(
-        None, "--ca-file", envvar="ATHENA_TLS_CA_FILE", help="PEM CA to trust: connect over TLS."
-    ),
+    target: Target = None,
+    timeout: Timeout = 60.0,
+    api_key: ApiKey = None,
+    token: Token = None,
+    ca_file: CaFile = None,
 ) -> None:
-    """Erase everything Athena holds about a user of a tenant (MemoryService.ForgetUser) and print the receipt."""
-    import grpc
-
-    from athena_client import AthenaClient, ClientOptions, field_violations
-
-    address = target or f"127.0.0.1:{_settings().ingest_grpc_port}"
-    roots = ca_file.read_bytes() if ca_file is not None else None
-
-    try:
-        with AthenaClient(
-            address,
-            options=ClientOptions(timeout=timeout),
-            api_key=api_key,
-            bearer_token=None if api_key else token,
-            root_certificates=roots,
-        ) as client:
-            receipt = client.forget_user(tenant, user)
-    except grpc.RpcError as exc:
-        violations = field_violations(exc)
-        detail = "; ".join(f"{field}: {desc}" for field, desc in violations) if violations else exc.details()
-        err_console.print(f"[red]ForgetUser failed ({exc.code().name}): {detail}[/red]")
-        raise typer.Exit(1) from None
+    """Erase everything Athena holds about a user of a tenant (MemoryService.ForgetUser, needs the
+    memory:admin scope) and print the receipt."""
+    with (
+        api_errors("ForgetUser"),
+        open_client(target, timeout=timeout, api_key=api_key, token=token, ca_file=ca_file) as client,
+    ):
+        receipt = client.forget_user(tenant, user)
     table = Table(title=f"erased {tenant}/{user}")
     table.add_column("store")
     table.add_column("erased", justify="right")
@@ -357,6 +374,8 @@ def forget(
     console.print(f"tombstone at {receipt.erased_at.ToDatetime().isoformat()}Z")
 
 
+app.command("export")(memories_cmd.export)
+app.add_typer(memories_cmd.rejections_app, name="rejections")
 register_lab_commands(app)  # after the product's own commands, so that `--help` lists those first
 
 

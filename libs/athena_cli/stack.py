@@ -15,14 +15,14 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from athena.auth import ApiKeyEntry, bearer_metadata, hash_api_key, mint_hs256, new_api_key
+from athena.auth import ALL_SCOPES, ApiKeyEntry, bearer_metadata, hash_api_key, mint_hs256, new_api_key
 from athena.local import MongoWireServer, RedisServer, free_ports
 from athena_cli.sample_conversation import SAMPLE_SCOPE
 from athena_client import AsyncAthenaClient, ClientOptions
@@ -47,10 +47,27 @@ class StackPorts:
     def free(cls) -> StackPorts:
         return cls(*free_ports(8))
 
+    @classmethod
+    def from_base(cls, base: int) -> StackPorts:
+        """Consecutive ports from `base`, in field order: redis base, mongo base+1, ingest base+2,
+        formation base+3, cognition base+4, then the metrics of ingest, formation, cognition (base+5..+7)."""
+        count = len(fields(cls))
+        if not 1 <= base <= 65536 - count:
+            raise ValueError(f"ports {base}..{base + count - 1} are not all valid TCP ports (1..65535)")
+        return cls(*range(base, base + count))
+
+    def items(self) -> list[tuple[str, int]]:
+        """(component, port) in field order."""
+        return [(f.name, int(getattr(self, f.name))) for f in fields(self)]
+
 
 @dataclass(frozen=True)
 class StackCredentials:
-    """Secrets generated for one run of the stack: nothing of it is written to disk or reused."""
+    """Secrets generated for one run of the stack: nothing of it is written to disk or reused.
+
+    The dev key and the tokens carry every scope (memory:admin included): the local stack's user is
+    its operator, who may erase and export as well as read and write.
+    """
 
     dev_tenant: str = SAMPLE_SCOPE[0]
     """The tenant of the dev API key (the demo's sample conversation is stored under it)."""
@@ -63,7 +80,9 @@ class StackCredentials:
     def settings_overrides(self) -> dict[str, str]:
         """The auth settings of services using these credentials (for load_settings in-process)."""
         return {
-            "auth_api_keys": ApiKeyEntry(self.dev_tenant, hash_api_key(self.dev_api_key)).render(),
+            "auth_api_keys": ApiKeyEntry(
+                self.dev_tenant, hash_api_key(self.dev_api_key), scopes=frozenset(ALL_SCOPES)
+            ).render(),
             "auth_jwt_hs256_secret": self.jwt_secret,
             "auth_jwt_audience": self.audience,
             "internal_auth_token": self.internal_token,
@@ -72,14 +91,15 @@ class StackCredentials:
     def env(self) -> dict[str, str]:
         return {name.upper(): value for name, value in self.settings_overrides().items()}
 
-    def token_for(self, tenant_id: str) -> str:
-        """A JWT for any tenant, signed with the stack's HS256 secret."""
+    def token_for(self, tenant_id: str, *, scopes: Iterable[str] = ALL_SCOPES) -> str:
+        """A JWT for any tenant, signed with the stack's HS256 secret, carrying `scopes` (all by default)."""
         return mint_hs256(
             self.jwt_secret,
             tenant_id,
             audience=self.audience,
             ttl_seconds=self.token_ttl_seconds,
             subject="local-stack",
+            scopes=scopes,
         )
 
 

@@ -117,6 +117,17 @@ def test_get_context_with_a_query_returns_the_relevant_chains_beside_the_window(
     assert page.relevant_chains[0].chain.id == chain.id and fact.event_id in page.relevant_chains[0].event_ids
     assert client.get_context(scope).relevant_chains == []  # no query, no chains
 
+    # what the flush task did, read back by its id: the segment it cut and the chain formation made
+    result = client.get_task_result(scope, flush.task_id)
+    assert (result.task_id, result.status, result.decision, result.trigger) == (flush.task_id, "done", "flush", "api")
+    assert result.segment_events == 2 and result.formation_outcome == "CREATED" and result.chain_id == chain.id
+    with pytest.raises(grpc.RpcError) as unknown:
+        client.get_task_result(scope, "flush-ev_never_queued")
+    assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(grpc.RpcError) as other_agent:  # a result is read in its own scope only
+        client.get_task_result(client.scope(scope.tenant_id, scope.user_id, "another-agent"), flush.task_id)
+    assert other_agent.value.code() == grpc.StatusCode.NOT_FOUND
+
 
 CLIENT_SCRIPT = textwrap.dedent(
     """

@@ -17,7 +17,7 @@ from support.in_process import in_process_settings
 from typer.testing import CliRunner
 
 from athena import keys
-from athena.auth import BearerCredentialInterceptor, bearer_metadata
+from athena.auth import bearer_credential_interceptors, bearer_metadata
 from athena.formation_client import FormationClient
 from athena.grpc_util import bad_request_violations
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
@@ -207,7 +207,7 @@ async def test_forget_user_erases_every_store_and_nothing_else(stack: Stack) -> 
     client = s.client("acme", timeout=30)
     other_tenant = s.client(OTHER_TENANT.tenant_id, timeout=30)
     channel = grpc.aio.insecure_channel(
-        s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)]
+        s.formation_target, interceptors=bearer_credential_interceptors(s.credentials.internal_token)
     )
     stub = formation_pb2_grpc.FormationServiceStub(channel)
     queue = FairQueue(s.redis)
@@ -385,7 +385,7 @@ async def _chain_words(chain: dict[str, Any]) -> set[str]:
 async def test_a_chain_that_took_later_events_is_re_formed_from_them_alone(stack: Stack) -> None:
     s = stack
     channel = grpc.aio.insecure_channel(
-        s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)]
+        s.formation_target, interceptors=bearer_credential_interceptors(s.credentials.internal_token)
     )
     stub = formation_pb2_grpc.FormationServiceStub(channel)
     window = ShortTermWindow(s.redis)
@@ -429,7 +429,7 @@ async def test_a_chain_that_took_later_events_is_re_formed_from_them_alone(stack
 async def test_a_merge_racing_the_forget_takes_back_only_the_erased_segment(stack: Stack) -> None:
     s = stack
     channel = grpc.aio.insecure_channel(
-        s.formation_target, interceptors=[BearerCredentialInterceptor(s.credentials.internal_token)]
+        s.formation_target, interceptors=bearer_credential_interceptors(s.credentials.internal_token)
     )
     stub = formation_pb2_grpc.FormationServiceStub(channel)
     window = ShortTermWindow(s.redis)

@@ -10,29 +10,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 import pytest
 from redis.asyncio import Redis
 from support.formation_data import KYOTO
-from support.in_process import in_process_settings
+from support.in_process_stack import InProcessStack, running_in_process
 
 from athena import keys
-from athena.auth import BearerCredentialInterceptor
 from athena.events import scope_key
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.local import MongoWireServer, RedisServer
 from athena.stm import ShortTermWindow
 from athena.tombstones import erased_at_now, write_redis_tombstone
-from athena_cli.stack import StackCredentials
-from athena_client import AsyncAthenaClient, ClientOptions, EventInput
+from athena_client import AsyncAthenaClient, EventInput
 from athena_client.memory.v1 import memory_pb2
-from athena_formation.server import Formation, build_formation
 from athena_ingest.open_events import newest_events
-from athena_ingest.server import build_ingest
 
 WINDOW = memory_pb2.HIT_SOURCE_WINDOW
 CHAIN = memory_pb2.HIT_SOURCE_CHAIN
@@ -50,59 +43,14 @@ CURRY = [
 ]
 
 
-@dataclass
-class Stack:
-    credentials: StackCredentials
-    target: str
-    formation_target: str
-    redis: Redis
-    formation: Formation
-
-    def client(self, tenant_id: str = "acme") -> AsyncAthenaClient:
-        return AsyncAthenaClient(
-            self.target,
-            options=ClientOptions(timeout=30, max_attempts=1),
-            bearer_token=self.credentials.token_for(tenant_id),
-        )
-
-    def formation_channel(self) -> grpc.aio.Channel:
-        return grpc.aio.insecure_channel(
-            self.formation_target, interceptors=[BearerCredentialInterceptor(self.credentials.internal_token)]
-        )
-
-
-@asynccontextmanager
-async def _running(
-    redis_server: RedisServer, mongo_server: MongoWireServer, database: str, redis: Redis, data_dir: Path
-) -> AsyncIterator[Stack]:
-    """Formation and ingest in this process, on these servers."""
-    credentials = StackCredentials()
-    settings = in_process_settings(
-        redis_url=redis_server.url,
-        mongodb_uri=mongo_server.url,
-        database=database,
-        data_dir=data_dir,
-        credentials=credentials,
-        mongodb_timeout_ms=5000,
-    )
-    formation = await build_formation(settings)
-    await formation.host.start()
-    ingest, _ = await build_ingest(settings)
-    await ingest.start()
-    try:
-        yield Stack(
-            credentials, f"127.0.0.1:{ingest.bound_port}", f"127.0.0.1:{formation.host.bound_port}", redis, formation
-        )
-    finally:
-        await ingest.shutdown()
-        await formation.host.shutdown()
+Stack = InProcessStack
 
 
 @pytest.fixture
 async def stack(
     redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, redis: Redis, tmp_path: Path
 ) -> AsyncIterator[Stack]:
-    async with _running(redis_server, mongo_server, mongo_db_name, redis, tmp_path) as running:
+    async with running_in_process(redis_server, mongo_server, mongo_db_name, redis, tmp_path) as running:
         yield running
 
 
@@ -301,7 +249,7 @@ async def test_without_redis_the_chains_are_still_found(
     redis = Redis.from_url(own_redis_server.url)
     try:
         async with (
-            _running(own_redis_server, mongo_server, mongo_db_name, redis, tmp_path) as stack,
+            running_in_process(own_redis_server, mongo_server, mongo_db_name, redis, tmp_path) as stack,
             stack.client() as client,
         ):
             ids = await _store(client, TRAVEL, KYOTO)

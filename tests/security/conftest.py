@@ -11,10 +11,19 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from security_support import BuildSettings, RsaKeys, ScratchCA, Services, StartIngest, StartServices
+from security_support import (
+    BuildSettings,
+    RsaKeys,
+    ScratchCA,
+    Services,
+    StartGateway,
+    StartIngest,
+    StartServices,
+    memory_gateway,
+)
 from support.in_process import in_process_settings
 
-from athena.config import Settings
+from athena.config import Settings, load_settings
 from athena.grpc_util import ServiceHost
 from athena.local import MongoWireServer, RedisServer
 from athena_cli.stack import StackCredentials
@@ -95,3 +104,23 @@ async def start_services(build_settings: BuildSettings, redis) -> AsyncIterator[
     for s in reversed(started):
         await s.ingest.shutdown()
         await s.formation.host.shutdown()
+
+
+@pytest.fixture
+async def start_gateway() -> AsyncIterator[StartGateway]:
+    """start(servicer, credentials, generic_handlers=(), **settings overrides) -> MemoryService served by
+    the test's own servicer behind the production interceptors (no stores needed)."""
+    hosts: list[ServiceHost] = []
+
+    async def start(
+        servicer: Any, credentials: StackCredentials, *, generic_handlers: Any = (), **overrides: Any
+    ) -> ServiceHost:
+        settings = load_settings(**{**credentials.settings_overrides(), **overrides})
+        host = memory_gateway(settings, servicer, generic_handlers=generic_handlers)
+        await host.start()
+        hosts.append(host)
+        return host
+
+    yield start
+    for host in reversed(hosts):
+        await host.shutdown()

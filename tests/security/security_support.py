@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,15 +17,26 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from athena.auth import BearerCredentialInterceptor
+from athena.auth import bearer_credential_interceptors, public_auth_interceptor
 from athena.config import Settings
 from athena.grpc_util import ServiceHost
 from athena.internal.v1 import formation_pb2_grpc
 from athena_cli.stack import StackCredentials
 from athena_client import AsyncAthenaClient, ClientOptions
+from athena_client.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena_formation.server import Formation
 
-__all__ = ["BuildSettings", "Issued", "RsaKeys", "ScratchCA", "Services", "StartIngest", "StartServices"]
+__all__ = [
+    "BuildSettings",
+    "Issued",
+    "RsaKeys",
+    "ScratchCA",
+    "Services",
+    "StartGateway",
+    "StartIngest",
+    "StartServices",
+    "memory_gateway",
+]
 
 
 # --- certificates ---------------------------------------------------------------------------------
@@ -154,9 +165,9 @@ class Services:
         )
 
     def formation_channel(self) -> grpc.aio.Channel:
-        """A plaintext channel to formation carrying the internal credential."""
+        """A plaintext channel to formation carrying the internal credential (unary and streaming calls)."""
         return grpc.aio.insecure_channel(
-            self.formation_target, interceptors=[BearerCredentialInterceptor(self.credentials.internal_token)]
+            self.formation_target, interceptors=bearer_credential_interceptors(self.credentials.internal_token)
         )
 
     def formation_stub(self, channel: grpc.aio.Channel) -> formation_pb2_grpc.FormationServiceStub:
@@ -166,3 +177,37 @@ class Services:
 StartServices = Callable[..., Awaitable[Services]]
 StartIngest = Callable[..., Awaitable[ServiceHost]]
 BuildSettings = Callable[..., Settings]
+
+
+# --- MemoryService with a servicer of the test's own ---------------------------------------------------
+
+MEMORY_SERVICE = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"]
+
+
+def memory_gateway(
+    settings: Settings,
+    servicer: memory_pb2_grpc.MemoryServiceServicer,
+    *,
+    generic_handlers: Sequence[grpc.GenericRpcHandler] = (),
+) -> ServiceHost:
+    """A ServiceHost serving MemoryService with `servicer` behind the production interceptors (metrics,
+    error mapping, the public API's authentication from `settings`): the security layer alone, on a
+    free port of 127.0.0.1, without ingest's stores."""
+
+    def register(server: grpc.aio.Server) -> None:
+        memory_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)
+        server.add_generic_rpc_handlers(tuple(generic_handlers))
+
+    return ServiceHost(
+        name="memory-gateway",
+        port=0,
+        bind_host="127.0.0.1",
+        service_names=(MEMORY_SERVICE.full_name,),
+        register=register,
+        reflection=False,
+        grace=1.0,
+        auth=public_auth_interceptor(settings, [MEMORY_SERVICE]),
+    )
+
+
+StartGateway = Callable[..., Awaitable[ServiceHost]]

@@ -140,7 +140,36 @@ def _calls(s: Seeded) -> dict[str, Callable[[], Awaitable[Any]]]:
             memory_pb2.ForgetUserRequest(tenant_id="globex", user_id="bob"), timeout=30, metadata=md
         ),
         "FlushWindow": lambda: stub.FlushWindow(memory_pb2.FlushWindowRequest(scope=GLOBEX), timeout=30, metadata=md),
+        "DeleteChain": lambda: stub.DeleteChain(
+            memory_pb2.DeleteChainRequest(scope=GLOBEX, chain_id=chain, delete_events=True), timeout=30, metadata=md
+        ),
+        "UpdateChain": lambda: stub.UpdateChain(
+            memory_pb2.UpdateChainRequest(scope=GLOBEX, chain_id=chain, summary="overwritten"), timeout=30, metadata=md
+        ),
+        "GetChainEvents": lambda: stub.GetChainEvents(
+            memory_pb2.GetChainEventsRequest(scope=GLOBEX, chain_id=chain), timeout=30, metadata=md
+        ),
+        "ListRejections": lambda: stub.ListRejections(
+            memory_pb2.ListRejectionsRequest(scope=GLOBEX), timeout=30, metadata=md
+        ),
+        "AdmitRejection": lambda: stub.AdmitRejection(
+            memory_pb2.AdmitRejectionRequest(scope=GLOBEX, segment_id="seg_globex_bob"), timeout=30, metadata=md
+        ),
+        "RestoreChain": lambda: stub.RestoreChain(
+            memory_pb2.RestoreChainRequest(scope=GLOBEX, chain_id=chain), timeout=30, metadata=md
+        ),
+        "GetTaskResult": lambda: stub.GetTaskResult(
+            memory_pb2.GetTaskResultRequest(scope=GLOBEX, task_id="task_0"), timeout=30, metadata=md
+        ),
+        "ExportUser": lambda: _drain(
+            stub.ExportUser(memory_pb2.ExportUserRequest(tenant_id="globex", user_id="bob"), timeout=30, metadata=md)
+        ),
     }
+
+
+async def _drain(call: Any) -> list[Any]:
+    """A server-streaming call's items (raises its error)."""
+    return [item async for item in call]
 
 
 async def test_every_public_rpc_refuses_another_tenants_ids_and_leaks_nothing(seeded: Seeded, redis: Redis) -> None:

@@ -10,7 +10,24 @@ from athena.grpc_util import bad_request_violations
 
 __all__ = ["ACCEPTABLE_REFUSALS", "MEMORY_METHODS", "call_raw", "check_refusal", "refused_fields"]
 
-MEMORY_METHODS = ("StoreEvent", "StoreEvents", "GetContext", "SearchMemory", "GetChain", "ListChains", "ForgetUser")
+MEMORY_METHODS = (
+    "StoreEvent",
+    "StoreEvents",
+    "GetContext",
+    "SearchMemory",
+    "GetChain",
+    "ListChains",
+    "ForgetUser",
+    "FlushWindow",
+    "DeleteChain",
+    "UpdateChain",
+    "GetChainEvents",
+    "ListRejections",
+    "AdmitRejection",
+    "GetTaskResult",
+    "RestoreChain",
+)
+"""The unary methods of MemoryService (ExportUser, a stream, is driven by tests/security)."""
 
 ACCEPTABLE_REFUSALS = frozenset(
     {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED}

@@ -12,7 +12,17 @@ from athena_client._common import ClientOptions, ContextPage
 from athena_client._events import ROLES, TYPES, EventInput
 from athena_client._sync import AthenaClient
 from athena_client.errors import field_violations
-from athena_client.memory.v1.memory_pb2 import Chain, Event, NewEvent, Scope, SearchHit
+from athena_client.memory.v1.memory_pb2 import (
+    Chain,
+    DeleteChainResponse,
+    Event,
+    ExportUserResponse,
+    NewEvent,
+    Rejection,
+    Scope,
+    SearchHit,
+    TaskResult,
+)
 from athena_client.retry import Backoff, ExponentialFullJitter
 
 __version__ = "0.1.0"
@@ -26,12 +36,16 @@ __all__ = [
     "Chain",
     "ClientOptions",
     "ContextPage",
+    "DeleteChainResponse",
     "Event",
     "EventInput",
     "ExponentialFullJitter",
+    "ExportUserResponse",
     "NewEvent",
+    "Rejection",
     "Scope",
     "SearchHit",
+    "TaskResult",
     "__version__",
     "field_violations",
 ]

@@ -153,3 +153,77 @@ class AsyncAthenaClient:
     async def forget_user(self, tenant_id: str, user_id: str) -> memory_pb2.ForgetUserResponse:
         """Erase everything Athena holds about the user in the tenant; returns the receipt (counts per store)."""
         return await self._call(self._stub.ForgetUser, _common.forget_user_request(tenant_id, user_id))
+
+    async def delete_chain(
+        self, scope: memory_pb2.Scope, chain_id: str, *, delete_events: bool = False
+    ) -> memory_pb2.DeleteChainResponse:
+        """Delete one chain (its embedding, document and the events' references to it); its events stay
+        in the log unless `delete_events`. Needs the memory:admin scope."""
+        request = _common.delete_chain_request(scope, chain_id, delete_events=delete_events)
+        return await self._call(self._stub.DeleteChain, request)
+
+    async def update_chain(
+        self,
+        scope: memory_pb2.Scope,
+        chain_id: str,
+        *,
+        pinned: Optional[bool] = None,
+        importance: Optional[float] = None,
+        summary: Optional[str] = None,
+        topic: Optional[str] = None,
+    ) -> memory_pb2.Chain:
+        """Pin or unpin a chain (pinned: never archived), set its importance, or correct its summary or
+        topic (its embedding follows); fields left None stay as they are. Returns the chain as written."""
+        request = _common.update_chain_request(
+            scope, chain_id, pinned=pinned, importance=importance, summary=summary, topic=topic
+        )
+        return await self._call(self._stub.UpdateChain, request)
+
+    async def get_chain_events(
+        self, scope: memory_pb2.Scope, chain_id: str, *, page_size: int = 100
+    ) -> list[memory_pb2.Event]:
+        """The events behind a chain, oldest first (every page)."""
+        events: list[memory_pb2.Event] = []
+        token = ""
+        while True:
+            request = _common.get_chain_events_request(scope, chain_id, page_size=page_size, page_token=token)
+            page = await self._call(self._stub.GetChainEvents, request)
+            events.extend(page.events)
+            token = page.next_page_token
+            if not token:
+                return events
+
+    async def list_rejections(self, scope: memory_pb2.Scope, *, page_size: int = 200) -> list[memory_pb2.Rejection]:
+        """Every segment the quality gate did not remember (agent_id of the scope optional), newest first."""
+        rejections: list[memory_pb2.Rejection] = []
+        token = ""
+        while True:
+            request = _common.list_rejections_request(scope, page_size=page_size, page_token=token)
+            page = await self._call(self._stub.ListRejections, request)
+            rejections.extend(page.rejections)
+            token = page.next_page_token
+            if not token:
+                return rejections
+
+    async def admit_rejection(self, scope: memory_pb2.Scope, segment_id: str) -> memory_pb2.Chain:
+        """Form a rejected segment as a chain after all; returns the chain."""
+        return await self._call(self._stub.AdmitRejection, _common.admit_rejection_request(scope, segment_id))
+
+    async def restore_chain(self, scope: memory_pb2.Scope, chain_id: str) -> memory_pb2.Chain:
+        """Bring an archived chain back into search (re-embedded from its events)."""
+        return await self._call(self._stub.RestoreChain, _common.chain_request(scope, chain_id))
+
+    async def get_task_result(self, scope: memory_pb2.Scope, task_id: str) -> memory_pb2.TaskResult:
+        """What a queued task did (a task_id of store_event or flush_window); NOT_FOUND before it ran."""
+        return await self._call(self._stub.GetTaskResult, _common.get_task_result_request(scope, task_id))
+
+    async def export_user(self, tenant_id: str, user_id: str) -> AsyncIterator[memory_pb2.ExportUserResponse]:
+        """Everything held about the user: events, chains, formation records, then one summary of the
+        counts. Needs the memory:admin scope. Not retried: an interrupted export is asked for again."""
+        call = self._stub.ExportUser(
+            _common.export_user_request(tenant_id, user_id),
+            timeout=_common.EXPORT_TIMEOUT,
+            metadata=tuple(self.options.metadata),
+        )
+        async for item in call:
+            yield item

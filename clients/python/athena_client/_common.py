@@ -15,22 +15,31 @@ from athena_client.memory.v1 import memory_pb2
 from athena_client.retry import Backoff, ExponentialFullJitter
 
 __all__ = [
+    "EXPORT_TIMEOUT",
     "ClientOptions",
     "ContextPage",
     "EventLike",
+    "admit_rejection_request",
     "call_kwargs",
+    "chain_request",
     "channel_credentials",
+    "delete_chain_request",
+    "export_user_request",
     "flush_window_request",
     "forget_user_request",
+    "get_chain_events_request",
     "get_chain_request",
     "get_context_request",
+    "get_task_result_request",
     "list_chains_request",
+    "list_rejections_request",
     "resolve_options",
     "retry_delay",
     "scope",
     "search_memory_request",
     "store_event_request",
     "store_events_request",
+    "update_chain_request",
 ]
 
 EventLike = Union[EventInput, memory_pb2.NewEvent]
@@ -170,6 +179,66 @@ def flush_window_request(scope: memory_pb2.Scope) -> memory_pb2.FlushWindowReque
 
 def forget_user_request(tenant_id: str, user_id: str) -> memory_pb2.ForgetUserRequest:
     return memory_pb2.ForgetUserRequest(tenant_id=tenant_id, user_id=user_id)
+
+
+def delete_chain_request(
+    scope: memory_pb2.Scope, chain_id: str, *, delete_events: bool
+) -> memory_pb2.DeleteChainRequest:
+    return memory_pb2.DeleteChainRequest(scope=scope, chain_id=chain_id, delete_events=delete_events)
+
+
+def update_chain_request(
+    scope: memory_pb2.Scope,
+    chain_id: str,
+    *,
+    pinned: Optional[bool],
+    importance: Optional[float],
+    summary: Optional[str],
+    topic: Optional[str],
+) -> memory_pb2.UpdateChainRequest:
+    """Only the fields given are sent: the others are left as they are."""
+    request = memory_pb2.UpdateChainRequest(scope=scope, chain_id=chain_id)
+    if pinned is not None:
+        request.pinned = pinned
+    if importance is not None:
+        request.importance = importance
+    if summary is not None:
+        request.summary = summary
+    if topic is not None:
+        request.topic = topic
+    return request
+
+
+def chain_request(scope: memory_pb2.Scope, chain_id: str) -> memory_pb2.RestoreChainRequest:
+    return memory_pb2.RestoreChainRequest(scope=scope, chain_id=chain_id)
+
+
+def get_chain_events_request(
+    scope: memory_pb2.Scope, chain_id: str, *, page_size: int, page_token: str
+) -> memory_pb2.GetChainEventsRequest:
+    return memory_pb2.GetChainEventsRequest(scope=scope, chain_id=chain_id, page_size=page_size, page_token=page_token)
+
+
+def list_rejections_request(
+    scope: memory_pb2.Scope, *, page_size: int, page_token: str
+) -> memory_pb2.ListRejectionsRequest:
+    return memory_pb2.ListRejectionsRequest(scope=scope, page_size=page_size, page_token=page_token)
+
+
+def admit_rejection_request(scope: memory_pb2.Scope, segment_id: str) -> memory_pb2.AdmitRejectionRequest:
+    return memory_pb2.AdmitRejectionRequest(scope=scope, segment_id=segment_id)
+
+
+def get_task_result_request(scope: memory_pb2.Scope, task_id: str) -> memory_pb2.GetTaskResultRequest:
+    return memory_pb2.GetTaskResultRequest(scope=scope, task_id=task_id)
+
+
+def export_user_request(tenant_id: str, user_id: str) -> memory_pb2.ExportUserRequest:
+    return memory_pb2.ExportUserRequest(tenant_id=tenant_id, user_id=user_id)
+
+
+EXPORT_TIMEOUT = 600.0
+"""Deadline of a whole export stream, in seconds: a user's history may take minutes to stream."""
 
 
 def call_kwargs(options: ClientOptions) -> dict[str, Any]:

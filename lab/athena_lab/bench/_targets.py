@@ -2,10 +2,10 @@
 
 Each target names the JSON key of its figure and its bound (docs/benchmarks.md, "Targets"). Its
 verdict is `met`, `missed`, or `not measured`: the stage did not run, or ran at a size the target is
-not about (the quick search stage's 10,000 chains for a target at 100,000). Where the same run also
-measured a ceiling that no ingest code can pass on the run's stores (the event log written alone,
-for StoreEvents), the verdict carries it, and a bound above it is reported as out of reach of this
-store rather than as a shortfall of the code.
+not about (the quick search stage's 10,000 chains for a target at 100,000). The targets that depend on
+the machine's stores are ratios to a figure of the same run: StoreEvents to the event log written
+alone through the same MongoDB, SearchMemory to its own vector step, the pipeline to the model's
+batched encoding. StoreEvent's ratio to an empty handler is reported without a bound.
 """
 
 from __future__ import annotations
@@ -32,32 +32,33 @@ class Target:
     conditions: tuple[tuple[str, float], ...] = ()
     """(key, minimum) pairs: the figure counts only if each of these keys reached its minimum
     (the search target is about 100,000 chains, not the quick run's 10,000)."""
-    ceiling_key: str | None = None
-    """A figure of the same run that this one cannot exceed on the run's stores."""
-    ceiling_label: str = ""
 
 
 TARGETS: tuple[Target, ...] = (
-    Target("ingest_vs_baseline", "StoreEvent throughput over the empty handler's", 0.6, at_least=True, unit="x"),
     Target(
-        "store_events_per_s",
-        "StoreEvents, batches of 100",
-        20_000,
+        "store_events_vs_event_log",
+        "StoreEvents (batches of 100) over the event log written alone through the same MongoDB",
+        0.8,
         at_least=True,
-        unit="events/s",
-        ceiling_key="event_log_events_per_s",
-        ceiling_label="the event log written alone through the run's MongoDB, no gRPC, no Redis",
+        unit="x",
     ),
     Target("queue_vs_baseline", "queue over raw LPUSH + RPOP", 0.5, at_least=True, unit="x"),
     Target(
-        "search_p95_ms",
-        "SearchMemory p95 at 100,000 chains, query embedding included",
-        30.0,
+        "search_p95_vs_vector_step",
+        "SearchMemory p95 over its in-process vector step's p95, 100,000 chains",
+        1.5,
         at_least=False,
-        unit="ms",
+        unit="x",
         conditions=(("search_chains", 100_000),),
     ),
     Target("e2e_p95_ms", "StoreEvent to searchable chain p95, no LLM", 1000.0, at_least=False, unit="ms"),
+    Target(
+        "pipeline_vs_embed",
+        "user messages decided and formed per second over the model's batched encoding rate",
+        0.2,
+        at_least=True,
+        unit="x",
+    ),
     Target(
         "peak_rss_mib.cognition",
         "cognition peak RSS with the model loaded",
@@ -100,14 +101,6 @@ def _verdict(target: Target, doc: Mapping[str, Any]) -> dict[str, Any]:
             }
     met = value >= target.bound if target.at_least else value <= target.bound
     out["verdict"] = "met" if met else "missed"
-    ceiling = _lookup(doc, target.ceiling_key) if target.ceiling_key else None
-    if ceiling is not None:
-        out["ceiling"] = ceiling
-        if not met and target.at_least and ceiling < target.bound:
-            out["why"] = (
-                f"the bound is {target.bound / ceiling:.1f}x the ceiling measured in this run "
-                f"({ceiling:,.0f} {target.unit}: {target.ceiling_label}): out of reach on this store"
-            )
     return out
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["REQUIRED_KEYS", "STAGES", "run_bench"]
 
-STAGES = ("queue", "ingest", "search", "cognition", "e2e")
+STAGES = ("queue", "ingest", "search", "cognition", "e2e", "pipeline")
 REQUIRED_KEYS = (
     "queue_vs_baseline",
     "ingest_vs_baseline",
@@ -33,6 +33,7 @@ REQUIRED_KEYS = (
     "search_chains",
     "decisions_per_s",
     "e2e_p95_ms",
+    "pipeline_vs_embed",
 )
 KEY_STAGE = {
     "queue_vs_baseline": "queue",
@@ -42,6 +43,7 @@ KEY_STAGE = {
     "search_chains": "search",
     "decisions_per_s": "cognition",
     "e2e_p95_ms": "e2e",
+    "pipeline_vs_embed": "pipeline",
 }
 
 
@@ -163,6 +165,12 @@ def _run_stage(
         result = run_e2e_stage(stack, quick=quick, tick=tick)
         result.keys["peak_rss_mib"] = peak_rss_mb(stack)  # every process of the stack has run by now
         return result
+    if name == "pipeline":
+        from athena_lab.bench._pipeline import run_pipeline_stage
+
+        stack = shared.with_cognition()
+        status(name)
+        return run_pipeline_stage(stack, quick=quick, tick=tick)
     raise ValueError(f"unknown stage {name!r}")
 
 
@@ -175,7 +183,7 @@ def run_bench(
     stores: BenchStores = BenchStores(),
 ) -> dict[str, Any]:
     mongodb = stores.check()
-    ticks = {"queue": 3, "ingest": 3, "search": 3, "cognition": 3, "e2e": 3} if quick else {s: 5 for s in STAGES}
+    ticks = {s: 3 for s in STAGES} if quick else {s: 5 for s in STAGES}
     results: list[StageResult] = []
     skipped: dict[str, str] = {s: "not selected" for s in STAGES if s not in stages}
     t_start = time.perf_counter()

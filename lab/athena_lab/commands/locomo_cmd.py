@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-__all__ = ["locomo"]
+__all__ = ["locomo", "parse_env"]
+
+
+def parse_env(pairs: list[str]) -> dict[str, str]:
+    """`KEY=VALUE` settings for the stack's services (and the baselines' ranking), later ones winning."""
+    env: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--env")
+        env[key.strip()] = value
+    return env
 
 
 def locomo(
@@ -26,6 +39,17 @@ def locomo(
     chains_out: Path | None = typer.Option(
         None, "--chains-out", help="Write the chains formed (dia_ids per chain) as JSON."
     ),
+    agent_per_session: bool = typer.Option(
+        False,
+        "--agent-per-session",
+        help="Replay each session under its own agent (s1, s2, ...) of the same user; search across all agents.",
+    ),
+    env: list[str] = typer.Option(
+        [],
+        "--env",
+        metavar="KEY=VALUE",
+        help="KEY=VALUE setting for the stack (e.g. SESSION_MERGE_ACROSS_AGENTS=false); repeatable.",
+    ),
 ) -> None:
     """Replay each conversation through a fresh local stack and measure what SearchMemory retrieves."""
     from athena.config import load_settings
@@ -35,13 +59,17 @@ def locomo(
     from athena_lab.locomo import run_locomo
 
     files = sorted(data.glob("*.json")) if data.is_dir() else [data]
-    settings = load_settings()  # the stack's formation reads the same environment
+    overrides = parse_env(env)
+    with mock.patch.dict(os.environ, overrides):
+        settings = load_settings()  # the stack's formation reads the same environment
     ranking = Ranking(lexical_weight=settings.search_lexical_weight, size_prior=settings.search_size_prior)
     if not files:
         raise typer.BadParameter(f"no *.json conversation files in {data}", param_hint="--data")
     err = Console(stderr=True)
     data_dir = Path(tempfile.mkdtemp(prefix="athena-locomo-"))
-    stack = LocalStack(data_dir=data_dir, ports=StackPorts.free(), env={"QUEUE_BACKOFF_BASE_SECONDS": "0.5"})
+    stack = LocalStack(
+        data_dir=data_dir, ports=StackPorts.free(), env={"QUEUE_BACKOFF_BASE_SECONDS": "0.5", **overrides}
+    )
     try:
         with err.status("starting the local stack..."):
             stack.start()
@@ -68,6 +96,7 @@ def locomo(
                     progress=update,
                     dump=dumped,
                     ranking=ranking,
+                    agent_per_session=agent_per_session,
                 )
             )
         if chains_out is not None:

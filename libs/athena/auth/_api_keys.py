@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from athena.auth._principal import CredentialKind, Principal
+from athena.auth._scopes import ALL_SCOPES, DEFAULT_SCOPES, ordered, parse_scope_names
 
 __all__ = ["ApiKeyEntry", "ApiKeyVerifier", "hash_api_key", "new_api_key", "parse_api_key_entries"]
 
@@ -26,31 +27,64 @@ def hash_api_key(key: str) -> str:
 
 @dataclass(frozen=True)
 class ApiKeyEntry:
+    """One configured key: its tenant, the SHA-256 hex digest of the key, and its credential scopes."""
+
     tenant_id: str
     sha256_hex: str
+    scopes: frozenset[str] = DEFAULT_SCOPES
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scopes", parse_scope_names(self.scopes))
+        if not self.scopes:
+            raise ValueError("an API key needs at least one scope")
 
     def render(self) -> str:
-        """The configuration line (AUTH_API_KEYS entry or AUTH_API_KEYS_FILE line)."""
-        return f"{self.tenant_id}:{self.sha256_hex}"
+        """The configuration line (AUTH_API_KEYS entry or AUTH_API_KEYS_FILE line); the scopes are
+        written only when they are not the default (read and write)."""
+        line = f"{self.tenant_id}:{self.sha256_hex}"
+        if self.scopes != DEFAULT_SCOPES:
+            line += ":" + SCOPE_SEPARATOR.join(ordered(self.scopes))
+        return line
+
+
+SCOPE_SEPARATOR = "+"
+"""Joins the scopes of an entry (`acme:<hex>:memory:read+memory:admin`); `,` separates entries."""
+
+_ENTRY_SYNTAX = "`tenant:sha256hex` (64 hex digits), optionally followed by `:scope+scope`"
 
 
 def _parse_one(raw: str, where: str) -> ApiKeyEntry:
-    tenant, sep, digest = raw.strip().rpartition(":")
+    # Never echo the entry, nor any part of it: a key pasted by mistake in place of its hash (or of a
+    # scope) must not reach the logs. Tenant ids never hold ":", scope names do: split from the left.
+    tenant, sep, rest = raw.strip().partition(":")
+    digest, has_scopes, scope_text = rest.partition(":")
     digest = digest.strip().lower()
     tenant = tenant.strip()
     if not sep or not tenant or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-        # Never echo the entry: a key pasted by mistake in place of its hash must not reach the logs.
-        raise ValueError(f"{where}: an entry is not `tenant:sha256hex` (64 hex digits)")
-    return ApiKeyEntry(tenant_id=tenant, sha256_hex=digest)
+        raise ValueError(f"{where}: not {_ENTRY_SYNTAX}")
+    if not has_scopes:
+        return ApiKeyEntry(tenant_id=tenant, sha256_hex=digest)
+    if not scope_text.strip():
+        raise ValueError(f"{where}: no scope after the digest ({', '.join(ALL_SCOPES)}, joined by +)")
+    try:
+        scopes = parse_scope_names(scope_text.split(SCOPE_SEPARATOR))
+    except ValueError:
+        raise ValueError(f"{where}: a scope is not one of {', '.join(ALL_SCOPES)} (joined by +)") from None
+    return ApiKeyEntry(tenant_id=tenant, sha256_hex=digest, scopes=scopes)
 
 
 def parse_api_key_entries(text: str, *, where: str, separator: str = ",") -> list[ApiKeyEntry]:
-    """Entries of AUTH_API_KEYS (separator ",") or of an AUTH_API_KEYS_FILE (separator "\\n", # comments)."""
+    """Entries of AUTH_API_KEYS (separator ",") or of an AUTH_API_KEYS_FILE (separator "\\n", # comments).
+
+    A malformed entry is a ValueError naming `where` and the entry's position (`entry 2` of the list,
+    `line 2` of the file), never its text.
+    """
     entries = []
-    for chunk in text.split(separator):
+    unit = "line" if separator == "\n" else "entry"
+    for position, chunk in enumerate(text.split(separator), start=1):
         line = chunk.split("#", 1)[0].strip() if separator == "\n" else chunk.strip()
         if line:
-            entries.append(_parse_one(line, where))
+            entries.append(_parse_one(line, f"{where} {unit} {position}"))
     return entries
 
 
@@ -73,7 +107,10 @@ class ApiKeyVerifier:
             by_digest.setdefault(
                 bytes.fromhex(entry.sha256_hex),
                 Principal(
-                    kind=CredentialKind.API_KEY, tenant_id=entry.tenant_id, subject=f"key:{entry.sha256_hex[:8]}"
+                    kind=CredentialKind.API_KEY,
+                    tenant_id=entry.tenant_id,
+                    subject=f"key:{entry.sha256_hex[:8]}",
+                    scopes=entry.scopes,
                 ),
             )
         self._by_digest = by_digest

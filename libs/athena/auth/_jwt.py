@@ -1,16 +1,20 @@
-"""JWT bearer tokens: HS256 (shared secret) and RS256 (public key); tenant from a configurable claim."""
+"""JWT bearer tokens: HS256 (shared secret) and RS256 (public key); tenant from a configurable claim,
+credential scopes from the standard `scope` claim (or `scp`)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import jwt
 
 from athena.auth._principal import CredentialKind, Principal
+from athena.auth._scopes import ALL_SCOPES, DEFAULT_SCOPES, ordered, parse_scope_names
 from athena.auth._verified_cache import ExpiringCache
 
-__all__ = ["JwtPolicy", "JwtVerifier", "looks_like_jwt", "mint_hs256"]
+__all__ = ["JwtPolicy", "JwtVerifier", "claimed_scopes", "looks_like_jwt", "mint_hs256"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,30 @@ class JwtPolicy:
 def looks_like_jwt(token: str) -> bool:
     """Compact JWS: three base64url parts. API keys never contain a dot."""
     return token.count(".") == 2
+
+
+def claimed_scopes(claims: Mapping[str, Any]) -> frozenset[str]:
+    """The Athena scopes a token grants.
+
+    `scope` (RFC 8693 / OAuth 2.0: one string, names separated by spaces) is read first, else `scp`
+    (a list of strings, as some identity providers write it; a space-separated string is read too).
+    Neither claim: read and write, as before scopes existed. Names that are not Athena's (`openid`,
+    another API's scopes) are ignored, so a token whose claim names none of Athena's scopes, or a
+    claim of another type, grants nothing and every call is PERMISSION_DENIED.
+    """
+    if "scope" in claims:
+        raw = claims["scope"]
+    elif "scp" in claims:
+        raw = claims["scp"]
+    else:
+        return DEFAULT_SCOPES
+    if isinstance(raw, str):
+        names: list[Any] = raw.split()
+    elif isinstance(raw, list):
+        names = raw
+    else:
+        return frozenset()
+    return frozenset(n for n in names if isinstance(n, str) and n in ALL_SCOPES)
 
 
 _CACHED_TOKENS = 1024
@@ -79,7 +107,12 @@ class JwtVerifier:
             tenant = claims.get(self.policy.tenant_claim)
             if not isinstance(tenant, str) or not tenant:
                 return None
-            principal = Principal(kind=CredentialKind.JWT, tenant_id=tenant, subject=f"jwt:{claims.get('sub', '')}")
+            principal = Principal(
+                kind=CredentialKind.JWT,
+                tenant_id=tenant,
+                subject=f"jwt:{claims.get('sub', '')}",
+                scopes=claimed_scopes(claims),
+            )
             exp = claims["exp"]  # required above, and PyJWT refuses a non-numeric one
             self._verified.put(token, principal, expires_at=float(exp))
             return principal
@@ -95,12 +128,20 @@ def mint_hs256(
     ttl_seconds: float = 3600.0,
     subject: str = "",
     issuer: str = "",
+    scopes: Iterable[str] | None = None,
 ) -> str:
-    """An HS256 token for a tenant: what an identity provider would issue (local stack, tests, CLI)."""
+    """An HS256 token for a tenant: what an identity provider would issue (local stack, tests, CLI).
+
+    `scopes`: written as the `scope` claim (ValueError for a name that is not a scope); None writes
+    no claim, which grants the default scopes (read and write).
+    """
+    named = None if scopes is None else parse_scope_names(scopes)
     now = int(time.time())
     claims: dict[str, object] = {tenant_claim: tenant_id, "aud": audience, "iat": now, "exp": now + int(ttl_seconds)}
     if subject:
         claims["sub"] = subject
     if issuer:
         claims["iss"] = issuer
+    if named is not None:
+        claims["scope"] = " ".join(ordered(named))
     return jwt.encode(claims, secret, algorithm="HS256")

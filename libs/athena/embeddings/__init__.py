@@ -2,6 +2,7 @@
 
 from athena.embeddings._cache import EmbeddingCache, shared_cache
 from athena.embeddings._factory import make_embedder, make_query_embedder
+from athena.embeddings._handoff import adopt_event_embeddings, cached_event_embeddings
 from athena.embeddings._local import LocalEmbedder, bundled_model_path
 from athena.embeddings._openai import OpenAIEmbedder
 from athena.embeddings._provider import Embedder, normalize_rows
@@ -11,7 +12,9 @@ __all__ = [
     "EmbeddingCache",
     "LocalEmbedder",
     "OpenAIEmbedder",
+    "adopt_event_embeddings",
     "bundled_model_path",
+    "cached_event_embeddings",
     "make_embedder",
     "make_query_embedder",
     "normalize_rows",

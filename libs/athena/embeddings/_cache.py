@@ -49,6 +49,11 @@ class EmbeddingCache:
             self.hits += 1
             return vec
 
+    def peek(self, key: bytes) -> np.ndarray | None:
+        """The vector if cached, without counting a hit or a miss or refreshing its place."""
+        with self._lock:
+            return self._items.get(key)
+
     def put(self, key: bytes, vec: np.ndarray) -> None:
         vec = np.array(vec, dtype=np.float32)
         vec.setflags(write=False)  # rows are handed out shared: nobody may change them

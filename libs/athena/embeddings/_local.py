@@ -194,9 +194,10 @@ class LocalEmbedder:
         self._device = device
         self._batch_size = batch_size
         # The int8 model's vectors differ a little from the float model's: a cache of their own.
-        self._cache = (
-            cache if cache is not None else shared_cache(f"local:{self._path}{':int8' if self._quantized else ''}")
-        )
+        self.model_key = f"local:{self._path}{':int8' if self._quantized else ''}"
+        """This embedder's identity: texts embed alike exactly under the same key (its cache's name, and
+        what vectors handed between services are checked against)."""
+        self._cache = cache if cache is not None else shared_cache(self.model_key)
         self.encoded_texts = 0  # how many texts went through the model (cache misses), for tests and metrics
         self._batches: Coalescer[str, np.ndarray] = Coalescer(self._encode_rows, max_items=4 * batch_size)
 

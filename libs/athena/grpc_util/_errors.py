@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from typing import Any
 
 import grpc
@@ -14,6 +15,7 @@ from grpc_status import rpc_status
 from athena.errors import (
     AthenaError,
     DependencyUnavailable,
+    FailedPrecondition,
     FieldViolation,
     InvalidArgument,
     NotFound,
@@ -22,7 +24,7 @@ from athena.errors import (
     RetryableError,
     Unauthenticated,
 )
-from athena.grpc_util._wrapping import UnaryBehaviour, UnaryWrappingInterceptor
+from athena.grpc_util._wrapping import StreamBehaviour, UnaryBehaviour, UnaryWrappingInterceptor
 
 __all__ = ["ErrorMappingInterceptor", "bad_request_violations", "error_from_rpc", "status_code_for"]
 
@@ -33,6 +35,7 @@ _CODES: list[tuple[type[AthenaError], grpc.StatusCode]] = [
     (NotFound, grpc.StatusCode.NOT_FOUND),
     (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
     (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
+    (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
     (DependencyUnavailable, grpc.StatusCode.UNAVAILABLE),
     (RetryableError, grpc.StatusCode.UNAVAILABLE),
     (PermanentTaskError, grpc.StatusCode.FAILED_PRECONDITION),
@@ -90,6 +93,7 @@ def error_from_rpc(error: grpc.aio.AioRpcError) -> AthenaError | None:
         grpc.StatusCode.NOT_FOUND: NotFound,
         grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
         grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+        grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
     }
     kind = simple.get(code)
     return kind(error.details() or code.name) if kind else None
@@ -125,6 +129,9 @@ class ErrorMappingInterceptor(UnaryWrappingInterceptor):
     A request that does not parse (corrupt protobuf, invalid UTF-8 in a string field) is INVALID_ARGUMENT
     with the field violation `request`. Interceptors outside this one receive such a request as an opaque
     marker and must not read request fields; those inside it (authentication) never see it.
+
+    A server-streaming call is mapped the same way whether the error comes before its first response or
+    mid-stream: the responses already sent stay sent, and the stream ends with the error's status.
     """
 
     def request_deserializer(self, deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
@@ -133,19 +140,42 @@ class ErrorMappingInterceptor(UnaryWrappingInterceptor):
     def wrap_unary(self, method: str, inner: UnaryBehaviour) -> UnaryBehaviour:
         async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
-                if isinstance(request, _Undecodable):
-                    raise InvalidArgument([FieldViolation("request", f"could not be parsed: {request.reason}")])
+                _refuse_undecodable(request)
                 return await inner(request, context)
-            except AthenaError as exc:
-                code = status_code_for(exc)
-                if code is grpc.StatusCode.UNAVAILABLE:
-                    log.warning("%s: %s", method, exc)
-                status = rpc_status.to_status(_rich_status(exc, code))
-                await context.abort(status.code, status.details, status.trailing_metadata)
             except grpc.aio.AbortError:
                 raise
-            except Exception:
-                log.exception("%s failed", method)
-                await context.abort(grpc.StatusCode.INTERNAL, "internal error")
+            except Exception as exc:
+                await _abort_for(method, exc, context)
 
         return unary_unary
+
+    def wrap_unary_stream(self, method: str, inner: StreamBehaviour) -> StreamBehaviour:
+        async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncGenerator[Any, None]:
+            try:
+                _refuse_undecodable(request)
+                async with aclosing(inner(request, context)) as responses:
+                    async for response in responses:
+                        yield response
+            except grpc.aio.AbortError:
+                raise
+            except Exception as exc:
+                await _abort_for(method, exc, context)
+
+        return unary_stream
+
+
+def _refuse_undecodable(request: Any) -> None:
+    if isinstance(request, _Undecodable):
+        raise InvalidArgument([FieldViolation("request", f"could not be parsed: {request.reason}")])
+
+
+async def _abort_for(method: str, exc: Exception, context: grpc.aio.ServicerContext) -> None:
+    """Ends the call with the status `exc` stands for (context.abort raises AbortError)."""
+    if isinstance(exc, AthenaError):
+        code = status_code_for(exc)
+        if code is grpc.StatusCode.UNAVAILABLE:
+            log.warning("%s: %s", method, exc)
+        status = rpc_status.to_status(_rich_status(exc, code))
+        await context.abort(status.code, status.details, status.trailing_metadata)
+    log.error("%s failed", method, exc_info=exc)
+    await context.abort(grpc.StatusCode.INTERNAL, "internal error")

@@ -51,6 +51,11 @@ class ServiceHost:
     """Authentication of the served services; innermost, so its refusals go through error mapping."""
     credentials: grpc.ServerCredentials | None = None
     """TLS of the listener; None serves plaintext."""
+    max_connection_age: float = 0.0
+    """Seconds after which the server ends each client connection (GOAWAY; gRPC adds 10% jitter), so that
+    clients resolve the target again and spread over replicas added since; 0: connections live forever."""
+    max_connection_age_grace: float = 0.0
+    """Seconds calls in flight on a connection ended for its age may still run (0: gRPC's default, unbounded)."""
     server: grpc.aio.Server | None = field(default=None, init=False)
     health: health.aio.HealthServicer = field(default_factory=health.aio.HealthServicer, init=False)
     bound_port: int = field(default=0, init=False)
@@ -64,7 +69,7 @@ class ServiceHost:
             interceptors=[MetricsInterceptor(), *self.interceptors, ErrorMappingInterceptor(), *innermost],
             # gRPC binds with SO_REUSEPORT by default: a second process on our port would then share it
             # silently (the kernel splitting connections between two services). Fail to start instead.
-            options=[("grpc.so_reuseport", 0)],
+            options=[("grpc.so_reuseport", 0), *self._connection_age_options()],
         )
         self.register(self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
@@ -92,6 +97,14 @@ class ServiceHost:
             self.bound_port,
             "TLS" if self.credentials else "plaintext",
         )
+
+    def _connection_age_options(self) -> list[tuple[str, int]]:
+        if self.max_connection_age <= 0:
+            return []
+        options = [("grpc.max_connection_age_ms", max(1, round(self.max_connection_age * 1000)))]
+        if self.max_connection_age_grace > 0:
+            options.append(("grpc.max_connection_age_grace_ms", max(1, round(self.max_connection_age_grace * 1000))))
+        return options
 
     async def _set_health(self, serving: bool) -> None:
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING

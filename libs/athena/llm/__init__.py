@@ -8,16 +8,22 @@ trouble, and nothing retries a failure on its own.
     arbiter = LLMArbiter(llm) if llm else None
     verdict = await arbiter.same_topic(prev, cur)  # True / False / None
     data = await llm.complete_json(system, user, schema_hint={...})  # dict / None; validate it
+
+    llm = make_llm(settings, redis=redis)         # rate limit (per tenant, in total) and breaker shared
+    verdict = await arbiter.same_topic(prev, cur, tenant_id="acme")  # charged to acme's budget too
 """
 
 from athena.llm._arbiter import LLMArbiter
-from athena.llm._breaker import BreakerState, CircuitBreaker
+from athena.llm._breaker import Breaker, BreakerState, CircuitBreaker
 from athena.llm._client import LLMClient, LLMOutcome, LLMResult, LLMStats, Observer, make_llm
 from athena.llm._parse import extract_json_object, parse_bool_answer
-from athena.llm._rate_limit import RateLimiter, SlidingWindowRateLimiter
+from athena.llm._rate_limit import BudgetObserver, RateLimiter, SlidingWindowRateLimiter, TenantRateLimiter
+from athena.llm._shared import SharedCircuitBreaker, SharedRateLimiter, connect_budget_redis
 
 __all__ = [
+    "Breaker",
     "BreakerState",
+    "BudgetObserver",
     "CircuitBreaker",
     "LLMArbiter",
     "LLMClient",
@@ -26,7 +32,11 @@ __all__ = [
     "LLMStats",
     "Observer",
     "RateLimiter",
+    "SharedCircuitBreaker",
+    "SharedRateLimiter",
     "SlidingWindowRateLimiter",
+    "TenantRateLimiter",
+    "connect_budget_redis",
     "extract_json_object",
     "make_llm",
     "parse_bool_answer",

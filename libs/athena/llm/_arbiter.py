@@ -32,9 +32,10 @@ class LLMArbiter:
         self._max_chars = max_chars
         self._max_tokens = max_tokens
 
-    async def same_topic(self, previous: str, current: str) -> bool | None:
+    async def same_topic(self, previous: str, current: str, *, tenant_id: str | None = None) -> bool | None:
         """True: the chain continues; False: topic break; None: no usable verdict (the LLM is
-        unavailable or its answer was not true/false), so the caller applies its fallback."""
+        unavailable or its answer was not true/false), so the caller applies its fallback.
+        `tenant_id`: whose messages they are (the tenant's share of the LLM rate limit)."""
         result = await self._client.complete(
             TOPIC_BOUNDARY_SYSTEM,
             topic_boundary_user(previous, current, max_chars=self._max_chars),
@@ -42,6 +43,7 @@ class LLMArbiter:
             max_tokens=self._max_tokens,
             temperature=0.0,
             operation=_OPERATION,
+            tenant_id=tenant_id,
         )
         if result is None:
             return None

@@ -6,6 +6,10 @@
 
 While OPEN every call is refused without touching the network, so an outage costs nothing per task
 instead of a timeout each. State changes happen lazily when the breaker is consulted; no timers.
+
+LLMClient consults a `Breaker` through its asynchronous methods (`acheck`, `aadmit`, `arecord_success`,
+`arecord_failure`, `arelease`): CircuitBreaker (this process alone) answers them at once, and
+athena.llm.SharedCircuitBreaker keeps the same state machine in Redis for every process.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import logging
 import time
 from collections.abc import Callable
 from enum import StrEnum
+from typing import Protocol
 
-__all__ = ["BreakerState", "CircuitBreaker"]
+__all__ = ["Breaker", "BreakerState", "CircuitBreaker"]
 
 _log = logging.getLogger("athena.llm")
 
@@ -24,6 +29,32 @@ class BreakerState(StrEnum):
     CLOSED = "closed"
     OPEN = "open"
     HALF_OPEN = "half_open"
+
+
+class Breaker(Protocol):
+    """What LLMClient needs from a circuit breaker (CircuitBreaker, SharedCircuitBreaker).
+
+    Protocol for a caller: `acheck()` (a cheap pre-check), `aadmit()` right before the call (None: skip
+    it; HALF_OPEN: this caller holds the trial), then exactly one of `arecord_success()`,
+    `arecord_failure()` or `arelease()` (the permitted call never ran).
+    """
+
+    opens: int
+    """Times this breaker object opened the breaker."""
+    consecutive_failures: int
+
+    @property
+    def state(self) -> BreakerState: ...
+
+    async def acheck(self) -> bool: ...
+
+    async def aadmit(self) -> BreakerState | None: ...
+
+    async def arecord_success(self) -> None: ...
+
+    async def arecord_failure(self) -> None: ...
+
+    async def arelease(self) -> None: ...
 
 
 class CircuitBreaker:
@@ -57,6 +88,8 @@ class CircuitBreaker:
         self._trial_started_at: float | None = None
         self.consecutive_failures = 0
         self.opens = 0
+        self.observer: Callable[[str, str], None] | None = None
+        """Hears ("opened", "") each time the breaker opens (athena.llm.BudgetObserver; metrics)."""
 
     @property
     def state(self) -> BreakerState:
@@ -80,6 +113,11 @@ class CircuitBreaker:
         if new is BreakerState.OPEN:
             self._opened_at = self._clock()
             self.opens += 1
+            if self.observer is not None:
+                try:
+                    self.observer("opened", "")
+                except Exception:  # a metrics bug must not break the call path
+                    _log.exception("breaker observer failed")
         self._trial_started_at = None
         level = logging.WARNING if new is BreakerState.OPEN else logging.INFO
         _log.log(level, "circuit breaker %s: %s -> %s", self.name, old.value, new.value)
@@ -123,3 +161,25 @@ class CircuitBreaker:
         """A permitted call did not run after all: free the half-open trial for the next caller."""
         if self._state is BreakerState.HALF_OPEN:
             self._trial_started_at = None
+
+    # --- the Breaker protocol (LLMClient): the same, answered at once ------------------------------------
+
+    async def acheck(self) -> bool:
+        return self.would_allow()
+
+    async def aadmit(self) -> BreakerState | None:
+        """allow(), saying how: HALF_OPEN when this caller got the trial, CLOSED, or None (refused)."""
+        # Read right before allow() with nothing in between, so it is exactly "this is the trial".
+        trial = self.state is BreakerState.HALF_OPEN
+        if not self.allow():
+            return None
+        return BreakerState.HALF_OPEN if trial else BreakerState.CLOSED
+
+    async def arecord_success(self) -> None:
+        self.record_success()
+
+    async def arecord_failure(self) -> None:
+        self.record_failure()
+
+    async def arelease(self) -> None:
+        self.release()

@@ -10,12 +10,16 @@ retry storm. For the same reason this layer never retries a failure on its own.
 
 One call, in order:
   1. breaker OPEN (or its trial taken) -> None at once: no waiting, no network
-  2. rate limiter                     -> waits up to `max_wait` for a slot, else None
-  3. breaker.allow()                  -> may be the single half-open trial
+  2. rate limiter                     -> waits up to `max_wait` for a slot (the total budget and the
+                                         caller's tenant's, `tenant_id`), else None
+  3. breaker admission                -> may be the single half-open trial
   4. one request, bounded by `timeout` end to end; the SDK's own retries are off (max_retries=0).
      A second request is sent only for a 429 whose Retry-After fits in what is left of `timeout`,
      or once per process when the server rejects response_format (JSON is then asked for in text).
   5. the outcome goes to the breaker, the counters and the observer hook.
+
+make_llm with a Redis client shares the rate limit (per tenant and in total) and the breaker with
+every process through Redis (athena.llm._shared); without one, both are this process's own.
 """
 
 from __future__ import annotations
@@ -37,12 +41,15 @@ import openai
 from openai.types.chat import ChatCompletionMessageParam
 from opentelemetry import trace
 
-from athena.llm._breaker import BreakerState, CircuitBreaker
+from athena.llm._breaker import Breaker, BreakerState, CircuitBreaker
 from athena.llm._parse import extract_json_object
 from athena.llm._prompts import JSON_INSTRUCTION
 from athena.llm._rate_limit import RateLimiter, SlidingWindowRateLimiter
+from athena.llm._shared import SharedCircuitBreaker, SharedRateLimiter
 
 if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
     from athena.config import Settings
 
 __all__ = ["LLMClient", "LLMOutcome", "LLMResult", "LLMStats", "Observer", "make_llm"]
@@ -69,7 +76,8 @@ class LLMOutcome(StrEnum):
     BREAKER_OPEN = "breaker_open"
     """Skipped: the circuit breaker is open (or its half-open trial is taken)."""
     RATE_LIMITED = "rate_limited"
-    """Skipped: no slot of LLM_RATE_LIMIT_PER_MINUTE within the caller's max wait."""
+    """Skipped: no slot of LLM_RATE_LIMIT_PER_MINUTE (or of the tenant's LLM_TENANT_RATE_LIMIT_PER_MINUTE)
+    within the caller's max wait."""
     MALFORMED = "malformed"
     """A completion arrived but its text is not what the caller asked for (reported by the caller)."""
 
@@ -155,8 +163,10 @@ class LLMClient:
     :param timeout: default end-to-end bound of one call (make_llm: LLM_TIMEOUT_SECONDS).
     :param analysis_timeout: default bound of `complete_json` (make_llm: TOPIC_ANALYSIS_LLM_TIMEOUT).
     :param max_wait: default longest wait for a rate-limit slot; None means `timeout`.
-    :param limiter: per-process rate limiter (default: 60 calls per minute).
-    :param breaker: circuit breaker (default: opens after 5 failures, probes again after 30 s).
+    :param limiter: rate limiter (default: 60 calls per minute in this process); SharedRateLimiter
+        shares it through Redis, per tenant and in total.
+    :param breaker: circuit breaker (default: this process's, opens after 5 failures, probes again
+        after 30 s); SharedCircuitBreaker shares it through Redis.
     :param observer: optional (operation, outcome) callback for metrics; its errors are swallowed.
     """
 
@@ -170,7 +180,7 @@ class LLMClient:
         analysis_timeout: float = 20.0,
         max_wait: float | None = None,
         limiter: RateLimiter | None = None,
-        breaker: CircuitBreaker | None = None,
+        breaker: Breaker | None = None,
         observer: Observer | None = None,
     ) -> None:
         if timeout <= 0 or analysis_timeout <= 0:
@@ -181,7 +191,7 @@ class LLMClient:
         self.analysis_timeout = analysis_timeout
         self.max_wait = timeout if max_wait is None else max_wait
         self.limiter: RateLimiter = limiter if limiter is not None else SlidingWindowRateLimiter(60, 60.0)
-        self.breaker = breaker if breaker is not None else CircuitBreaker(5, 30.0)
+        self.breaker: Breaker = breaker if breaker is not None else CircuitBreaker(5, 30.0)
         self.stats = LLMStats()
         self._observer = observer
         # Servers that reject response_format (some older vLLM/Ollama builds) get plain prompts from
@@ -256,9 +266,9 @@ class LLMClient:
         _log.debug("LLM %s skipped: %s", operation, outcome.value)
         self._notify(operation, outcome)
 
-    def _fail(self, operation: str, outcome: LLMOutcome, exc: BaseException | None) -> None:
+    async def _fail(self, operation: str, outcome: LLMOutcome, exc: BaseException | None) -> None:
         self.stats.errors[outcome.value] += 1
-        self.breaker.record_failure()
+        await self.breaker.arecord_failure()
         detail = f"{type(exc).__name__}: {exc}"[:300] if exc is not None else ""
         _log.warning("LLM %s failed (%s) %s", operation, outcome.value, detail)
         self._notify(operation, outcome)
@@ -276,36 +286,38 @@ class LLMClient:
         json_mode: bool = False,
         operation: str = "complete",
         max_wait: float | None = None,
+        tenant_id: str | None = None,
     ) -> LLMResult | None:
         """One chat completion, or None when the LLM is unavailable (see LLMOutcome for why).
 
         :param timeout: end-to-end bound of the request(s), not counting the rate-limit wait.
         :param max_wait: longest wait for a rate-limit slot (default: the client's max_wait).
         :param operation: label for counters, logs and the observer.
+        :param tenant_id: whose call it is: a shared limiter charges it to the tenant's budget too.
         """
         budget = self.timeout if timeout is None else timeout
         # Checked before the rate-limit wait too, so a caller never queues for a call it cannot make.
-        if not self.breaker.would_allow():
+        if not await self.breaker.acheck():
             self._skip(operation, LLMOutcome.BREAKER_OPEN)
             return None
-        if not await self.limiter.acquire(self.max_wait if max_wait is None else max_wait):
+        if not await self.limiter.acquire(self.max_wait if max_wait is None else max_wait, tenant_id=tenant_id):
             self._skip(operation, LLMOutcome.RATE_LIMITED)
             return None
-        # Taken right before allow() with no await in between, so it is exactly "this is the trial".
-        trial = self.breaker.state is BreakerState.HALF_OPEN
-        if not self.breaker.allow():
+        admitted = await self.breaker.aadmit()
+        if admitted is None:
             self._skip(operation, LLMOutcome.BREAKER_OPEN)
             return None
+        trial = admitted is BreakerState.HALF_OPEN
         messages: list[ChatCompletionMessageParam] = [
             {"role": "system", "content": system},
             {"role": "user", "content": user},
         ]
         try:
-            return await self._run(messages, budget, max_tokens, temperature, json_mode, operation)
+            return await self._run(messages, budget, max_tokens, temperature, json_mode, operation, tenant_id)
         except BaseException:
             # Cancelled (shutdown, caller deadline): no verdict on the server, give the trial back.
             if trial:
-                self.breaker.release()
+                await self.breaker.arelease()
             raise
 
     async def complete_json(
@@ -318,6 +330,7 @@ class LLMClient:
         max_tokens: int = 1024,
         operation: str = "analysis",
         max_wait: float | None = None,
+        tenant_id: str | None = None,
     ) -> dict[str, Any] | None:
         """Ask for one JSON object; the parsed dict, or None (unavailable or unparseable).
 
@@ -326,6 +339,7 @@ class LLMClient:
 
         :param schema_hint: the expected shape, as text or as an example/JSON-schema mapping.
         :param timeout: default: the client's analysis_timeout (TOPIC_ANALYSIS_LLM_TIMEOUT).
+        :param tenant_id: whose call it is (the tenant's rate-limit budget), as for `complete`.
         """
         parts = [system.rstrip(), JSON_INSTRUCTION]
         if schema_hint:
@@ -342,6 +356,7 @@ class LLMClient:
             json_mode=True,
             operation=operation,
             max_wait=max_wait,
+            tenant_id=tenant_id,
         )
         if result is None:
             return None
@@ -358,13 +373,14 @@ class LLMClient:
         temperature: float,
         json_mode: bool,
         operation: str,
+        tenant_id: str | None,
     ) -> LLMResult | None:
         started = time.perf_counter()
         try:
             with trace.get_tracer("athena").start_as_current_span(
                 f"llm.{operation}", attributes={"gen_ai.request.model": self.model}
             ):
-                return await self._exchange(messages, budget, max_tokens, temperature, json_mode, operation)
+                return await self._exchange(messages, budget, max_tokens, temperature, json_mode, operation, tenant_id)
         finally:
             if self.on_latency is not None:
                 self.on_latency(operation, time.perf_counter() - started)
@@ -377,6 +393,7 @@ class LLMClient:
         temperature: float,
         json_mode: bool,
         operation: str,
+        tenant_id: str | None,
     ) -> LLMResult | None:
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -404,14 +421,14 @@ class LLMClient:
                 retry_after = _retry_after_seconds(exc.response.headers)
                 remaining = deadline - loop.time()
                 if second_request_used or retry_after is None or retry_after + reserve > remaining:
-                    self._fail(operation, LLMOutcome.HTTP_429, exc)
+                    await self._fail(operation, LLMOutcome.HTTP_429, exc)
                     return None
                 second_request_used = True
                 self.stats.retry_after_honoured += 1
                 _log.info("LLM %s: 429, retrying once after Retry-After %.2fs", operation, retry_after)
                 await asyncio.sleep(retry_after)
-                if not await self._second_slot(deadline - loop.time() - reserve):
-                    self._fail(operation, LLMOutcome.HTTP_429, exc)
+                if not await self._second_slot(deadline - loop.time() - reserve, tenant_id):
+                    await self._fail(operation, LLMOutcome.HTTP_429, exc)
                     return None
                 continue
             except openai.BadRequestError as exc:
@@ -421,31 +438,31 @@ class LLMClient:
                     self._json_mode_supported = False
                     self.stats.json_mode_downgrades += 1
                     _log.warning("LLM server rejects response_format; asking for JSON in the prompt only")
-                    if await self._second_slot(deadline - loop.time() - reserve):
+                    if await self._second_slot(deadline - loop.time() - reserve, tenant_id):
                         continue
-                self._fail(operation, _classify(exc), exc)
+                await self._fail(operation, _classify(exc), exc)
                 return None
             except Exception as exc:
-                self._fail(operation, _classify(exc), exc)
+                await self._fail(operation, _classify(exc), exc)
                 return None
-            return self._to_result(completion, loop.time() - started, operation)
+            return await self._to_result(completion, loop.time() - started, operation)
 
-    async def _second_slot(self, max_wait: float) -> bool:
+    async def _second_slot(self, max_wait: float, tenant_id: str | None) -> bool:
         # The second request is a request like any other: it needs its own rate-limit slot.
-        return max_wait >= 0 and await self.limiter.acquire(max_wait)
+        return max_wait >= 0 and await self.limiter.acquire(max_wait, tenant_id=tenant_id)
 
-    def _to_result(self, completion: object, latency: float, operation: str) -> LLMResult | None:
+    async def _to_result(self, completion: object, latency: float, operation: str) -> LLMResult | None:
         # Lenient servers may answer 2xx with an error object or another shape: treat as a failure.
         choices = getattr(completion, "choices", None)
         first = choices[0] if isinstance(choices, list) and choices else None
         message = getattr(first, "message", None)
         content = getattr(message, "content", None)
         if message is None or not (content is None or isinstance(content, str)):
-            self._fail(operation, LLMOutcome.BAD_RESPONSE, None)
+            await self._fail(operation, LLMOutcome.BAD_RESPONSE, None)
             return None
         usage = getattr(completion, "usage", None)
         self.stats.successes += 1
-        self.breaker.record_success()
+        await self.breaker.arecord_success()
         self._notify(operation, LLMOutcome.OK)
         return LLMResult(
             text=content or "",
@@ -457,13 +474,29 @@ class LLMClient:
         )
 
 
-def make_llm(settings: Settings, *, observer: Observer | None = None) -> LLMClient | None:
+def make_llm(settings: Settings, *, observer: Observer | None = None, redis: Redis | None = None) -> LLMClient | None:
     """The process's LLM client from settings, or None when LLM_BASE_URL is empty (fallbacks decide).
 
-    Create one per process and share it: the rate limit and the breaker are per client.
+    With `redis` (the services pass one), the rate limit (LLM_RATE_LIMIT_PER_MINUTE in total,
+    LLM_TENANT_RATE_LIMIT_PER_MINUTE per tenant) and the circuit breaker are shared with every process
+    through it, and fall back to this process's own while Redis is unreachable. Without, both are
+    this client's own (one budget, no tenant budget). Create one client per process and share it.
     """
     if not settings.llm_base_url.strip():
         return None
+    if redis is not None:
+        return LLMClient(
+            base_url=settings.llm_base_url.strip(),
+            model=settings.llm_model,
+            api_key=settings.llm_api_key,
+            timeout=settings.llm_timeout_seconds,
+            analysis_timeout=settings.topic_analysis_llm_timeout,
+            limiter=SharedRateLimiter(
+                redis, settings.llm_rate_limit_per_minute, settings.llm_tenant_rate_limit_per_minute, 60.0
+            ),
+            breaker=SharedCircuitBreaker(redis, settings.llm_breaker_failures, settings.llm_breaker_reset_seconds),
+            observer=observer,
+        )
     return LLMClient(
         base_url=settings.llm_base_url.strip(),
         model=settings.llm_model,

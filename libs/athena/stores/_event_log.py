@@ -21,7 +21,7 @@ nothing left to fill and records that in `athena_migrations`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -276,6 +276,33 @@ class EventLog:
         """Set fields on these events (formation: which chain or rejected segment took them)."""
         with mongo_unavailable():
             await self.collection.update_many({"_id": {"$in": list(event_ids)}}, {"$set": dict(fields)})
+
+    async def unlink_chain(self, chain_id: str, event_ids: Sequence[str]) -> int:
+        """These events no longer name the chain (it was deleted): `formation: chain_deleted`, so
+        they are neither searched as the chain's nor formed again. Returns how many were changed."""
+        with mongo_unavailable():
+            result = await self.collection.update_many(
+                {"_id": {"$in": list(event_ids)}, "chain_id": chain_id},
+                {"$set": {"formation": "chain_deleted"}, "$unset": {"chain_id": ""}},
+            )
+        return int(result.modified_count)
+
+    async def user_events(self, tenant_id: str, user_id: str, *, batch: int = 500) -> AsyncIterator[memory_pb2.Event]:
+        """Every event of the user (all agents), oldest first by timestamp, read `batch` at a time."""
+        cursor = self.collection.find({"tenant_id": tenant_id, "user_id": user_id}, batch_size=batch).sort(
+            [("timestamp", ASCENDING), ("_id", ASCENDING)]
+        )
+        try:
+            while True:
+                with mongo_unavailable():
+                    docs = await cursor.to_list(batch)
+                if not docs:
+                    return
+                for doc in docs:
+                    yield doc_to_event(doc)
+        finally:
+            with mongo_unavailable():
+                await cursor.close()
 
     async def stored_times(
         self, *, event_ids: Sequence[str] = (), user: tuple[str, str] | None = None

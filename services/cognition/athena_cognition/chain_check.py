@@ -26,7 +26,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from athena import keys
-from athena.embeddings import Embedder
+from athena.embeddings import Embedder, cached_event_embeddings
 from athena.errors import PermanentTaskError, RetryableError
 from athena.events import ROLE_NAMES, TYPE_NAMES, scope_key, to_timestamp
 from athena.formation_client import FormationClient
@@ -93,6 +93,8 @@ class ChainCheckHandler:
     window: ShortTermWindow
     detector: DetectorSetup
     formation: FormationClient
+    hand_off_embeddings: bool = True
+    """EMBEDDINGS_HANDOFF: send the events' vectors cognition has with the segment."""
 
     async def __call__(self, task: task_pb2.Task) -> Mapping[str, Any]:
         if task.type == CHAIN_CHECK and task.HasField("chain_check"):
@@ -132,6 +134,7 @@ class ChainCheckHandler:
                 arbiter=self.detector.arbiter,
                 max_events_before_flush=self.detector.max_events_before_flush,
                 session_gap_seconds=self.detector.session_gap_seconds,
+                tenant_id=task.scope.tenant_id,
             )
             span.set_attributes(
                 {
@@ -222,7 +225,11 @@ class ChainCheckHandler:
         self, segment: formation_pb2.Segment, handoff_key: str, fields: Mapping[str, Any]
     ) -> Mapping[str, Any]:
         # DependencyUnavailable from here fails the attempt: the task backs off, the segment stays parked.
-        response = await self.formation.form_chain(segment)
+        # The events' vectors cognition already encoded go along: formation need not encode them again.
+        embeddings = (
+            cached_event_embeddings(self.detector.embedder, segment.events) if self.hand_off_embeddings else None
+        )
+        response = await self.formation.form_chain(segment, embeddings=embeddings)
         with redis_unavailable():
             await self.window.drop_handoff(segment.scope, handoff_key)
         return {

@@ -7,12 +7,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from redis.asyncio import Redis
+
 from athena.auth import server_credentials
 from athena.config import Settings
 from athena.embeddings import make_embedder
 from athena.formation_client import FormationClient
 from athena.grpc_util import DependencyCheck, ServiceHost
-from athena.llm import LLMArbiter, make_llm
+from athena.llm import LLMArbiter, connect_budget_redis, make_llm
 from athena.metrics import instrument_llm
 from athena.queue import ExponentialFullJitter, FairQueue, RetryPolicy, WorkerPool
 from athena.redis_util import connect_redis
@@ -27,9 +29,10 @@ __all__ = ["Cognition", "build_cognition", "main", "serve"]
 log = logging.getLogger("athena.cognition")
 
 
-def detector_setup(settings: Settings) -> DetectorSetup:
+def detector_setup(settings: Settings, *, budget_redis: Redis | None = None) -> DetectorSetup:
     """The detector the workers run. Raises SettingsError (the process exits with its message) when
-    CHAIN_SCORER needs another embedding model than EMBEDDING_PROVIDER / EMBEDDING_MODEL give."""
+    CHAIN_SCORER needs another embedding model than EMBEDDING_PROVIDER / EMBEDDING_MODEL give.
+    `budget_redis`: where the LLM's rate limit and breaker are shared (None: this process's own)."""
     check_scorer_embedding(settings)
     scorer = make_scorer(settings.chain_scorer.value)
     defaults = default_thresholds(settings.chain_scorer.value)
@@ -37,7 +40,7 @@ def detector_setup(settings: Settings) -> DetectorSetup:
         high=settings.chain_sim_high if settings.chain_sim_high is not None else defaults.high,
         low=settings.chain_sim_low if settings.chain_sim_low is not None else defaults.low,
     )
-    llm = instrument_llm(make_llm(settings))
+    llm = instrument_llm(make_llm(settings, redis=budget_redis))
     return DetectorSetup(
         scorer=scorer,
         embedder=make_embedder(settings),
@@ -66,6 +69,9 @@ async def build_cognition(settings: Settings) -> Cognition:
     formation = FormationClient.from_settings(settings)
     pool: WorkerPool | None = None
     idle_flush: IdleFlush | None = None
+    # The LLM's rate limit (per tenant and in total) and breaker, shared with every process; its own
+    # client, with short timeouts: while Redis does not answer, the LLM budget is this process's.
+    budget_redis: Redis | None = None
     if settings.enable_memory_workers:
         queue = FairQueue(
             redis,
@@ -79,10 +85,18 @@ async def build_cognition(settings: Settings) -> Cognition:
                 ),
             ),
         )
-        setup = detector_setup(settings)
+        if settings.llm_base_url.strip():
+            budget_redis = connect_budget_redis(settings.redis_url)
+        setup = detector_setup(settings, budget_redis=budget_redis)
         await setup.embedder.embed(["warm-up"])  # load the model before reporting SERVING
         window = ShortTermWindow(redis, max_events=settings.stm_window_max_events)
-        handler = ChainCheckHandler(redis=redis, window=window, detector=setup, formation=formation)
+        handler = ChainCheckHandler(
+            redis=redis,
+            window=window,
+            detector=setup,
+            formation=formation,
+            hand_off_embeddings=settings.embeddings_handoff,
+        )
         pool = WorkerPool(queue, handler, count=settings.memory_worker_count, task_timeout=settings.stm_task_timeout)
         if settings.stm_idle_flush_seconds > 0:
             idle_flush = IdleFlush(redis, window, idle_seconds=settings.stm_idle_flush_seconds)
@@ -102,6 +116,8 @@ async def build_cognition(settings: Settings) -> Cognition:
             await pool.stop(grace=settings.grpc_shutdown_grace_seconds)
         await formation.close()
         await redis.aclose()
+        if budget_redis is not None:
+            await budget_redis.aclose()
 
     host = ServiceHost(
         name="cognition",

@@ -14,7 +14,7 @@ from athena.errors import DependencyUnavailable
 from athena.gc_tuning import freeze_long_lived
 from athena.grpc_util import DependencyCheck, ServiceHost
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
-from athena.llm import make_llm
+from athena.llm import connect_budget_redis, make_llm
 from athena.metrics import SEARCH_CACHE_WARMING, instrument_llm
 from athena.stores import connect_mongo
 from athena.telemetry import run_service
@@ -83,12 +83,16 @@ async def build_formation(settings: Settings) -> Formation:
         refresh_seconds=settings.search_lexicon_refresh_seconds,
         max_chains=settings.vector_index_cache_max_chains,
     )
+    # The LLM's rate limit (per tenant and in total) and breaker are shared with cognition and the other
+    # replicas through Redis (REDIS_URL), formation's only use of it: while Redis does not answer (or
+    # REDIS_URL does not lead to it), the LLM budget is this process's own.
+    budget_redis = connect_budget_redis(settings.redis_url) if settings.llm_base_url.strip() else None
     former = ChainFormer(
         settings=settings,
         store=store,
         vectors=vectors,
         embedder=embedder,
-        llm=instrument_llm(make_llm(settings)),
+        llm=instrument_llm(make_llm(settings, redis=budget_redis)),
         lexical=lexical,
     )
     ranking = Ranking(lexical_weight=settings.search_lexical_weight, size_prior=settings.search_size_prior)
@@ -115,6 +119,8 @@ async def build_formation(settings: Settings) -> Formation:
         await lexical.close()
         await vectors.close()
         await mongo.close()
+        if budget_redis is not None:
+            await budget_redis.aclose()
 
     host = ServiceHost(
         name="formation",
@@ -131,6 +137,9 @@ async def build_formation(settings: Settings) -> Formation:
         on_stop=[close],
         auth=auth,
         credentials=credentials,
+        # Clients re-resolve formation's address when a connection ends: replicas added since get calls.
+        max_connection_age=settings.formation_max_connection_age_seconds,
+        max_connection_age_grace=settings.formation_max_connection_age_grace_seconds,
     )
     return Formation(
         host=host,

@@ -17,6 +17,7 @@ from athena.telemetry import run_service
 from athena.tombstones import MongoTombstones
 from athena_client.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena_ingest.erasure import Eraser
+from athena_ingest.export import UserExporter
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.open_events import OpenEvents
 from athena_ingest.persistence_rewrite import PersistenceRewrite
@@ -87,6 +88,8 @@ async def build_ingest_parts(settings: Settings) -> IngestParts:
         eraser=eraser,
         flushes=flushes,
         open_events=OpenEvents(redis),
+        exporter=UserExporter(event_log=event_log, window=window, formation=formation),
+        redis=redis,
     )
 
     async def close() -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 
 import grpc
+from redis.asyncio import Redis
 
 from athena.errors import DependencyUnavailable, FieldViolation
 from athena.formation_client import FormationClient
@@ -14,15 +16,24 @@ from athena.stm import ShortTermWindow
 from athena_client.memory.v1 import memory_pb2, memory_pb2_grpc
 from athena_ingest.context_page import decode_cursor, encode_cursor, events_budget, fit_chains, read_page
 from athena_ingest.erasure import Eraser, validate_forget
+from athena_ingest.export import UserExporter
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.open_events import OpenEvents
+from athena_ingest.task_results import read_task_result
 from athena_ingest.validation import (
     raise_if_any,
+    validate_admit_rejection,
+    validate_chain_request,
+    validate_export_user,
     validate_get_chain,
+    validate_get_chain_events,
     validate_get_context,
+    validate_get_task_result,
     validate_list_chains,
+    validate_list_rejections,
     validate_scope,
     validate_search,
+    validate_update_chain,
 )
 from athena_ingest.window_flush import WindowFlushes
 
@@ -41,8 +52,12 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         eraser: Eraser,
         flushes: WindowFlushes,
         open_events: OpenEvents,
+        exporter: UserExporter,
+        redis: Redis,
     ) -> None:
         self.open_events = open_events
+        self.exporter = exporter
+        self.redis = redis
         self.eraser = eraser
         self.flushes = flushes
         self.ingestor = ingestor
@@ -140,3 +155,53 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     ) -> memory_pb2.ForgetUserResponse:
         validate_forget(request)
         return await self.eraser.forget(request.tenant_id, request.user_id)
+
+    # --- one memory at a time (formation owns the chains; ingest the log and Redis) -----------------
+    async def DeleteChain(
+        self, request: memory_pb2.DeleteChainRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.DeleteChainResponse:
+        raise_if_any(validate_chain_request(request))
+        return await self.formation.call(self.formation.stub.DeleteChain, request)
+
+    async def UpdateChain(
+        self, request: memory_pb2.UpdateChainRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.Chain:
+        raise_if_any(validate_update_chain(request))
+        return await self.formation.call(self.formation.stub.UpdateChain, request)
+
+    async def GetChainEvents(
+        self, request: memory_pb2.GetChainEventsRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.GetChainEventsResponse:
+        raise_if_any(validate_get_chain_events(request))
+        return await self.formation.call(self.formation.stub.GetChainEvents, request)
+
+    async def ListRejections(
+        self, request: memory_pb2.ListRejectionsRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.ListRejectionsResponse:
+        raise_if_any(validate_list_rejections(request))
+        return await self.formation.call(self.formation.stub.ListRejections, request)
+
+    async def AdmitRejection(
+        self, request: memory_pb2.AdmitRejectionRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.Chain:
+        raise_if_any(validate_admit_rejection(request))
+        return await self.formation.call(self.formation.stub.AdmitRejection, request)
+
+    async def RestoreChain(
+        self, request: memory_pb2.RestoreChainRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.Chain:
+        raise_if_any(validate_chain_request(request))
+        return await self.formation.call(self.formation.stub.RestoreChain, request)
+
+    async def GetTaskResult(
+        self, request: memory_pb2.GetTaskResultRequest, context: grpc.aio.ServicerContext
+    ) -> memory_pb2.TaskResult:
+        raise_if_any(validate_get_task_result(request))
+        return await read_task_result(self.redis, request.scope, request.task_id)
+
+    async def ExportUser(
+        self, request: memory_pb2.ExportUserRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[memory_pb2.ExportUserResponse]:
+        raise_if_any(validate_export_user(request))
+        async for item in self.exporter.stream(request):
+            yield item

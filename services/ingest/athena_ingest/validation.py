@@ -37,18 +37,28 @@ __all__ = [
     "MAX_SEARCH_LIMIT",
     "Limits",
     "raise_if_any",
+    "validate_admit_rejection",
+    "validate_chain_request",
+    "validate_export_user",
     "validate_get_chain",
+    "validate_get_chain_events",
     "validate_get_context",
+    "validate_get_task_result",
     "validate_list_chains",
+    "validate_list_rejections",
     "validate_new_event",
     "validate_scope",
     "validate_search",
+    "validate_update_chain",
 ]
 
 # Result-count ranges are part of the API contract (memory.proto states them), not deployment settings.
 MAX_SEARCH_LIMIT = 100
 MAX_CONTEXT_CHAINS = 100
 MAX_PAGE_SIZE = 200
+MAX_CHAIN_EVENTS_PAGE = 1000
+MAX_SUMMARY_CHARS = 4000
+MAX_TOPIC_CHARS = 200
 _MAX_PAGE_TOKEN_CHARS = 512
 _MAX_REPORTED = 10
 """Most violations listed in one error: the rest are counted, so the status fits in gRPC trailers."""
@@ -250,13 +260,86 @@ def validate_get_chain(request: memory_pb2.GetChainRequest) -> list[FieldViolati
 
 def validate_list_chains(request: memory_pb2.ListChainsRequest) -> list[FieldViolation]:
     out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
-    out += _range_violation(request.page_size, "page_size", top=MAX_PAGE_SIZE, zero_means="default 20")
+    out += _page_violations(request.page_size, request.page_token, top=MAX_PAGE_SIZE, default=20)
     if request.status not in (
         memory_pb2.CHAIN_STATUS_UNSPECIFIED,
         memory_pb2.CHAIN_STATUS_ACTIVE,
         memory_pb2.CHAIN_STATUS_ARCHIVED,
     ):
         out.append(FieldViolation("status", "must be CHAIN_STATUS_ACTIVE, CHAIN_STATUS_ARCHIVED or unspecified"))
-    if len(request.page_token) > _MAX_PAGE_TOKEN_CHARS or not _PAGE_TOKEN.match(request.page_token):
+    return out
+
+
+def _page_violations(page_size: int, page_token: str, *, top: int, default: int) -> list[FieldViolation]:
+    out = _range_violation(page_size, "page_size", top=top, zero_means=f"default {default}")
+    if len(page_token) > _MAX_PAGE_TOKEN_CHARS or not _PAGE_TOKEN.match(page_token):
         out.append(FieldViolation("page_token", "is not a token this service issued"))
+    return out
+
+
+def validate_chain_request(
+    request: memory_pb2.DeleteChainRequest | memory_pb2.RestoreChainRequest,
+) -> list[FieldViolation]:
+    """A request naming one chain of a scope (agent optional): DeleteChain, RestoreChain."""
+    out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
+    out += _id_violation(request.chain_id, "chain_id")
+    return out
+
+
+def validate_update_chain(request: memory_pb2.UpdateChainRequest) -> list[FieldViolation]:
+    out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
+    out += _id_violation(request.chain_id, "chain_id")
+    if not (
+        request.HasField("pinned")
+        or request.HasField("importance")
+        or request.HasField("summary")
+        or request.HasField("topic")
+    ):
+        out.append(FieldViolation("request", "must set at least one of pinned, importance, summary, topic"))
+    # NaN fails both comparisons, so it is refused too.
+    if request.HasField("importance") and not 0.0 <= request.importance <= 1.0:
+        out.append(FieldViolation("importance", "must be between 0 and 1"))
+    edits = (
+        ("summary", request.HasField("summary"), MAX_SUMMARY_CHARS),
+        ("topic", request.HasField("topic"), MAX_TOPIC_CHARS),
+    )
+    for name, given, top in edits:
+        if given:
+            text = getattr(request, name)
+            if len(text) > top:
+                out.append(FieldViolation(name, f"must be at most {top} characters"))
+            else:
+                out += _text_violations(text, name, max_bytes=4 * top, required=True)
+    return out
+
+
+def validate_get_chain_events(request: memory_pb2.GetChainEventsRequest) -> list[FieldViolation]:
+    out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
+    out += _id_violation(request.chain_id, "chain_id")
+    out += _page_violations(request.page_size, request.page_token, top=MAX_CHAIN_EVENTS_PAGE, default=100)
+    return out
+
+
+def validate_list_rejections(request: memory_pb2.ListRejectionsRequest) -> list[FieldViolation]:
+    out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
+    out += _page_violations(request.page_size, request.page_token, top=MAX_PAGE_SIZE, default=20)
+    return out
+
+
+def validate_admit_rejection(request: memory_pb2.AdmitRejectionRequest) -> list[FieldViolation]:
+    out = validate_scope(request.scope, has_scope=request.HasField("scope"), agent_optional=True)
+    out += _id_violation(request.segment_id, "segment_id")
+    return out
+
+
+def validate_get_task_result(request: memory_pb2.GetTaskResultRequest) -> list[FieldViolation]:
+    """The whole scope: a task's result is kept under its own scope."""
+    out = validate_scope(request.scope, has_scope=request.HasField("scope"))
+    out += _id_violation(request.task_id, "task_id")
+    return out
+
+
+def validate_export_user(request: memory_pb2.ExportUserRequest) -> list[FieldViolation]:
+    out = _id_violation(request.tenant_id, "tenant_id")
+    out += _id_violation(request.user_id, "user_id")
     return out

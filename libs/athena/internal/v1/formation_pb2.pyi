@@ -149,20 +149,64 @@ class FormChainRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     SEGMENT_FIELD_NUMBER: _builtins.int
+    EMBEDDINGS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def segment(self) -> Global___Segment: ...
+    @_builtins.property
+    def embeddings(self) -> Global___EventEmbeddings:
+        """Embeddings the caller already has of some of the segment's events (cognition's cache): formation
+        uses them instead of encoding those texts again when its own model is the one named. A hint,
+        never required; the outcome does not depend on it.
+        """
+
     def __init__(
         self,
         *,
         segment: Global___Segment | None = ...,
+        embeddings: Global___EventEmbeddings | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["segment", b"segment"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["embeddings", b"embeddings", "segment", b"segment"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["segment", b"segment"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["embeddings", b"embeddings", "segment", b"segment"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___FormChainRequest: _TypeAlias = FormChainRequest  # noqa: Y015
+
+@_typing.final
+class EventEmbeddings(_message.Message):
+    """Vectors of events' texts, all of one model."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MODEL_FIELD_NUMBER: _builtins.int
+    DIM_FIELD_NUMBER: _builtins.int
+    EVENT_IDS_FIELD_NUMBER: _builtins.int
+    VALUES_FIELD_NUMBER: _builtins.int
+    model: _builtins.str
+    """The embedder's identity (athena.embeddings: the model's path, and int8 when quantized)."""
+    dim: _builtins.int
+    @_builtins.property
+    def event_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Parallel: the vector of event_ids[i] is values[i * dim : (i + 1) * dim]."""
+
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    def __init__(
+        self,
+        *,
+        model: _builtins.str = ...,
+        dim: _builtins.int = ...,
+        event_ids: _abc.Iterable[_builtins.str] | None = ...,
+        values: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dim", b"dim", "event_ids", b"event_ids", "model", b"model", "values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EventEmbeddings: _TypeAlias = EventEmbeddings  # noqa: Y015
 
 @_typing.final
 class FormChainResponse(_message.Message):

@@ -61,6 +61,41 @@ class FormationServiceStub:
                 request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
                 response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
                 _registered_method=True)
+        self.DeleteChain = channel.unary_unary(
+                '/athena.internal.v1.FormationService/DeleteChain',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainResponse.FromString,
+                _registered_method=True)
+        self.UpdateChain = channel.unary_unary(
+                '/athena.internal.v1.FormationService/UpdateChain',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.UpdateChainRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+                _registered_method=True)
+        self.GetChainEvents = channel.unary_unary(
+                '/athena.internal.v1.FormationService/GetChainEvents',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsResponse.FromString,
+                _registered_method=True)
+        self.ListRejections = channel.unary_unary(
+                '/athena.internal.v1.FormationService/ListRejections',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsResponse.FromString,
+                _registered_method=True)
+        self.AdmitRejection = channel.unary_unary(
+                '/athena.internal.v1.FormationService/AdmitRejection',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.AdmitRejectionRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+                _registered_method=True)
+        self.RestoreChain = channel.unary_unary(
+                '/athena.internal.v1.FormationService/RestoreChain',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.RestoreChainRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+                _registered_method=True)
+        self.ExportUser = channel.unary_stream(
+                '/athena.internal.v1.FormationService/ExportUser',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserResponse.FromString,
+                _registered_method=True)
 
 
 class FormationServiceServicer:
@@ -104,6 +139,52 @@ class FormationServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteChain(self, request, context):
+        """The public per-chain calls, forwarded by ingest after validation (formation owns the chains,
+        their embeddings and the formation records).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateChain(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetChainEvents(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRejections(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AdmitRejection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RestoreChain(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportUser(self, request, context):
+        """The formation part of MemoryService.ExportUser: the user's chains, then formation records, then a
+        summary holding only chains, formation_records and embeddings. Ingest streams the events itself.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FormationServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -131,6 +212,41 @@ def add_FormationServiceServicer_to_server(servicer, server):
                     servicer.ForgetUser,
                     request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.FromString,
                     response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.SerializeToString,
+            ),
+            'DeleteChain': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteChain,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainResponse.SerializeToString,
+            ),
+            'UpdateChain': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateChain,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.UpdateChainRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
+            ),
+            'GetChainEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetChainEvents,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsResponse.SerializeToString,
+            ),
+            'ListRejections': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRejections,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsResponse.SerializeToString,
+            ),
+            'AdmitRejection': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdmitRejection,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.AdmitRejectionRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
+            ),
+            'RestoreChain': grpc.unary_unary_rpc_method_handler(
+                    servicer.RestoreChain,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.RestoreChainRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
+            ),
+            'ExportUser': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExportUser,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -269,6 +385,195 @@ class FormationService:
             '/athena.internal.v1.FormationService/ForgetUser',
             athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserRequest.SerializeToString,
             athena__client_dot_memory_dot_v1_dot_memory__pb2.ForgetUserResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteChain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/DeleteChain',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateChain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/UpdateChain',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.UpdateChainRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetChainEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/GetChainEvents',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRejections(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/ListRejections',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AdmitRejection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/AdmitRejection',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.AdmitRejectionRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreChain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/RestoreChain',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.RestoreChainRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/ExportUser',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserResponse.FromString,
             options,
             channel_credentials,
             insecure,

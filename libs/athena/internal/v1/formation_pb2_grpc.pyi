@@ -48,6 +48,19 @@ class FormationServiceStub:
     deletes the user's embeddings (first), chains and formation records. Fills only chains,
     formation_records and embeddings of the receipt. Idempotent.
     """
+    DeleteChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.DeleteChainRequest, _memory_pb2.DeleteChainResponse]
+    """The public per-chain calls, forwarded by ingest after validation (formation owns the chains,
+    their embeddings and the formation records).
+    """
+    UpdateChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.UpdateChainRequest, _memory_pb2.Chain]
+    GetChainEvents: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetChainEventsRequest, _memory_pb2.GetChainEventsResponse]
+    ListRejections: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListRejectionsRequest, _memory_pb2.ListRejectionsResponse]
+    AdmitRejection: _grpc.UnaryUnaryMultiCallable[_memory_pb2.AdmitRejectionRequest, _memory_pb2.Chain]
+    RestoreChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.RestoreChainRequest, _memory_pb2.Chain]
+    ExportUser: _grpc.UnaryStreamMultiCallable[_memory_pb2.ExportUserRequest, _memory_pb2.ExportUserResponse]
+    """The formation part of MemoryService.ExportUser: the user's chains, then formation records, then a
+    summary holding only chains, formation_records and embeddings. Ingest streams the events itself.
+    """
 
 @_typing.type_check_only
 class FormationServiceAsyncStub(FormationServiceStub):
@@ -67,6 +80,19 @@ class FormationServiceAsyncStub(FormationServiceStub):
     """The formation part of MemoryService.ForgetUser, forwarded by ingest after it wrote the tombstone:
     deletes the user's embeddings (first), chains and formation records. Fills only chains,
     formation_records and embeddings of the receipt. Idempotent.
+    """
+    DeleteChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.DeleteChainRequest, _memory_pb2.DeleteChainResponse]  # type: ignore[assignment]
+    """The public per-chain calls, forwarded by ingest after validation (formation owns the chains,
+    their embeddings and the formation records).
+    """
+    UpdateChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.UpdateChainRequest, _memory_pb2.Chain]  # type: ignore[assignment]
+    GetChainEvents: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetChainEventsRequest, _memory_pb2.GetChainEventsResponse]  # type: ignore[assignment]
+    ListRejections: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListRejectionsRequest, _memory_pb2.ListRejectionsResponse]  # type: ignore[assignment]
+    AdmitRejection: _aio.UnaryUnaryMultiCallable[_memory_pb2.AdmitRejectionRequest, _memory_pb2.Chain]  # type: ignore[assignment]
+    RestoreChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.RestoreChainRequest, _memory_pb2.Chain]  # type: ignore[assignment]
+    ExportUser: _aio.UnaryStreamMultiCallable[_memory_pb2.ExportUserRequest, _memory_pb2.ExportUserResponse]  # type: ignore[assignment]
+    """The formation part of MemoryService.ExportUser: the user's chains, then formation records, then a
+    summary holding only chains, formation_records and embeddings. Ingest streams the events itself.
     """
 
 class FormationServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -114,6 +140,61 @@ class FormationServiceServicer(metaclass=_abc_1.ABCMeta):
         """The formation part of MemoryService.ForgetUser, forwarded by ingest after it wrote the tombstone:
         deletes the user's embeddings (first), chains and formation records. Fills only chains,
         formation_records and embeddings of the receipt. Idempotent.
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteChain(
+        self,
+        request: _memory_pb2.DeleteChainRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.DeleteChainResponse, _abc.Awaitable[_memory_pb2.DeleteChainResponse]]:
+        """The public per-chain calls, forwarded by ingest after validation (formation owns the chains,
+        their embeddings and the formation records).
+        """
+
+    @_abc_1.abstractmethod
+    def UpdateChain(
+        self,
+        request: _memory_pb2.UpdateChainRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.Chain, _abc.Awaitable[_memory_pb2.Chain]]: ...
+
+    @_abc_1.abstractmethod
+    def GetChainEvents(
+        self,
+        request: _memory_pb2.GetChainEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.GetChainEventsResponse, _abc.Awaitable[_memory_pb2.GetChainEventsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ListRejections(
+        self,
+        request: _memory_pb2.ListRejectionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.ListRejectionsResponse, _abc.Awaitable[_memory_pb2.ListRejectionsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def AdmitRejection(
+        self,
+        request: _memory_pb2.AdmitRejectionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.Chain, _abc.Awaitable[_memory_pb2.Chain]]: ...
+
+    @_abc_1.abstractmethod
+    def RestoreChain(
+        self,
+        request: _memory_pb2.RestoreChainRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.Chain, _abc.Awaitable[_memory_pb2.Chain]]: ...
+
+    @_abc_1.abstractmethod
+    def ExportUser(
+        self,
+        request: _memory_pb2.ExportUserRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_memory_pb2.ExportUserResponse], _abc.AsyncIterator[_memory_pb2.ExportUserResponse]]:
+        """The formation part of MemoryService.ExportUser: the user's chains, then formation records, then a
+        summary holding only chains, formation_records and embeddings. Ingest streams the events itself.
         """
 
 def add_FormationServiceServicer_to_server(servicer: FormationServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

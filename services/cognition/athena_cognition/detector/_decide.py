@@ -62,7 +62,9 @@ class Path:
 class Arbiter(Protocol):
     """Gray-zone judge (the LLM): True same topic, False topic change, None unavailable."""
 
-    async def same_topic(self, previous: str, current: str) -> bool | None: ...
+    async def same_topic(self, previous: str, current: str, *, tenant_id: str | None = None) -> bool | None:
+        """`tenant_id` (passed only when `decide` has one): whose messages, for the LLM's rate limit."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +121,11 @@ async def decide(
     arbiter: Arbiter | None,
     max_events_before_flush: int,
     session_gap_seconds: float = 0.0,
+    tenant_id: str | None = None,
 ) -> Decision:
     """Does the user message at window[new_index] break the current segment? Turns after it are ignored.
-    `session_gap_seconds` 0 turns the time-gap check off."""
+    `session_gap_seconds` 0 turns the time-gap check off. `tenant_id`: whose window it is, passed to the
+    arbiter (the tenant's share of the LLM rate limit)."""
     if not 0 <= new_index < len(window):
         raise IndexError(f"new_index {new_index} outside a window of {len(window)} turns")
     if not is_user_message(window[new_index]):
@@ -166,7 +170,10 @@ async def decide(
     verdict: bool | None = None
     if arbiter is not None:
         try:
-            verdict = await arbiter.same_topic(previous.content, current.content)
+            if tenant_id is None:
+                verdict = await arbiter.same_topic(previous.content, current.content)
+            else:
+                verdict = await arbiter.same_topic(previous.content, current.content, tenant_id=tenant_id)
         except Exception:  # an arbiter failure must not lose the decision: fall back instead
             log.warning("gray-zone arbiter failed; using the fallback", exc_info=True)
             verdict = None

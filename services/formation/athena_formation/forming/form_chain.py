@@ -29,7 +29,7 @@ import numpy as np
 from opentelemetry import trace
 
 from athena.config import Settings
-from athena.embeddings import Embedder
+from athena.embeddings import Embedder, adopt_event_embeddings
 from athena.errors import FieldViolation, InvalidArgument, RetryableError
 from athena.events import doc_to_event, timestamp_of
 from athena.internal.v1 import formation_pb2
@@ -43,6 +43,7 @@ from athena_formation.forming.merge import MergeCandidate, choose_merge, words
 from athena_formation.forming.quality_gate import QualityReport, assess_quality
 from athena_formation.lifecycle.heat import HeatModel, importance, lifecycle_of
 from athena_formation.search.lexicon import chain_lexicon, lexicon_length, merge_lexicons
+from athena_formation.store.chain_agents import agents_key, chain_agents, with_agent
 from athena_formation.store.chain_store import ChainStore, cutoff, epoch, from_epoch
 from athena_formation.store.lexical_index import LexicalIndex, LexiconRow
 from athena_formation.store.vector_index import VectorIndex
@@ -176,10 +177,21 @@ class ChainFormer:
         if self.step_hook is not None:
             await self.step_hook(name)
 
-    async def form(self, segment: formation_pb2.Segment) -> formation_pb2.FormChainResponse:
+    async def form(
+        self, segment: formation_pb2.Segment, *, embeddings: formation_pb2.EventEmbeddings | None = None
+    ) -> formation_pb2.FormChainResponse:
+        """`embeddings`: vectors of the events' texts the caller already had (cognition's); those of
+        this embedder's model go into its cache, so the texts are not encoded again."""
         validate_segment(segment)
         with FORMATION_SECONDS.time(), tracer().start_as_current_span("formation.form_chain") as span:
-            span.set_attributes({"athena.segment.id": segment.id, "athena.segment.events": len(segment.events)})
+            handed = adopt_event_embeddings(self.embedder, embeddings, segment.events) if embeddings else 0
+            span.set_attributes(
+                {
+                    "athena.segment.id": segment.id,
+                    "athena.segment.events": len(segment.events),
+                    "athena.segment.embeddings_handed": handed,
+                }
+            )
             response = await self._form(segment)
             span.set_attributes(
                 {
@@ -211,6 +223,8 @@ class ChainFormer:
                 min_confidence=s.topic_analysis_min_confidence,
                 llm_timeout=s.topic_analysis_llm_timeout,
                 embedder=self.embedder,
+                # Every event of a segment or chain has its scope: the LLM call goes to that tenant's budget.
+                tenant_id=(events[0].scope.tenant_id or None) if events else None,
             )
             span.set_attributes(
                 {"athena.analysis.path": analysis.path, "athena.analysis.topic": analysis.main_topic.name[:100]}
@@ -236,6 +250,39 @@ class ChainFormer:
             summary_vector=next(extra) if summary else None,
             key_phrase_vector=next(extra) if phrases else None,
         )
+
+    async def chain_embedding(self, doc: Mapping[str, Any], events: Sequence[memory_pb2.Event]) -> np.ndarray:
+        """A stored chain's embedding from these events and its summary, topic, subtopics and entities
+        as the document has them now (a corrected summary included)."""
+        return await self._embedding(
+            events,
+            summary=doc.get("summary", ""),
+            topic=doc.get("topic", ""),
+            subtopics=[t["name"] for t in doc.get("subtopics", [])],
+            entities=[e["text"] for e in doc.get("entities", [])],
+        )
+
+    async def index_chain(self, doc: Mapping[str, Any], vector: np.ndarray) -> None:
+        """Make a stored chain searchable with this embedding: Milvus, then `embedding_state: indexed`,
+        then the lexical index."""
+        scope = memory_pb2.Scope(tenant_id=doc["tenant_id"], user_id=doc["user_id"], agent_id=doc["agent_id"])
+        await self._index(
+            doc["_id"],
+            scope,
+            vector,
+            lexicon=doc.get("lexicon", {}),
+            event_count=int(doc.get("event_count", 0)),
+            agents=chain_agents(doc),
+        )
+
+    async def carry_out(self, segment: formation_pb2.Segment, record: Mapping[str, Any]) -> None:
+        """Carry out a recorded plan (AdmitRejection records one for a rejected segment)."""
+        await self._carry_out(segment, record)
+
+    async def analyse(self, events: Sequence[memory_pb2.Event]) -> dict[str, Any]:
+        """The analysis of these events as a formation record stores it."""
+        analysis, _ = await self._analyse(events)
+        return _analysis_doc(analysis)
 
     async def _analysis_embedding(self, events: Sequence[memory_pb2.Event], analysis: Analysis) -> np.ndarray:
         return await self._embedding(
@@ -285,10 +332,11 @@ class ChainFormer:
         candidates = await self.store.merge_candidates(
             tenant_id=scope.tenant_id,
             user_id=scope.user_id,
-            agent_id=scope.agent_id,
+            agent_id=None if s.session_merge_across_agents else scope.agent_id,
             since=cutoff(first_at, s.session_max_age_hours),
             limit=s.session_max_chains_per_user,
         )
+        candidates = [c for c in candidates if with_agent(c, scope.agent_id) is not None]
         stored = await self.vectors.vectors([c["_id"] for c in candidates])
         decision = choose_merge(
             [
@@ -374,6 +422,7 @@ class ChainFormer:
                 "tenant_id": segment.scope.tenant_id,
                 "user_id": segment.scope.user_id,
                 "agent_id": segment.scope.agent_id,
+                "agent_ids": [segment.scope.agent_id],
                 **record["analysis"],
                 "quality": record["quality"],
                 "recall_count": 0,
@@ -438,18 +487,17 @@ class ChainFormer:
         *,
         lexicon: Mapping[str, int],
         event_count: int,
+        agents: Sequence[str] = (),
     ) -> None:
+        """`agents`: the chain's agents (chain_agents.py); none given: the scope's agent."""
+        key = agents_key(agents or [scope.agent_id])
         await self.vectors.upsert(
-            chain_id=chain_id,
-            tenant_id=scope.tenant_id,
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            embedding=vector,
+            chain_id=chain_id, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=key, embedding=vector
         )
         await self._step("vector_written")
         await self.store.set_fields(chain_id, {"embedding_state": "indexed"})
         if self.lexical is not None:
-            row = LexiconRow(chain_id=chain_id, agent_id=scope.agent_id, lexicon=lexicon, event_count=event_count)
+            row = LexiconRow(chain_id=chain_id, agent_id=key, lexicon=lexicon, event_count=event_count)
             self.lexical.put(scope.tenant_id, scope.user_id, row)
         await self._step("indexed")
 
@@ -457,8 +505,10 @@ class ChainFormer:
         """Returns (chain id, outcome): the target may have been erased since the plan was made."""
         chain_id = record["chain_id"]
         chain = await self.store.get(chain_id)
-        if chain is None or chain.get("status") != "active":
-            # Archived or erased since the plan: the segment becomes a chain of its own.
+        agents = with_agent(chain, segment.scope.agent_id) if chain is not None else None
+        if chain is None or chain.get("status") != "active" or agents is None:
+            # Archived or erased since the plan (or its agents grew past what the indexes hold): the
+            # segment becomes a chain of its own.
             fresh_id = new_chain_id(segment.id)
             await self._create(segment, {**record, "chain_id": fresh_id})
             return fresh_id, "created"
@@ -482,6 +532,7 @@ class ChainFormer:
             )
             updates = {
                 **_analysis_doc(analysis),
+                "agent_ids": agents,
                 "entities": entities,
                 "quality": quality,
                 "embedding_state": "pending",
@@ -500,26 +551,44 @@ class ChainFormer:
                     now=now,
                 ),
             }
+            updates = self._keeping_edits(chain, updates, now)
             if not await self.store.apply_merge(chain, segment.id, updates, [e.id for e in new_events]):
                 # Lost a race with another write to the chain: plan again from the top on the retry.
                 raise _RetryMerge(f"chain {chain_id} changed while merging")
             await self._step("chain_written")
         doc = await self.store.get(chain_id) or chain
-        vector = await self._embedding(
-            combined,
-            summary=doc.get("summary", ""),
-            topic=doc.get("topic", ""),
-            subtopics=[t["name"] for t in doc.get("subtopics", [])],
-            entities=[e["text"] for e in doc.get("entities", [])],
-        )
+        vector = await self.chain_embedding(doc, combined)
         await self._index(
             chain_id,
             segment.scope,
             vector,
             lexicon=doc.get("lexicon", {}),
             event_count=int(doc.get("event_count", len(combined))),
+            agents=chain_agents(doc),
         )
         return chain_id, "merged"
+
+    def _keeping_edits(self, chain: Mapping[str, Any], updates: dict[str, Any], now: datetime) -> dict[str, Any]:
+        """A merge's new analysis without what a person corrected (UpdateChain's edited_fields): a
+        corrected summary or topic stays, and a set importance keeps weighing in the heat."""
+        edited = set(chain.get("edited_fields", []))
+        out = {k: v for k, v in updates.items() if k not in edited or k == "importance"}
+        return self._keeping_importance(chain, out, last_accessed_at=now, now=now)
+
+    def _keeping_importance(
+        self, chain: Mapping[str, Any], fields: dict[str, Any], *, last_accessed_at: datetime, now: datetime
+    ) -> dict[str, Any]:
+        """The fields with the chain's importance (and the heat it gives) when a person set it."""
+        if "importance" not in chain.get("edited_fields", []):
+            return fields
+        imp = float(chain.get("importance", fields["importance"]))
+        heat = self.heat.heat(
+            importance=imp,
+            recall_count=int(chain.get("recall_count", 0)),
+            last_accessed_at=last_accessed_at,
+            now=now,
+        )
+        return {**fields, "importance": imp, "heat_score": heat, "lifecycle": lifecycle_of(heat)}
 
     async def reform(
         self, chain: Mapping[str, Any], events: Sequence[memory_pb2.Event], *, segment_ids: Sequence[str]
@@ -551,6 +620,9 @@ class ChainFormer:
             "last_event_at": epoch(timestamp_of(events[-1].timestamp)),
             "activity": activity_share(events),
             **words,
+            "agent_ids": _agents_of(events, first=chain.get("agent_id", "")),
+            # A corrected summary or topic may tell of the erased events: the new analysis replaces it.
+            "edited_fields": [f for f in chain.get("edited_fields", []) if f == "importance"],
             "updated_at": epoch(now),
             **self._heat_fields(
                 quality=quality,
@@ -561,6 +633,9 @@ class ChainFormer:
                 now=now,
             ),
         }
+        fields = self._keeping_importance(
+            chain, fields, last_accessed_at=from_epoch(chain.get("last_accessed_at")), now=now
+        )
         active = chain.get("status") == "active"
         if active:
             fields["embedding_state"] = "pending"
@@ -574,8 +649,16 @@ class ChainFormer:
             return True
         scope = memory_pb2.Scope(tenant_id=chain["tenant_id"], user_id=chain["user_id"], agent_id=chain["agent_id"])
         vector = await self._analysis_embedding(events, analysis)
-        await self._index(chain["_id"], scope, vector, lexicon=words["lexicon"], event_count=len(events))
+        await self._index(
+            chain["_id"], scope, vector, lexicon=words["lexicon"], event_count=len(events), agents=fields["agent_ids"]
+        )
         return True
+
+
+def _agents_of(events: Sequence[memory_pb2.Event], *, first: str) -> list[str]:
+    """The agents of these events, `first` first when it is among them, else in order of appearance."""
+    agents = list(dict.fromkeys(e.scope.agent_id for e in events))
+    return sorted(agents, key=lambda a: a != first)
 
 
 def _lexicon_fields(

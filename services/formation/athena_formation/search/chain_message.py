@@ -8,6 +8,7 @@ from typing import Any
 
 from athena.events import epoch_to_timestamp, to_timestamp
 from athena_client.memory.v1 import memory_pb2
+from athena_formation.store.chain_agents import chain_agents
 from athena_formation.store.chain_store import from_epoch
 
 __all__ = ["chain_to_proto"]
@@ -33,6 +34,10 @@ def chain_to_proto(doc: Mapping[str, Any]) -> memory_pb2.Chain:
         merge_count=int(doc.get("merge_count", 0)),
         analysis_path=doc.get("analysis_path", ""),
         recall_count=int(doc.get("recall_count", 0)),
+        pinned=bool(doc.get("pinned", False)),
+        importance=float(doc.get("importance", 0.0)),
+        edited_fields=doc.get("edited_fields", []),
+        agent_ids=chain_agents(doc),
     )
     for field in ("created_at", "updated_at", "last_accessed_at", "first_event_at", "last_event_at"):
         value = doc.get(field)

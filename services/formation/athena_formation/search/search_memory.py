@@ -4,8 +4,6 @@ in no chain yet, open_events.py), GetChain, ListChains. A recall warms the chain
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -13,12 +11,13 @@ from typing import Any
 import numpy as np
 
 from athena.embeddings import Embedder
-from athena.errors import FieldViolation, InvalidArgument, NotFound
 from athena.internal.v1 import formation_pb2
 from athena.metrics import CHAIN_HEAT, SEARCH_HITS
 from athena.text import found_words
 from athena_client.memory.v1 import memory_pb2
+from athena_formation.curation.owned import owned_chain
 from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_strength
+from athena_formation.page_tokens import decode_offset, encode_offset
 from athena_formation.search.chain_message import chain_to_proto
 from athena_formation.search.lexicon import query_terms, terms
 from athena_formation.search.open_events import (
@@ -33,7 +32,8 @@ from athena_formation.search.open_events import (
 )
 from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.search.recall_warm_ups import WarmUps
-from athena_formation.store.chain_store import ChainStore, epoch
+from athena_formation.store.chain_agents import holds_agent
+from athena_formation.store.chain_store import ChainStore, agent_query, epoch
 from athena_formation.store.lexical_index import LexicalIndex, LexicalScores, UserLexicon
 from athena_formation.store.vector_index import VectorIndex
 
@@ -49,7 +49,7 @@ def _searchable(doc: Mapping[str, Any], scope: memory_pb2.Scope) -> bool:
         and doc.get("embedding_state") == "indexed"
         and doc.get("tenant_id") == scope.tenant_id
         and doc.get("user_id") == scope.user_id
-        and (not scope.agent_id or doc.get("agent_id") == scope.agent_id)
+        and (not scope.agent_id or holds_agent(doc, scope.agent_id))
     )
 
 
@@ -301,32 +301,22 @@ class Recall:
         await self.warm_ups.settle()
 
     async def get_chain(self, request: memory_pb2.GetChainRequest) -> memory_pb2.Chain:
-        doc = await self.store.get(request.chain_id)
-        scope = request.scope
-        # Another tenant's or user's chain is indistinguishable from a missing one.
-        if (
-            doc is None
-            or doc.get("tenant_id") != scope.tenant_id
-            or doc.get("user_id") != scope.user_id
-            or (scope.agent_id and doc.get("agent_id") != scope.agent_id)
-        ):
-            raise NotFound(f"chain {request.chain_id!r} not found")
-        return chain_to_proto(doc)
+        return chain_to_proto(await owned_chain(self.store, request.scope, request.chain_id))
 
     async def list_chains(self, request: memory_pb2.ListChainsRequest) -> memory_pb2.ListChainsResponse:
         scope = request.scope
         size = request.page_size or 20
-        offset = _decode_token(request.page_token)
+        offset = decode_offset(request.page_token)
         query: dict[str, Any] = {"tenant_id": scope.tenant_id, "user_id": scope.user_id}
         if scope.agent_id:
-            query["agent_id"] = scope.agent_id
+            query.update(agent_query(scope.agent_id))
         if request.status in _STATUS_NAMES:
             query["status"] = _STATUS_NAMES[request.status]
         docs = await self.store.list_page(query=query, skip=offset, limit=size + 1)
         more = len(docs) > size
         return memory_pb2.ListChainsResponse(
             chains=[chain_to_proto(d) for d in docs[:size]],
-            next_page_token=_encode_token(offset + size) if more else "",
+            next_page_token=encode_offset(offset + size) if more else "",
         )
 
 
@@ -346,23 +336,3 @@ def _open_hit(query: str, hit: RankedChain, turn: OpenTurn, query_terms: list[st
         source=memory_pb2.HIT_SOURCE_WINDOW,
         event_ids=turn.event_ids,
     )
-
-
-_MAX_OFFSET = 2**31 - 1
-
-
-def _encode_token(offset: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode()
-
-
-def _decode_token(token: str) -> int:
-    if not token:
-        return 0
-    try:
-        offset = int(json.loads(base64.urlsafe_b64decode(token.encode()))["o"])
-        # A forged offset past int64 overflows MongoDB's skip (INTERNAL); no real page is past int32.
-        if not 0 <= offset <= _MAX_OFFSET:
-            raise ValueError
-        return offset
-    except Exception:
-        raise InvalidArgument([FieldViolation("page_token", "is not a token this service issued")]) from None

@@ -1,8 +1,9 @@
-"""Which agent each row of a user's in-memory index belongs to, for a search's agent filter.
+"""Which agents each row of a user's in-memory index belongs to, for a search's agent filter.
 
-Agents are kept as small integer codes, one per row: most searches name an agent, and comparing an
-int32 column with one code is far cheaper than comparing an array of strings (docs/benchmarks.md,
-"Measured choices in the code"). Used by user_vectors.py and lexical_index.py.
+A row holds its chain's agents key (chain_agents.py). Keys are kept as small integer codes, one per
+row: most searches name an agent, and comparing an int32 column with the codes of the keys naming
+that agent is far cheaper than comparing an array of strings (docs/benchmarks.md, "Measured choices
+in the code"). Used by user_vectors.py and lexical_index.py.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from array import array
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+
+from athena_formation.store.chain_agents import key_agents
 
 __all__ = ["AgentColumn"]
 
@@ -25,22 +28,23 @@ class AgentColumn:
     def __len__(self) -> int:
         return len(self._codes)
 
-    def _code(self, agent_id: str) -> int:
-        return self._code_of.setdefault(agent_id, len(self._code_of))
+    def _code(self, agents_key: str) -> int:
+        return self._code_of.setdefault(agents_key, len(self._code_of))
 
-    def append(self, agent_id: str) -> None:
-        self._codes.append(self._code(agent_id))
+    def append(self, agents_key: str) -> None:
+        self._codes.append(self._code(agents_key))
 
-    def set(self, row: int, agent_id: str) -> None:
-        self._codes[row] = self._code(agent_id)
+    def set(self, row: int, agents_key: str) -> None:
+        self._codes[row] = self._code(agents_key)
 
     def keep(self, rows: Sequence[int]) -> None:
         """Only these rows, in this order (the index dropped or compacted the others)."""
         self._codes = array("i", (self._codes[i] for i in rows))
 
     def mask(self, agent_id: str) -> np.ndarray:
-        """True for the rows of `agent_id`."""
-        code = self._code_of.get(agent_id)
-        if code is None or not self._codes:
+        """True for the rows of `agent_id` (a chain of several agents is each one's)."""
+        codes = [code for key, code in self._code_of.items() if agent_id in key_agents(key)]
+        if not codes or not self._codes:
             return np.zeros(len(self._codes), dtype=bool)
-        return np.frombuffer(self._codes, dtype=np.int32) == code
+        column = np.frombuffer(self._codes, dtype=np.int32)
+        return column == codes[0] if len(codes) == 1 else np.isin(column, codes)

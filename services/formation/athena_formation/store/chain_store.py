@@ -23,7 +23,7 @@ from athena.stores import EventLog, mongo_unavailable
 from athena_formation.store.chain_cache import ChainDocCache
 from athena_formation.store.lexical_index import LexiconRow, row_from_doc
 
-__all__ = ["SEARCH_SKIPS", "ChainStore", "cutoff", "epoch", "from_epoch"]
+__all__ = ["SEARCH_SKIPS", "ChainStore", "agent_query", "cutoff", "epoch", "from_epoch"]
 
 _FULL_READ_SECONDS = 600.0
 SEARCH_SKIPS = ("lexicon",)
@@ -202,23 +202,21 @@ class ChainStore:
                 self.search_cache.add_recalls(chain_id, count, fields)
 
     async def merge_candidates(
-        self, *, tenant_id: str, user_id: str, agent_id: str, since: datetime, limit: int
+        self, *, tenant_id: str, user_id: str, agent_id: str | None, since: datetime, limit: int
     ) -> list[dict[str, Any]]:
+        """The user's searchable chains active since `since`, most recent first: of every agent of the
+        user, or with `agent_id` only the chains that agent's conversations are in."""
+        query: dict[str, Any] = {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "status": "active",
+            "embedding_state": "indexed",
+            "last_event_at": {"$gte": epoch(since)},
+        }
+        if agent_id is not None:
+            query.update(agent_query(agent_id))
         with mongo_unavailable():
-            cursor = (
-                self.chains.find(
-                    {
-                        "tenant_id": tenant_id,
-                        "user_id": user_id,
-                        "agent_id": agent_id,
-                        "status": "active",
-                        "embedding_state": "indexed",
-                        "last_event_at": {"$gte": epoch(since)},
-                    }
-                )
-                .sort("last_event_at", DESCENDING)
-                .limit(limit)
-            )
+            cursor = self.chains.find(query).sort("last_event_at", DESCENDING).limit(limit)
             return [d async for d in cursor]
 
     async def list_page(self, *, query: Mapping[str, Any], skip: int, limit: int) -> list[dict[str, Any]]:
@@ -241,7 +239,7 @@ class ChainStore:
             query["status"] = "active"
         else:
             query["updated_at"] = {"$gte": updated_since}
-        projection = {"agent_id": 1, "lexicon": 1, "event_count": 1, "status": 1}
+        projection = {"agent_id": 1, "agent_ids": 1, "lexicon": 1, "event_count": 1, "status": 1}
         # A user's first read may hold 10^5 chains: bounded as a whole, not by MONGODB_TIMEOUT_MS per
         # round trip (the MongoDB-wire server prepares a whole result before its first batch).
         with mongo_unavailable(), pymongo.timeout(_FULL_READ_SECONDS):
@@ -250,7 +248,15 @@ class ChainStore:
     async def all_lexicon_rows(self, *, batch_rows: int = 2000) -> AsyncIterator[tuple[tuple[str, str], LexiconRow]]:
         """Every active chain as (its (tenant_id, user_id), its lexical index row), in no set order, for
         the lexical index's warm-up: one read of the collection, however many users it holds."""
-        projection = {"tenant_id": 1, "user_id": 1, "agent_id": 1, "lexicon": 1, "event_count": 1, "status": 1}
+        projection = {
+            "tenant_id": 1,
+            "user_id": 1,
+            "agent_id": 1,
+            "agent_ids": 1,
+            "lexicon": 1,
+            "event_count": 1,
+            "status": 1,
+        }
         cursor = self.chains.find({"status": "active"}, projection, batch_size=batch_rows)
         try:
             while True:
@@ -273,12 +279,41 @@ class ChainStore:
 
     async def cold_candidates(self, *, accessed_before: datetime, limit: int = 500) -> list[dict[str, Any]]:
         with mongo_unavailable():
-            cursor = self.chains.find({"status": "active", "last_accessed_at": {"$lt": epoch(accessed_before)}}).limit(
-                limit
+            # A pinned chain is never archived (UpdateChain).
+            query = {"status": "active", "pinned": {"$ne": True}, "last_accessed_at": {"$lt": epoch(accessed_before)}}
+            cursor = self.chains.find(query).limit(limit)
+            return [d async for d in cursor]
+
+    # --- rejected segments (ListRejections, AdmitRejection) ----------------------------------------
+    async def rejections(
+        self, *, tenant_id: str, user_id: str, agent_id: str, skip: int, limit: int
+    ) -> list[dict[str, Any]]:
+        """The user's (agent's, when given) rejected segments, newest first."""
+        query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "outcome": "rejected", "state": "done"}
+        if agent_id:
+            query["agent_id"] = agent_id
+        with mongo_unavailable():
+            cursor = (
+                self.outcomes.find(query).sort([("created_at", DESCENDING), ("_id", ASCENDING)]).skip(skip).limit(limit)
             )
             return [d async for d in cursor]
 
-    # --- one user's records (erasure) -------------------------------------------------------------
+    async def admit(self, segment_id: str, plan: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Turn a rejected segment's record into this plan (a chain to create), once: the record as it
+        is afterwards (also when an earlier admission did it), None when there is none."""
+        with mongo_unavailable():
+            await self.outcomes.update_one({"_id": segment_id, "outcome": "rejected"}, {"$set": dict(plan)})
+            return await self.outcomes.find_one({"_id": segment_id})
+
+    # --- one user's records (erasure, export) -----------------------------------------------------
+    async def user_records(self, tenant_id: str, user_id: str) -> list[dict[str, Any]]:
+        """Every formation record of the user, whole (ExportUser), oldest first."""
+        with mongo_unavailable():
+            cursor = self.outcomes.find({"tenant_id": tenant_id, "user_id": user_id}).sort(
+                [("created_at", ASCENDING), ("_id", ASCENDING)]
+            )
+            return [d async for d in cursor]
+
     async def user_chains(self, tenant_id: str, user_id: str) -> list[dict[str, Any]]:
         """The user's chains (all agents, any status), without their lexicons."""
         with mongo_unavailable():
@@ -301,6 +336,12 @@ class ChainStore:
             await self.outcomes.update_one(
                 {"_id": segment_id}, {"$set": {"event_ids": list(event_ids)}, "$unset": {"analysis": ""}}
             )
+
+
+def agent_query(agent_id: str) -> dict[str, Any]:
+    """The chains of an agent: those whose `agent_ids` hold it, and those written before chains had
+    several agents (`agent_id` alone)."""
+    return {"$or": [{"agent_ids": agent_id}, {"agent_id": agent_id}]}
 
 
 def cutoff(now: datetime, hours: float) -> datetime:

@@ -39,6 +39,7 @@ import numpy as np
 
 from athena_formation.store.agent_filter import AgentColumn
 from athena_formation.store.cache_eviction import evict_least_recent
+from athena_formation.store.chain_agents import agents_key, chain_agents
 
 __all__ = [
     "EMPTY_CORPUS",
@@ -66,6 +67,7 @@ class LexiconRow:
 
     chain_id: str
     agent_id: str
+    """The chain's agents key (chain_agents.py): its agent id when it has one agent."""
     lexicon: Mapping[str, int]
     event_count: int
     active: bool = True
@@ -421,7 +423,7 @@ def row_from_doc(doc: Mapping[str, Any]) -> LexiconRow:
     have none and are found by their embedding alone."""
     return LexiconRow(
         chain_id=doc["_id"],
-        agent_id=doc.get("agent_id", ""),
+        agent_id=agents_key(chain_agents(doc)),
         lexicon=doc.get("lexicon") or {},
         event_count=int(doc.get("event_count", 1)),
         active=doc.get("status", "active") == "active",

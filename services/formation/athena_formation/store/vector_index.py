@@ -115,6 +115,8 @@ class VectorIndex:
                 schema.add_field("user_id", DataType.VARCHAR, max_length=128)
                 schema.add_field("agent_id", DataType.VARCHAR, max_length=128)
                 schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dim)
+                client.create_collection(self.collection, schema=schema)
+            if not client.list_indexes(self.collection):  # new, or a start that died before its index
                 index = client.prepare_index_params()
                 index.add_index(
                     "embedding",
@@ -122,7 +124,11 @@ class VectorIndex:
                     index_type=self.index_type,
                     params=_INDEX_PARAMS.get(self.index_type, {}),
                 )
-                client.create_collection(self.collection, schema=schema, index_params=index)
+                # Milvus Lite builds an index within CreateIndex itself (its index state is always
+                # Finished), so nothing is waited for there: pymilvus's wait (sync=True, the default)
+                # starts with AllocTimestamp, which Milvus Lite's in-process gRPC server does not
+                # implement, and grpc logs that at ERROR with a traceback (pymilvus then ignores it).
+                client.create_index(self.collection, index, sync=not self._lite)
             # Search needs the collection loaded.
             client.load_collection(self.collection)
             self._client = client
@@ -399,5 +405,8 @@ def _scope_filter(tenant_id: str, user_id: str, agent_id: str | None) -> str:
     """A Milvus boolean filter for a scope; every id passes `_milvus_string`, so nothing can be injected."""
     expr = f'tenant_id == "{_milvus_string(tenant_id)}" and user_id == "{_milvus_string(user_id)}"'
     if agent_id:
-        expr += f' and agent_id == "{_milvus_string(agent_id)}"'
+        # A chain of several agents holds "|a|b|" (chain_agents.py). LIKE's `_` also matches any one
+        # character, so this may let through a chain of another agent: search checks the document.
+        agent = _milvus_string(agent_id)
+        expr += f' and (agent_id == "{agent}" or agent_id like "%|{agent}|%")'
     return expr

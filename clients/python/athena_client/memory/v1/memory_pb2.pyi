@@ -569,6 +569,10 @@ class Chain(_message.Message):
     MERGE_COUNT_FIELD_NUMBER: _builtins.int
     ANALYSIS_PATH_FIELD_NUMBER: _builtins.int
     RECALL_COUNT_FIELD_NUMBER: _builtins.int
+    PINNED_FIELD_NUMBER: _builtins.int
+    IMPORTANCE_FIELD_NUMBER: _builtins.int
+    EDITED_FIELDS_FIELD_NUMBER: _builtins.int
+    AGENT_IDS_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     topic: _builtins.str
     summary: _builtins.str
@@ -583,6 +587,12 @@ class Chain(_message.Message):
     analysis_path: _builtins.str
     """"llm" or "heuristic": what produced topic, entities and summary."""
     recall_count: _builtins.int
+    pinned: _builtins.bool
+    """Pinned chains are never archived (UpdateChain)."""
+    importance: _builtins.float
+    """In [0, 1]: the quality, entities and activity of the chain (Chain formation seed), or as set by
+    UpdateChain. It weighs in its heat.
+    """
     @_builtins.property
     def scope(self) -> Global___Scope: ...
     @_builtins.property
@@ -604,6 +614,17 @@ class Chain(_message.Message):
     @_builtins.property
     def event_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The cognitive_events that belong to the chain, oldest first."""
+
+    @_builtins.property
+    def edited_fields(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Fields a person corrected with UpdateChain ("summary", "topic"): later merges keep them."""
+
+    @_builtins.property
+    def agent_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Every agent whose conversation the chain holds, scope.agent_id (its first) first: a segment of
+        another agent of the same user that continues the topic is merged into it
+        (SESSION_MERGE_ACROSS_AGENTS), and a search or listing naming any of them finds it.
+        """
 
     def __init__(
         self,
@@ -629,10 +650,14 @@ class Chain(_message.Message):
         merge_count: _builtins.int = ...,
         analysis_path: _builtins.str = ...,
         recall_count: _builtins.int = ...,
+        pinned: _builtins.bool = ...,
+        importance: _builtins.float = ...,
+        edited_fields: _abc.Iterable[_builtins.str] | None = ...,
+        agent_ids: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "first_event_at", b"first_event_at", "last_accessed_at", b"last_accessed_at", "last_event_at", b"last_event_at", "quality", b"quality", "scope", b"scope", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["analysis_path", b"analysis_path", "created_at", b"created_at", "entities", b"entities", "event_count", b"event_count", "event_ids", b"event_ids", "first_event_at", b"first_event_at", "heat_score", b"heat_score", "id", b"id", "last_accessed_at", b"last_accessed_at", "last_event_at", b"last_event_at", "lifecycle", b"lifecycle", "merge_count", b"merge_count", "quality", b"quality", "recall_count", b"recall_count", "recall_strength", b"recall_strength", "scope", b"scope", "status", b"status", "subtopics", b"subtopics", "summary", b"summary", "topic", b"topic", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_ids", b"agent_ids", "analysis_path", b"analysis_path", "created_at", b"created_at", "edited_fields", b"edited_fields", "entities", b"entities", "event_count", b"event_count", "event_ids", b"event_ids", "first_event_at", b"first_event_at", "heat_score", b"heat_score", "id", b"id", "importance", b"importance", "last_accessed_at", b"last_accessed_at", "last_event_at", b"last_event_at", "lifecycle", b"lifecycle", "merge_count", b"merge_count", "pinned", b"pinned", "quality", b"quality", "recall_count", b"recall_count", "recall_strength", b"recall_strength", "scope", b"scope", "status", b"status", "subtopics", b"subtopics", "summary", b"summary", "topic", b"topic", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1004,3 +1029,577 @@ class ForgetUserResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ForgetUserResponse: _TypeAlias = ForgetUserResponse  # noqa: Y015
+
+@_typing.final
+class DeleteChainRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    CHAIN_ID_FIELD_NUMBER: _builtins.int
+    DELETE_EVENTS_FIELD_NUMBER: _builtins.int
+    chain_id: _builtins.str
+    delete_events: _builtins.bool
+    """Also delete the chain's events from the event log (and so from every later export)."""
+    @_builtins.property
+    def scope(self) -> Global___Scope: ...
+    def __init__(
+        self,
+        *,
+        scope: Global___Scope | None = ...,
+        chain_id: _builtins.str = ...,
+        delete_events: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_id", b"chain_id", "delete_events", b"delete_events", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteChainRequest: _TypeAlias = DeleteChainRequest  # noqa: Y015
+
+@_typing.final
+class DeleteChainResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHAINS_FIELD_NUMBER: _builtins.int
+    EMBEDDINGS_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    EVENTS_DELETED_FIELD_NUMBER: _builtins.int
+    chains: _builtins.int
+    """1 when the chain document was deleted."""
+    embeddings: _builtins.int
+    """Milvus embeddings deleted (0 for an archived chain: it had none)."""
+    events: _builtins.int
+    """Events of the log that no longer name the chain (or were deleted, with delete_events)."""
+    events_deleted: _builtins.bool
+    """True when the events themselves were deleted."""
+    def __init__(
+        self,
+        *,
+        chains: _builtins.int = ...,
+        embeddings: _builtins.int = ...,
+        events: _builtins.int = ...,
+        events_deleted: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chains", b"chains", "embeddings", b"embeddings", "events", b"events", "events_deleted", b"events_deleted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteChainResponse: _TypeAlias = DeleteChainResponse  # noqa: Y015
+
+@_typing.final
+class UpdateChainRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    CHAIN_ID_FIELD_NUMBER: _builtins.int
+    PINNED_FIELD_NUMBER: _builtins.int
+    IMPORTANCE_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    TOPIC_FIELD_NUMBER: _builtins.int
+    chain_id: _builtins.str
+    pinned: _builtins.bool
+    """Each field left unset is left as it is; at least one must be set."""
+    importance: _builtins.float
+    """In [0, 1]."""
+    summary: _builtins.str
+    """Non-empty, at most 4,000 characters."""
+    topic: _builtins.str
+    """Non-empty, at most 200 characters."""
+    @_builtins.property
+    def scope(self) -> Global___Scope: ...
+    def __init__(
+        self,
+        *,
+        scope: Global___Scope | None = ...,
+        chain_id: _builtins.str = ...,
+        pinned: _builtins.bool | None = ...,
+        importance: _builtins.float | None = ...,
+        summary: _builtins.str | None = ...,
+        topic: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_importance", b"_importance", "_pinned", b"_pinned", "_summary", b"_summary", "_topic", b"_topic", "importance", b"importance", "pinned", b"pinned", "scope", b"scope", "summary", b"summary", "topic", b"topic"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_importance", b"_importance", "_pinned", b"_pinned", "_summary", b"_summary", "_topic", b"_topic", "chain_id", b"chain_id", "importance", b"importance", "pinned", b"pinned", "scope", b"scope", "summary", b"summary", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__importance: _TypeAlias = _typing.Literal["importance"]  # noqa: Y015
+    _WhichOneofArgType__importance: _TypeAlias = _typing.Literal["_importance", b"_importance"]  # noqa: Y015
+    _WhichOneofReturnType__pinned: _TypeAlias = _typing.Literal["pinned"]  # noqa: Y015
+    _WhichOneofArgType__pinned: _TypeAlias = _typing.Literal["_pinned", b"_pinned"]  # noqa: Y015
+    _WhichOneofReturnType__summary: _TypeAlias = _typing.Literal["summary"]  # noqa: Y015
+    _WhichOneofArgType__summary: _TypeAlias = _typing.Literal["_summary", b"_summary"]  # noqa: Y015
+    _WhichOneofReturnType__topic: _TypeAlias = _typing.Literal["topic"]  # noqa: Y015
+    _WhichOneofArgType__topic: _TypeAlias = _typing.Literal["_topic", b"_topic"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__importance) -> _WhichOneofReturnType__importance | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__pinned) -> _WhichOneofReturnType__pinned | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__summary) -> _WhichOneofReturnType__summary | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__topic) -> _WhichOneofReturnType__topic | None: ...
+
+Global___UpdateChainRequest: _TypeAlias = UpdateChainRequest  # noqa: Y015
+
+@_typing.final
+class GetChainEventsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    CHAIN_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    chain_id: _builtins.str
+    page_size: _builtins.int
+    """Default 100, at most 1,000; a page also stays under 3 MiB."""
+    page_token: _builtins.str
+    """From a previous response's next_page_token."""
+    @_builtins.property
+    def scope(self) -> Global___Scope: ...
+    def __init__(
+        self,
+        *,
+        scope: Global___Scope | None = ...,
+        chain_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_id", b"chain_id", "page_size", b"page_size", "page_token", b"page_token", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetChainEventsRequest: _TypeAlias = GetChainEventsRequest  # noqa: Y015
+
+@_typing.final
+class GetChainEventsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    MISSING_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Empty on the last page."""
+    missing: _builtins.int
+    """Events the chain names that the log no longer holds (deleted with another chain's delete_events)."""
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___Event]:
+        """Oldest first."""
+
+    def __init__(
+        self,
+        *,
+        events: _abc.Iterable[Global___Event] | None = ...,
+        next_page_token: _builtins.str = ...,
+        missing: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "missing", b"missing", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetChainEventsResponse: _TypeAlias = GetChainEventsResponse  # noqa: Y015
+
+@_typing.final
+class Rejection(_message.Message):
+    """A segment the quality gate turned down."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEGMENT_ID_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    QUALITY_FIELD_NUMBER: _builtins.int
+    TOPIC_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    EVENT_IDS_FIELD_NUMBER: _builtins.int
+    EVENT_COUNT_FIELD_NUMBER: _builtins.int
+    REJECTED_AT_FIELD_NUMBER: _builtins.int
+    segment_id: _builtins.str
+    reason: _builtins.str
+    """The quality gate's reason, e.g. "quality 0.41 < 0.55"."""
+    topic: _builtins.str
+    """The analysis of the segment: what a chain would have been called and said."""
+    summary: _builtins.str
+    event_count: _builtins.int
+    @_builtins.property
+    def scope(self) -> Global___Scope: ...
+    @_builtins.property
+    def quality(self) -> Global___QualityScores: ...
+    @_builtins.property
+    def event_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def rejected_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        segment_id: _builtins.str = ...,
+        scope: Global___Scope | None = ...,
+        reason: _builtins.str = ...,
+        quality: Global___QualityScores | None = ...,
+        topic: _builtins.str = ...,
+        summary: _builtins.str = ...,
+        event_ids: _abc.Iterable[_builtins.str] | None = ...,
+        event_count: _builtins.int = ...,
+        rejected_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["quality", b"quality", "rejected_at", b"rejected_at", "scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event_count", b"event_count", "event_ids", b"event_ids", "quality", b"quality", "reason", b"reason", "rejected_at", b"rejected_at", "scope", b"scope", "segment_id", b"segment_id", "summary", b"summary", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Rejection: _TypeAlias = Rejection  # noqa: Y015
+
+@_typing.final
+class ListRejectionsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    page_size: _builtins.int
+    """Default 20, at most 200."""
+    page_token: _builtins.str
+    @_builtins.property
+    def scope(self) -> Global___Scope: ...
+    def __init__(
+        self,
+        *,
+        scope: Global___Scope | None = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRejectionsRequest: _TypeAlias = ListRejectionsRequest  # noqa: Y015
+
+@_typing.final
+class ListRejectionsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REJECTIONS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Empty on the last page."""
+    @_builtins.property
+    def rejections(self) -> _containers.RepeatedCompositeFieldContainer[Global___Rejection]:
+        """Newest first."""
+
+    def __init__(
+        self,
+        *,
+        rejections: _abc.Iterable[Global___Rejection] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "rejections", b"rejections"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRejectionsResponse: _TypeAlias = ListRejectionsResponse  # noqa: Y015
+
+@_typing.final
+class AdmitRejectionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    SEGMENT_ID_FIELD_NUMBER: _builtins.int
+    segment_id: _builtins.str
+    @_builtins.property
+    def scope(self) -> Global___Scope: ...
+    def __init__(
+        self,
+        *,
+        scope: Global___Scope | None = ...,
+        segment_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope", "segment_id", b"segment_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AdmitRejectionRequest: _TypeAlias = AdmitRejectionRequest  # noqa: Y015
+
+@_typing.final
+class GetTaskResultRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    TASK_ID_FIELD_NUMBER: _builtins.int
+    task_id: _builtins.str
+    @_builtins.property
+    def scope(self) -> Global___Scope:
+        """The task's scope: tenant_id, user_id and agent_id all required."""
+
+    def __init__(
+        self,
+        *,
+        scope: Global___Scope | None = ...,
+        task_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope", "task_id", b"task_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetTaskResultRequest: _TypeAlias = GetTaskResultRequest  # noqa: Y015
+
+@_typing.final
+class TaskResult(_message.Message):
+    """What a queued task did (written by the worker when it finished or failed an attempt)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TASK_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    ATTEMPT_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    DECISION_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    SCORER_FIELD_NUMBER: _builtins.int
+    TRIGGER_FIELD_NUMBER: _builtins.int
+    SEGMENT_ID_FIELD_NUMBER: _builtins.int
+    SEGMENT_EVENTS_FIELD_NUMBER: _builtins.int
+    FORMATION_OUTCOME_FIELD_NUMBER: _builtins.int
+    CHAIN_ID_FIELD_NUMBER: _builtins.int
+    FORMATION_REASON_FIELD_NUMBER: _builtins.int
+    QUEUE_WAIT_MS_FIELD_NUMBER: _builtins.int
+    task_id: _builtins.str
+    status: _builtins.str
+    """done, retry_scheduled or dead_lettered."""
+    attempt: _builtins.int
+    error: _builtins.str
+    """Why the last attempt failed (retry_scheduled, dead_lettered)."""
+    decision: _builtins.str
+    """Chain check: break, continue or none; flush: flush or none."""
+    path: _builtins.str
+    """The rule that decided (e.g. similarity, force_flush, first_message), flush, erased or not_in_window."""
+    score: _builtins.float
+    """The scorer's value, when one was computed."""
+    scorer: _builtins.str
+    trigger: _builtins.str
+    """Flush: api (FlushWindow) or idle."""
+    segment_id: _builtins.str
+    """The segment cut and handed to formation, if any, and what formation made of it."""
+    segment_events: _builtins.int
+    formation_outcome: _builtins.str
+    """CREATED, MERGED or REJECTED (empty when no segment was formed)."""
+    chain_id: _builtins.str
+    formation_reason: _builtins.str
+    queue_wait_ms: _builtins.float
+    """From the enqueue to the claim of the attempt that succeeded."""
+    def __init__(
+        self,
+        *,
+        task_id: _builtins.str = ...,
+        status: _builtins.str = ...,
+        attempt: _builtins.int = ...,
+        error: _builtins.str = ...,
+        decision: _builtins.str = ...,
+        path: _builtins.str = ...,
+        score: _builtins.float | None = ...,
+        scorer: _builtins.str = ...,
+        trigger: _builtins.str = ...,
+        segment_id: _builtins.str = ...,
+        segment_events: _builtins.int = ...,
+        formation_outcome: _builtins.str = ...,
+        chain_id: _builtins.str = ...,
+        formation_reason: _builtins.str = ...,
+        queue_wait_ms: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_score", b"_score", "score", b"score"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_score", b"_score", "attempt", b"attempt", "chain_id", b"chain_id", "decision", b"decision", "error", b"error", "formation_outcome", b"formation_outcome", "formation_reason", b"formation_reason", "path", b"path", "queue_wait_ms", b"queue_wait_ms", "score", b"score", "scorer", b"scorer", "segment_events", b"segment_events", "segment_id", b"segment_id", "status", b"status", "task_id", b"task_id", "trigger", b"trigger"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__score: _TypeAlias = _typing.Literal["score"]  # noqa: Y015
+    _WhichOneofArgType__score: _TypeAlias = _typing.Literal["_score", b"_score"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__score) -> _WhichOneofReturnType__score | None: ...
+
+Global___TaskResult: _TypeAlias = TaskResult  # noqa: Y015
+
+@_typing.final
+class ExportUserRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    """Both required: 1-128 characters of [A-Za-z0-9._@-]."""
+    user_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["tenant_id", b"tenant_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportUserRequest: _TypeAlias = ExportUserRequest  # noqa: Y015
+
+@_typing.final
+class FormationRecord(_message.Message):
+    """A formation record: what became of one segment (created a chain, merged into one, or rejected)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEGMENT_ID_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    CHAIN_ID_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    QUALITY_FIELD_NUMBER: _builtins.int
+    EVENT_IDS_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    ADMITTED_FIELD_NUMBER: _builtins.int
+    segment_id: _builtins.str
+    outcome: _builtins.str
+    """created, merged or rejected (admitted: created, with admitted set)."""
+    chain_id: _builtins.str
+    reason: _builtins.str
+    admitted: _builtins.bool
+    """A rejection admitted by AdmitRejection."""
+    @_builtins.property
+    def scope(self) -> Global___Scope: ...
+    @_builtins.property
+    def quality(self) -> Global___QualityScores: ...
+    @_builtins.property
+    def event_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        segment_id: _builtins.str = ...,
+        scope: Global___Scope | None = ...,
+        outcome: _builtins.str = ...,
+        chain_id: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        quality: Global___QualityScores | None = ...,
+        event_ids: _abc.Iterable[_builtins.str] | None = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+        admitted: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "quality", b"quality", "scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admitted", b"admitted", "chain_id", b"chain_id", "created_at", b"created_at", "event_ids", b"event_ids", "outcome", b"outcome", "quality", b"quality", "reason", b"reason", "scope", b"scope", "segment_id", b"segment_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FormationRecord: _TypeAlias = FormationRecord  # noqa: Y015
+
+@_typing.final
+class ExportSummary(_message.Message):
+    """Counts of one export: the events, chains and formation records streamed, and what the stores
+    hold besides (window entries and embeddings), named as ForgetUserResponse names them.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    CHAINS_FIELD_NUMBER: _builtins.int
+    FORMATION_RECORDS_FIELD_NUMBER: _builtins.int
+    EMBEDDINGS_FIELD_NUMBER: _builtins.int
+    WINDOW_EVENTS_FIELD_NUMBER: _builtins.int
+    EXPORTED_AT_FIELD_NUMBER: _builtins.int
+    events: _builtins.int
+    chains: _builtins.int
+    formation_records: _builtins.int
+    embeddings: _builtins.int
+    window_events: _builtins.int
+    @_builtins.property
+    def exported_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        events: _builtins.int = ...,
+        chains: _builtins.int = ...,
+        formation_records: _builtins.int = ...,
+        embeddings: _builtins.int = ...,
+        window_events: _builtins.int = ...,
+        exported_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["exported_at", b"exported_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chains", b"chains", "embeddings", b"embeddings", "events", b"events", "exported_at", b"exported_at", "formation_records", b"formation_records", "window_events", b"window_events"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportSummary: _TypeAlias = ExportSummary  # noqa: Y015
+
+@_typing.final
+class ExportUserResponse(_message.Message):
+    """One item of an export: events first (oldest first), then chains, then formation records; the
+    summary last.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENT_FIELD_NUMBER: _builtins.int
+    CHAIN_FIELD_NUMBER: _builtins.int
+    FORMATION_RECORD_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def event(self) -> Global___Event: ...
+    @_builtins.property
+    def chain(self) -> Global___Chain: ...
+    @_builtins.property
+    def formation_record(self) -> Global___FormationRecord: ...
+    @_builtins.property
+    def summary(self) -> Global___ExportSummary: ...
+    def __init__(
+        self,
+        *,
+        event: Global___Event | None = ...,
+        chain: Global___Chain | None = ...,
+        formation_record: Global___FormationRecord | None = ...,
+        summary: Global___ExportSummary | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["chain", b"chain", "event", b"event", "formation_record", b"formation_record", "item", b"item", "summary", b"summary"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain", b"chain", "event", b"event", "formation_record", b"formation_record", "item", b"item", "summary", b"summary"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["event", "chain", "formation_record", "summary"]  # noqa: Y015
+    _WhichOneofArgType_item: _TypeAlias = _typing.Literal["item", b"item"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_item) -> _WhichOneofReturnType_item | None: ...
+
+Global___ExportUserResponse: _TypeAlias = ExportUserResponse  # noqa: Y015
+
+@_typing.final
+class RestoreChainRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    CHAIN_ID_FIELD_NUMBER: _builtins.int
+    chain_id: _builtins.str
+    @_builtins.property
+    def scope(self) -> Global___Scope: ...
+    def __init__(
+        self,
+        *,
+        scope: Global___Scope | None = ...,
+        chain_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_id", b"chain_id", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RestoreChainRequest: _TypeAlias = RestoreChainRequest  # noqa: Y015

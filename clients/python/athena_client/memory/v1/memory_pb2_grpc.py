@@ -75,6 +75,46 @@ class MemoryServiceStub:
                 request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.SerializeToString,
                 response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.FromString,
                 _registered_method=True)
+        self.DeleteChain = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/DeleteChain',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainResponse.FromString,
+                _registered_method=True)
+        self.UpdateChain = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/UpdateChain',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.UpdateChainRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+                _registered_method=True)
+        self.GetChainEvents = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/GetChainEvents',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsResponse.FromString,
+                _registered_method=True)
+        self.ListRejections = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/ListRejections',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsResponse.FromString,
+                _registered_method=True)
+        self.AdmitRejection = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/AdmitRejection',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.AdmitRejectionRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+                _registered_method=True)
+        self.GetTaskResult = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/GetTaskResult',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetTaskResultRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.TaskResult.FromString,
+                _registered_method=True)
+        self.ExportUser = channel.unary_stream(
+                '/athena.memory.v1.MemoryService/ExportUser',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserResponse.FromString,
+                _registered_method=True)
+        self.RestoreChain = channel.unary_unary(
+                '/athena.memory.v1.MemoryService/RestoreChain',
+                request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.RestoreChainRequest.SerializeToString,
+                response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -152,6 +192,79 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteChain(self, request, context):
+        """--- one memory at a time -------------------------------------------------------------------
+        Every call below is tenant-checked like the ones above; the scope's tenant_id and user_id are
+        required, its agent_id optional (empty: any of the user's agents). Another tenant's or user's
+        chain is NOT_FOUND, as a missing one is. Each needs a credential scope (docs/security.md):
+        memory:read, memory:write or memory:admin, as noted.
+
+        Delete one chain: its embedding first (search never returns a chain about to go), then the
+        document, and the events' references to it. The events stay in the log (and are not formed
+        again) unless delete_events is set. Idempotent: NOT_FOUND once it is gone. memory:admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateChain(self, request, context):
+        """Pin or unpin a chain, set its importance, or correct its summary or topic. A pinned chain is
+        never archived. An edited summary or topic is kept by later merges, and the chain's embedding
+        follows it (re-embedded at once for an active chain). Returns the chain as written. memory:write.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetChainEvents(self, request, context):
+        """The events behind a chain, oldest first, read from the event log; paged. memory:read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRejections(self, request, context):
+        """Segments the quality gate did not remember, newest first, with their scores and reason. memory:read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AdmitRejection(self, request, context):
+        """Form a rejected segment as a chain of its own after all (its events read from the log); returns
+        the chain. Idempotent: a repeat returns the same chain. memory:write.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTaskResult(self, request, context):
+        """The result a queued task left (StoreEventResponse.task_id, FlushWindowResponse.task_id): kept for
+        an hour after the task ran; NOT_FOUND before it ran and after that hour. The scope must be the
+        task's own (agent_id included). memory:read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportUser(self, request, context):
+        """Everything Athena holds about a user in a tenant (the right of access): every event of the log,
+        every chain (active or archived) and every formation record (rejections included), streamed,
+        then one summary with the counts, which name the same records ForgetUser's receipt counts.
+        memory:admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RestoreChain(self, request, context):
+        """Bring an archived chain back: re-embedded from its events in the log, active and searchable
+        again, warmed as by a recall. An active chain is returned as it is. memory:write.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -194,6 +307,46 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.FlushWindow,
                     request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.FromString,
                     response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.SerializeToString,
+            ),
+            'DeleteChain': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteChain,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainResponse.SerializeToString,
+            ),
+            'UpdateChain': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateChain,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.UpdateChainRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
+            ),
+            'GetChainEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetChainEvents,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsResponse.SerializeToString,
+            ),
+            'ListRejections': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRejections,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsResponse.SerializeToString,
+            ),
+            'AdmitRejection': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdmitRejection,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.AdmitRejectionRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
+            ),
+            'GetTaskResult': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTaskResult,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetTaskResultRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.TaskResult.SerializeToString,
+            ),
+            'ExportUser': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExportUser,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserResponse.SerializeToString,
+            ),
+            'RestoreChain': grpc.unary_unary_rpc_method_handler(
+                    servicer.RestoreChain,
+                    request_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.RestoreChainRequest.FromString,
+                    response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -413,6 +566,222 @@ class MemoryService:
             '/athena.memory.v1.MemoryService/FlushWindow',
             athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowRequest.SerializeToString,
             athena__client_dot_memory_dot_v1_dot_memory__pb2.FlushWindowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteChain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/DeleteChain',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.DeleteChainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateChain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/UpdateChain',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.UpdateChainRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetChainEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/GetChainEvents',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRejections(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/ListRejections',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ListRejectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AdmitRejection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/AdmitRejection',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.AdmitRejectionRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTaskResult(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/GetTaskResult',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.GetTaskResultRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.TaskResult.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/ExportUser',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.ExportUserResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreChain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.memory.v1.MemoryService/RestoreChain',
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.RestoreChainRequest.SerializeToString,
+            athena__client_dot_memory_dot_v1_dot_memory__pb2.Chain.FromString,
             options,
             channel_credentials,
             insecure,

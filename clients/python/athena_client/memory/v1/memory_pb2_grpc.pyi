@@ -74,6 +74,45 @@ class MemoryServiceStub:
     Idempotent (a repeat while nothing new was stored queues nothing); a no-op on an empty window.
     The window is also flushed by itself after STM_IDLE_FLUSH_SECONDS without an event.
     """
+    DeleteChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.DeleteChainRequest, _memory_pb2.DeleteChainResponse]
+    """--- one memory at a time -------------------------------------------------------------------
+    Every call below is tenant-checked like the ones above; the scope's tenant_id and user_id are
+    required, its agent_id optional (empty: any of the user's agents). Another tenant's or user's
+    chain is NOT_FOUND, as a missing one is. Each needs a credential scope (docs/security.md):
+    memory:read, memory:write or memory:admin, as noted.
+
+    Delete one chain: its embedding first (search never returns a chain about to go), then the
+    document, and the events' references to it. The events stay in the log (and are not formed
+    again) unless delete_events is set. Idempotent: NOT_FOUND once it is gone. memory:admin.
+    """
+    UpdateChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.UpdateChainRequest, _memory_pb2.Chain]
+    """Pin or unpin a chain, set its importance, or correct its summary or topic. A pinned chain is
+    never archived. An edited summary or topic is kept by later merges, and the chain's embedding
+    follows it (re-embedded at once for an active chain). Returns the chain as written. memory:write.
+    """
+    GetChainEvents: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetChainEventsRequest, _memory_pb2.GetChainEventsResponse]
+    """The events behind a chain, oldest first, read from the event log; paged. memory:read."""
+    ListRejections: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListRejectionsRequest, _memory_pb2.ListRejectionsResponse]
+    """Segments the quality gate did not remember, newest first, with their scores and reason. memory:read."""
+    AdmitRejection: _grpc.UnaryUnaryMultiCallable[_memory_pb2.AdmitRejectionRequest, _memory_pb2.Chain]
+    """Form a rejected segment as a chain of its own after all (its events read from the log); returns
+    the chain. Idempotent: a repeat returns the same chain. memory:write.
+    """
+    GetTaskResult: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetTaskResultRequest, _memory_pb2.TaskResult]
+    """The result a queued task left (StoreEventResponse.task_id, FlushWindowResponse.task_id): kept for
+    an hour after the task ran; NOT_FOUND before it ran and after that hour. The scope must be the
+    task's own (agent_id included). memory:read.
+    """
+    ExportUser: _grpc.UnaryStreamMultiCallable[_memory_pb2.ExportUserRequest, _memory_pb2.ExportUserResponse]
+    """Everything Athena holds about a user in a tenant (the right of access): every event of the log,
+    every chain (active or archived) and every formation record (rejections included), streamed,
+    then one summary with the counts, which name the same records ForgetUser's receipt counts.
+    memory:admin.
+    """
+    RestoreChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.RestoreChainRequest, _memory_pb2.Chain]
+    """Bring an archived chain back: re-embedded from its events in the log, active and searchable
+    again, warmed as by a recall. An active chain is returned as it is. memory:write.
+    """
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -116,6 +155,45 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     formed, after every task already queued for the scope (a flush task on the same fair queue).
     Idempotent (a repeat while nothing new was stored queues nothing); a no-op on an empty window.
     The window is also flushed by itself after STM_IDLE_FLUSH_SECONDS without an event.
+    """
+    DeleteChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.DeleteChainRequest, _memory_pb2.DeleteChainResponse]  # type: ignore[assignment]
+    """--- one memory at a time -------------------------------------------------------------------
+    Every call below is tenant-checked like the ones above; the scope's tenant_id and user_id are
+    required, its agent_id optional (empty: any of the user's agents). Another tenant's or user's
+    chain is NOT_FOUND, as a missing one is. Each needs a credential scope (docs/security.md):
+    memory:read, memory:write or memory:admin, as noted.
+
+    Delete one chain: its embedding first (search never returns a chain about to go), then the
+    document, and the events' references to it. The events stay in the log (and are not formed
+    again) unless delete_events is set. Idempotent: NOT_FOUND once it is gone. memory:admin.
+    """
+    UpdateChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.UpdateChainRequest, _memory_pb2.Chain]  # type: ignore[assignment]
+    """Pin or unpin a chain, set its importance, or correct its summary or topic. A pinned chain is
+    never archived. An edited summary or topic is kept by later merges, and the chain's embedding
+    follows it (re-embedded at once for an active chain). Returns the chain as written. memory:write.
+    """
+    GetChainEvents: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetChainEventsRequest, _memory_pb2.GetChainEventsResponse]  # type: ignore[assignment]
+    """The events behind a chain, oldest first, read from the event log; paged. memory:read."""
+    ListRejections: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListRejectionsRequest, _memory_pb2.ListRejectionsResponse]  # type: ignore[assignment]
+    """Segments the quality gate did not remember, newest first, with their scores and reason. memory:read."""
+    AdmitRejection: _aio.UnaryUnaryMultiCallable[_memory_pb2.AdmitRejectionRequest, _memory_pb2.Chain]  # type: ignore[assignment]
+    """Form a rejected segment as a chain of its own after all (its events read from the log); returns
+    the chain. Idempotent: a repeat returns the same chain. memory:write.
+    """
+    GetTaskResult: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetTaskResultRequest, _memory_pb2.TaskResult]  # type: ignore[assignment]
+    """The result a queued task left (StoreEventResponse.task_id, FlushWindowResponse.task_id): kept for
+    an hour after the task ran; NOT_FOUND before it ran and after that hour. The scope must be the
+    task's own (agent_id included). memory:read.
+    """
+    ExportUser: _aio.UnaryStreamMultiCallable[_memory_pb2.ExportUserRequest, _memory_pb2.ExportUserResponse]  # type: ignore[assignment]
+    """Everything Athena holds about a user in a tenant (the right of access): every event of the log,
+    every chain (active or archived) and every formation record (rejections included), streamed,
+    then one summary with the counts, which name the same records ForgetUser's receipt counts.
+    memory:admin.
+    """
+    RestoreChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.RestoreChainRequest, _memory_pb2.Chain]  # type: ignore[assignment]
+    """Bring an archived chain back: re-embedded from its events in the log, active and searchable
+    again, warmed as by a recall. An active chain is returned as it is. memory:write.
     """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -204,6 +282,93 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         formed, after every task already queued for the scope (a flush task on the same fair queue).
         Idempotent (a repeat while nothing new was stored queues nothing); a no-op on an empty window.
         The window is also flushed by itself after STM_IDLE_FLUSH_SECONDS without an event.
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteChain(
+        self,
+        request: _memory_pb2.DeleteChainRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.DeleteChainResponse, _abc.Awaitable[_memory_pb2.DeleteChainResponse]]:
+        """--- one memory at a time -------------------------------------------------------------------
+        Every call below is tenant-checked like the ones above; the scope's tenant_id and user_id are
+        required, its agent_id optional (empty: any of the user's agents). Another tenant's or user's
+        chain is NOT_FOUND, as a missing one is. Each needs a credential scope (docs/security.md):
+        memory:read, memory:write or memory:admin, as noted.
+
+        Delete one chain: its embedding first (search never returns a chain about to go), then the
+        document, and the events' references to it. The events stay in the log (and are not formed
+        again) unless delete_events is set. Idempotent: NOT_FOUND once it is gone. memory:admin.
+        """
+
+    @_abc_1.abstractmethod
+    def UpdateChain(
+        self,
+        request: _memory_pb2.UpdateChainRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.Chain, _abc.Awaitable[_memory_pb2.Chain]]:
+        """Pin or unpin a chain, set its importance, or correct its summary or topic. A pinned chain is
+        never archived. An edited summary or topic is kept by later merges, and the chain's embedding
+        follows it (re-embedded at once for an active chain). Returns the chain as written. memory:write.
+        """
+
+    @_abc_1.abstractmethod
+    def GetChainEvents(
+        self,
+        request: _memory_pb2.GetChainEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.GetChainEventsResponse, _abc.Awaitable[_memory_pb2.GetChainEventsResponse]]:
+        """The events behind a chain, oldest first, read from the event log; paged. memory:read."""
+
+    @_abc_1.abstractmethod
+    def ListRejections(
+        self,
+        request: _memory_pb2.ListRejectionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.ListRejectionsResponse, _abc.Awaitable[_memory_pb2.ListRejectionsResponse]]:
+        """Segments the quality gate did not remember, newest first, with their scores and reason. memory:read."""
+
+    @_abc_1.abstractmethod
+    def AdmitRejection(
+        self,
+        request: _memory_pb2.AdmitRejectionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.Chain, _abc.Awaitable[_memory_pb2.Chain]]:
+        """Form a rejected segment as a chain of its own after all (its events read from the log); returns
+        the chain. Idempotent: a repeat returns the same chain. memory:write.
+        """
+
+    @_abc_1.abstractmethod
+    def GetTaskResult(
+        self,
+        request: _memory_pb2.GetTaskResultRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.TaskResult, _abc.Awaitable[_memory_pb2.TaskResult]]:
+        """The result a queued task left (StoreEventResponse.task_id, FlushWindowResponse.task_id): kept for
+        an hour after the task ran; NOT_FOUND before it ran and after that hour. The scope must be the
+        task's own (agent_id included). memory:read.
+        """
+
+    @_abc_1.abstractmethod
+    def ExportUser(
+        self,
+        request: _memory_pb2.ExportUserRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_memory_pb2.ExportUserResponse], _abc.AsyncIterator[_memory_pb2.ExportUserResponse]]:
+        """Everything Athena holds about a user in a tenant (the right of access): every event of the log,
+        every chain (active or archived) and every formation record (rejections included), streamed,
+        then one summary with the counts, which name the same records ForgetUser's receipt counts.
+        memory:admin.
+        """
+
+    @_abc_1.abstractmethod
+    def RestoreChain(
+        self,
+        request: _memory_pb2.RestoreChainRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.Chain, _abc.Awaitable[_memory_pb2.Chain]]:
+        """Bring an archived chain back: re-embedded from its events in the log, active and searchable
+        again, warmed as by a recall. An active chain is returned as it is. memory:write.
         """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

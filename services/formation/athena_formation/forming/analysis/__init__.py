@@ -52,6 +52,7 @@ async def _llm_analysis(
     max_topics: int,
     min_confidence: float,
     llm_timeout: float,
+    tenant_id: str | None,
 ) -> Analysis | None:
     try:
         async with asyncio.timeout(llm_timeout):
@@ -62,6 +63,7 @@ async def _llm_analysis(
                 max_wait=llm_timeout / 4,
                 schema_hint=SCHEMA_HINT,
                 operation=_OPERATION,
+                tenant_id=tenant_id,
             )
     except TimeoutError:
         _log.warning("topic analysis: LLM exceeded %.1fs, using the heuristic", llm_timeout)
@@ -89,6 +91,7 @@ async def analyze(
     min_confidence: float = 0.6,
     llm_timeout: float = 20.0,
     embedder: Embedder | None = None,
+    tenant_id: str | None = None,
 ) -> Analysis:
     """Main topic, subtopics, entities and summary of a segment (see the module docstring).
 
@@ -97,11 +100,17 @@ async def analyze(
     :param min_confidence: subtopics below it are dropped (TOPIC_ANALYSIS_MIN_CONFIDENCE).
     :param llm_timeout: bound of the whole LLM step, in seconds (TOPIC_ANALYSIS_LLM_TIMEOUT).
     :param embedder: optional; the heuristic summary then picks sentences by embedding centrality.
+    :param tenant_id: whose segment it is: the LLM call is charged to the tenant's rate-limit budget.
     """
     messages = conversation(events)
     if llm is not None and messages:
         result = await _llm_analysis(
-            messages, llm, max_topics=max_topics, min_confidence=min_confidence, llm_timeout=llm_timeout
+            messages,
+            llm,
+            max_topics=max_topics,
+            min_confidence=min_confidence,
+            llm_timeout=llm_timeout,
+            tenant_id=tenant_id,
         )
         if result is not None:
             return result
