@@ -20,9 +20,17 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Protocol
 
-__all__ = ["Breaker", "BreakerState", "CircuitBreaker"]
+__all__ = ["Breaker", "BreakerState", "CircuitBreaker", "check_breaker"]
 
 _log = logging.getLogger("athena.llm")
+
+
+def check_breaker(failure_threshold: int, reset_seconds: float) -> None:
+    """A breaker's arguments: a threshold of at least 1, a positive reset."""
+    if failure_threshold < 1:
+        raise ValueError("failure_threshold must be at least 1")
+    if reset_seconds <= 0:
+        raise ValueError("reset_seconds must be positive")
 
 
 class BreakerState(StrEnum):
@@ -75,10 +83,7 @@ class CircuitBreaker:
         clock: Callable[[], float] = time.monotonic,
         name: str = "llm",
     ) -> None:
-        if failure_threshold < 1:
-            raise ValueError("failure_threshold must be at least 1")
-        if reset_seconds <= 0:
-            raise ValueError("reset_seconds must be positive")
+        check_breaker(failure_threshold, reset_seconds)
         self.failure_threshold = failure_threshold
         self.reset_seconds = reset_seconds
         self.name = name

@@ -484,26 +484,23 @@ def make_llm(settings: Settings, *, observer: Observer | None = None, redis: Red
     """
     if not settings.llm_base_url.strip():
         return None
+    limiter: RateLimiter
+    breaker: Breaker
     if redis is not None:
-        return LLMClient(
-            base_url=settings.llm_base_url.strip(),
-            model=settings.llm_model,
-            api_key=settings.llm_api_key,
-            timeout=settings.llm_timeout_seconds,
-            analysis_timeout=settings.topic_analysis_llm_timeout,
-            limiter=SharedRateLimiter(
-                redis, settings.llm_rate_limit_per_minute, settings.llm_tenant_rate_limit_per_minute, 60.0
-            ),
-            breaker=SharedCircuitBreaker(redis, settings.llm_breaker_failures, settings.llm_breaker_reset_seconds),
-            observer=observer,
+        limiter = SharedRateLimiter(
+            redis, settings.llm_rate_limit_per_minute, settings.llm_tenant_rate_limit_per_minute, 60.0
         )
+        breaker = SharedCircuitBreaker(redis, settings.llm_breaker_failures, settings.llm_breaker_reset_seconds)
+    else:
+        limiter = SlidingWindowRateLimiter(settings.llm_rate_limit_per_minute, 60.0)
+        breaker = CircuitBreaker(settings.llm_breaker_failures, settings.llm_breaker_reset_seconds)
     return LLMClient(
         base_url=settings.llm_base_url.strip(),
         model=settings.llm_model,
         api_key=settings.llm_api_key,
         timeout=settings.llm_timeout_seconds,
         analysis_timeout=settings.topic_analysis_llm_timeout,
-        limiter=SlidingWindowRateLimiter(settings.llm_rate_limit_per_minute, 60.0),
-        breaker=CircuitBreaker(settings.llm_breaker_failures, settings.llm_breaker_reset_seconds),
+        limiter=limiter,
+        breaker=breaker,
         observer=observer,
     )

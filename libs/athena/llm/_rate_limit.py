@@ -23,7 +23,15 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-__all__ = ["BudgetObserver", "Clock", "RateLimiter", "Sleep", "SlidingWindowRateLimiter", "TenantRateLimiter"]
+__all__ = [
+    "BudgetObserver",
+    "Clock",
+    "RateLimiter",
+    "Sleep",
+    "SlidingWindowRateLimiter",
+    "TenantRateLimiter",
+    "check_budget",
+]
 
 _log = logging.getLogger("athena.llm")
 
@@ -43,6 +51,14 @@ def _notify(observer: BudgetObserver | None, event: str, label: str) -> None:
             observer(event, label)
         except Exception:  # a metrics bug must not break the call path
             _log.exception("LLM budget observer failed")
+
+
+def check_budget(window: float, *limits: int) -> None:
+    """A limiter's arguments: every limit at least 1, a positive window."""
+    if any(limit < 1 for limit in limits):
+        raise ValueError("limits must be at least 1")
+    if window <= 0:
+        raise ValueError("window must be positive")
 
 
 class RateLimiter(Protocol):
@@ -79,10 +95,7 @@ class SlidingWindowRateLimiter:
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        if limit < 1:
-            raise ValueError("limit must be at least 1")
-        if window <= 0:
-            raise ValueError("window must be positive")
+        check_budget(window, limit)
         self.limit = limit
         self.window = window
         self._clock = clock
@@ -178,10 +191,7 @@ class TenantRateLimiter:
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        if limit < 1 or tenant_limit < 1:
-            raise ValueError("limits must be at least 1")
-        if window <= 0:
-            raise ValueError("window must be positive")
+        check_budget(window, limit, tenant_limit)
         self.limit = limit
         self.tenant_limit = tenant_limit
         self.window = window

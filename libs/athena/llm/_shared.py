@@ -34,8 +34,8 @@ from redis.retry import Retry
 
 from athena import keys
 from athena.llm import _scripts
-from athena.llm._breaker import BreakerState, CircuitBreaker
-from athena.llm._rate_limit import BudgetObserver, Clock, Sleep, TenantRateLimiter
+from athena.llm._breaker import BreakerState, CircuitBreaker, check_breaker
+from athena.llm._rate_limit import BudgetObserver, Clock, Sleep, TenantRateLimiter, check_budget
 
 __all__ = ["SharedCircuitBreaker", "SharedRateLimiter", "connect_budget_redis"]
 
@@ -143,10 +143,7 @@ class SharedRateLimiter:
         fallback: TenantRateLimiter | None = None,
         retry_seconds: float = 5.0,
     ) -> None:
-        if limit < 1 or tenant_limit < 1:
-            raise ValueError("limits must be at least 1")
-        if window <= 0:
-            raise ValueError("window must be positive")
+        check_budget(window, limit, tenant_limit)
         self.limit = limit
         self.tenant_limit = tenant_limit
         self.window = window
@@ -263,10 +260,7 @@ class SharedCircuitBreaker:
         tripped_ttl_seconds: float = 3600.0,
         failures_ttl_seconds: float = 3600.0,
     ) -> None:
-        if failure_threshold < 1:
-            raise ValueError("failure_threshold must be at least 1")
-        if reset_seconds <= 0:
-            raise ValueError("reset_seconds must be positive")
+        check_breaker(failure_threshold, reset_seconds)
         self.failure_threshold = failure_threshold
         self.reset_seconds = reset_seconds
         self.name = name
