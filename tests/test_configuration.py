@@ -52,6 +52,7 @@ def test_environment_variables_are_read(monkeypatch: pytest.MonkeyPatch) -> None
         ("CHAIN_SIM_LOW", "1.5"),
         ("MEMORY_OS_MTM_QUALITY_MODE", "sloppy"),
         ("INGEST_GRPC_PORT", "70000"),
+        ("STM_FLUSH_KEEP_EVENTS", "20"),  # must stay below STM_MAX_EVENTS_BEFORE_FLUSH (20)
     ],
 )
 def test_a_bad_value_stops_start_up_with_the_variable_named(

@@ -57,6 +57,7 @@ SEED_DEPARTURES: dict[str, str] = {
     "session_merge_max_chain_events": "a merge may not grow a chain past 20 events (seed: no limit; 0 restores it)",
     "search_lexical_weight": "SearchMemory is hybrid (words and embedding; seed: the embedding; 0 restores it)",
     "search_size_prior": "shorter chains first among equals (seed: no size prior; 0 restores it)",
+    "search_size_prior_min_events": "the size prior stops at 5 events (seed: no size prior)",
     "llm_rate_limit_per_minute": "all processes together, shared through Redis, beside a per-tenant budget (seed: per process)",
 }
 """Settings whose default or meaning departs from the seeds, with a short why (docs/architecture.md,
@@ -143,6 +144,10 @@ class Settings(BaseSettings):
     """Hard cap of a scope's short-term window; beyond it the oldest events fall out of the window (they stay in the durable log). With workers on, cognition cuts the window long before (force flush), so the cap only bites on a stalled backlog; keep it well above STM_MAX_EVENTS_BEFORE_FLUSH."""
     stm_max_events_before_flush: int = Field(default=20, ge=2)
     """Cognition partitions unconditionally once the window holds this many events (seed STM_MAX_EVENTS_BEFORE_FLUSH)."""
+    stm_flush_keep_events: int = Field(default=0, ge=0)
+    """How many of the newest events a force flush leaves in the window as the start of the next segment (the cut falls before the user message nearest to that); 0 cuts at the new message, as the seed does. Keep it below STM_MAX_EVENTS_BEFORE_FLUSH."""
+    stm_min_chain_events: int = Field(default=0, ge=0)
+    """A topic break that would cut fewer events than this off the window is not cut: the short piece stays in the window and joins the next chain (time gaps, force flushes and window flushes always cut). 0: every topic break cuts, as the seed does."""
     stm_task_timeout: float = Field(default=300.0, gt=0)
     """Longest one task may run before it counts as failed and is retried, in seconds (seed STM_TASK_TIMEOUT)."""
     stm_idle_flush_seconds: float = Field(default=900.0, ge=0)
@@ -242,6 +247,8 @@ class Settings(BaseSettings):
     """Weight of the query's words (BM25 over the chain's lexicon, scaled to [0, 1]) in a hit's relevance; the embedding's cosine gets 1 minus it. 0 ranks by the embedding alone."""
     search_size_prior: float = Field(default=0.3, ge=0, le=2)
     """A hit's relevance is divided by its chain's event count to this power: of two chains as relevant, the shorter comes first. 0 ignores size."""
+    search_size_prior_min_events: int = Field(default=5, ge=1)
+    """The size prior counts a chain as at least this many events: chains shorter than it get no further lift, so a few lines of greeting or sign-off do not outrank the conversation they close. 1 lifts every size."""
     search_query_int8: bool = True
     """With the local embedding model: search queries are embedded by an int8 copy of it, about 3x faster, against chains embedded by the float model (recall@5 on LoCoMo within 0.005, docs/benchmarks.md). false: the float model for queries too."""
     search_chain_cache_max_documents: int = Field(default=10_000, ge=0)
@@ -313,6 +320,8 @@ class Settings(BaseSettings):
             raise ValueError("CHAIN_SIM_LOW must not exceed CHAIN_SIM_HIGH")
         if self.queue_backoff_max_seconds < self.queue_backoff_base_seconds:
             raise ValueError("QUEUE_BACKOFF_MAX_SECONDS must be at least QUEUE_BACKOFF_BASE_SECONDS")
+        if self.stm_flush_keep_events >= self.stm_max_events_before_flush:
+            raise ValueError("STM_FLUSH_KEEP_EVENTS must be below STM_MAX_EVENTS_BEFORE_FLUSH")
         if bool(self.grpc_tls_cert_file) != bool(self.grpc_tls_key_file):
             raise ValueError("GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE must be set together")
         if self.auth_jwt_hs256_secret and self.auth_jwt_hs256_secret_file:

@@ -93,6 +93,7 @@ async def run(
     arbiter: FakeArbiter | None = None,
     new_index: int | None = None,
     max_events: int = 20,
+    keep: int = 0,
     session_gap: float = 0.0,
 ) -> Decision:
     return await decide(
@@ -103,6 +104,7 @@ async def run(
         thresholds=TH,
         arbiter=arbiter,
         max_events_before_flush=max_events,
+        flush_keep_events=keep,
         session_gap_seconds=session_gap,
     )
 
@@ -173,6 +175,30 @@ async def test_force_flush_breaks_whatever_the_score() -> None:
     d = await run(window, 0.99)
     assert (d.is_break, d.path, d.score) == (True, "force_flush", None)
     assert (await run([*window[:-2], user("more")], 0.99)).path == "high"  # 19 events: no flush
+
+
+async def test_a_force_flush_that_keeps_events_cuts_before_the_user_message_nearest_to_keeping_them() -> None:
+    pairs = [turn for i in range(9) for turn in (user(f"question {i}"), agent(f"answer {i}"))]
+    window = [agent("Hello, how can I help?"), *pairs, user("question 9")]  # user messages at 1, 3, ..., 19
+    assert len(window) == 20
+    kept = await run(window, 0.99, keep=9)
+    assert (kept.is_break, kept.path, kept.starts_at) == (True, "force_flush", 11)  # 9 events stay in the window
+    assert window[11].content == "question 5"
+    assert (await run(window, 0.99, keep=10)).starts_at == 9  # 9 and 11 are as near: the earlier keeps more
+    assert (await run(window, 0.99)).starts_at == 19  # keep 0: the seed's cut at the new message
+    steps = [user("start"), *(agent(f"step {i}", type="action") for i in range(18)), user("more")]
+    assert (await run(steps, 0.99, keep=10)).starts_at == 19  # no other user message to cut before
+
+
+async def test_replay_restarts_the_window_where_a_keeping_flush_cut() -> None:
+    turns = [turn for i in range(8) for turn in (user(f"q{i}"), agent(f"a{i}"))]
+    kwargs = {"scorer": FixedScorer(0.99), "embedder": CountingEmbedder(), "thresholds": TH}
+    result = await replay(turns, max_events_before_flush=8, flush_keep_events=4, **kwargs)  # type: ignore[arg-type]
+    flushes = [(i, d.starts_at) for i, d in result.decisions if d.path == "force_flush"]
+    # At 9 events the cut falls before the user message nearest to keeping 4 (window indices 4 and 6
+    # are as near: the earlier), and the next window starts there.
+    assert flushes == [(8, 4), (12, 4)]
+    assert [i for i, s in enumerate(result.starts) if s] == [4, 8]
 
 
 async def test_a_user_message_long_after_the_event_before_it_closes_the_segment_whatever_the_score() -> None:

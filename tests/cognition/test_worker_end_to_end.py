@@ -37,6 +37,51 @@ async def test_a_topic_change_hands_the_finished_segment_to_formation(
     assert [e.content for e in await client.get_context(SCOPE)] == [PYTHON[1]]
 
 
+async def test_a_topic_break_shorter_than_the_minimum_chain_is_decided_but_not_cut(
+    client: AsyncAthenaClient, formation, cognition, redis
+) -> None:
+    servicer, _ = formation
+    cognition(STM_MIN_CHAIN_EVENTS="6")
+    for role, text in KYOTO:
+        await client.store_event(SCOPE, EventInput(role, text))
+    response = await client.store_event(SCOPE, EventInput(*PYTHON))
+
+    result = await task_result(redis, response.task_id)
+
+    # The same break as without the minimum (test above), but 4 events are fewer than 6: they stay
+    # in the window and join the next chain; nothing is handed to formation.
+    assert result["decision"] == "break" and result["path"] in ("low", "llm_fallback")
+    assert result["cut"] == "deferred" and "segment_id" not in result
+    assert servicer.calls == []
+    assert [e.content for e in await client.get_context(SCOPE)] == [*(t for _, t in KYOTO), PYTHON[1]]
+
+
+async def test_a_force_flush_that_keeps_events_hands_off_the_older_part_and_leaves_the_newest_in_the_window(
+    client: AsyncAthenaClient, formation, cognition, redis
+) -> None:
+    servicer, _ = formation
+    # Every scored message continues (the seed's cosine, gate at 0, no opener), so only the force flush
+    # cuts: at 6 events, keeping 2.
+    cognition(
+        STM_MAX_EVENTS_BEFORE_FLUSH="6",
+        STM_FLUSH_KEEP_EVENTS="2",
+        CHAIN_SCORER="pair_cosine",
+        CHAIN_SIM_HIGH="0",
+        CHAIN_SIM_LOW="0",
+    )
+    turns = [(role, f"{text} ({i})") for i in range(4) for role, text in KYOTO[:2]][:7]
+    assert [role for role, _ in turns] == ["user", "agent"] * 3 + ["user"]
+    responses = [await client.store_event(SCOPE, EventInput(role, text)) for role, text in turns]
+
+    result = await task_result(redis, responses[-1].task_id)
+
+    # The 7th event fills the window past 6: the cut falls before the user message nearest to keeping
+    # 2 events (window indices 4 and 6 are as near: the earlier), so 4 events form a segment.
+    assert (result["decision"], result["path"], result["segment_events"]) == ("break", "force_flush", 4)
+    assert [[e.content for e in s.events] for s in servicer.calls] == [[t for _, t in turns[:4]]]
+    assert [e.content for e in await client.get_context(SCOPE)] == [t for _, t in turns[4:]]
+
+
 async def test_a_worker_killed_during_the_hand_off_leads_to_exactly_one_segment(
     client: AsyncAthenaClient, formation, cognition, redis
 ) -> None:

@@ -6,6 +6,7 @@ import asyncio
 from datetime import UTC
 from typing import Any
 
+import numpy as np
 import pytest
 from support.formation_data import COOKING, KYOTO, PYTHON_BUG, SCOPE, make_segment
 
@@ -138,7 +139,7 @@ def test_the_agent_filter_follows_a_chain_rewritten_under_another_agent_through_
 
 
 def test_of_two_equally_relevant_chains_the_shorter_ranks_first_and_words_outweigh_a_close_cosine() -> None:
-    ranking = Ranking(lexical_weight=0.7, size_prior=0.25)
+    ranking = Ranking(lexical_weight=0.7, size_prior=0.25, size_prior_min_events=1)
     short = ranking.rank(chain_id="short", similarity=0.5, lexical=0.4, event_count=4)
     long = ranking.rank(chain_id="long", similarity=0.5, lexical=0.4, event_count=16)
     worded = ranking.rank(chain_id="worded", similarity=0.35, lexical=0.6, event_count=4)
@@ -148,11 +149,24 @@ def test_of_two_equally_relevant_chains_the_shorter_ranks_first_and_words_outwei
     assert by_cosine.rank(chain_id="a", similarity=0.5, lexical=0.0, event_count=9).score == pytest.approx(0.5)
 
 
-def test_ranking_many_candidates_at_once_scores_exactly_as_one_by_one_and_keeps_the_best() -> None:
-    import numpy as np
+def test_chains_shorter_than_the_size_floor_get_no_more_lift_than_a_chain_at_the_floor() -> None:
+    ranking = Ranking(lexical_weight=0.7, size_prior=0.3, size_prior_min_events=5)
+    sign_off = ranking.rank(chain_id="bye", similarity=0.5, lexical=0.4, event_count=2)
+    at_floor = ranking.rank(chain_id="five", similarity=0.5, lexical=0.4, event_count=5)
+    longer = ranking.rank(chain_id="twelve", similarity=0.5, lexical=0.4, event_count=12)
+    assert sign_off.score == at_floor.score > longer.score
+    assert sign_off.score == pytest.approx((0.3 * 0.5 + 0.7 * 0.4) / 5**0.3)
+    unfloored = Ranking(lexical_weight=0.7, size_prior=0.3, size_prior_min_events=1)
+    assert unfloored.rank(chain_id="bye", similarity=0.5, lexical=0.4, event_count=2).score > at_floor.score
+    floored_many = ranking.rank_many(
+        ["bye", "five"], np.array([0.5, 0.5]), np.array([0.4, 0.4]), np.array([2, 5]), most=2
+    )
+    assert [r.score for r in floored_many] == [sign_off.score, at_floor.score]  # one formula either way
 
+
+def test_ranking_many_candidates_at_once_scores_exactly_as_one_by_one_and_keeps_the_best() -> None:
     rng = np.random.default_rng(3)
-    ranking = Ranking(lexical_weight=0.7, size_prior=0.3)
+    ranking = Ranking(lexical_weight=0.7, size_prior=0.3, size_prior_min_events=1)
     n = 300
     ids = [f"c{i}" for i in range(n)]
     sims = rng.uniform(-0.2, 0.9, n)

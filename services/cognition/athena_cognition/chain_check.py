@@ -52,6 +52,10 @@ class DetectorSetup:
     thresholds: Thresholds
     arbiter: Arbiter | None
     max_events_before_flush: int
+    flush_keep_events: int = 0
+    """STM_FLUSH_KEEP_EVENTS: the newest events a force flush leaves in the window (0: the seed's cut at the new message)."""
+    min_chain_events: int = 0
+    """STM_MIN_CHAIN_EVENTS: a topic break that would cut fewer events than this is not cut (0: every break cuts)."""
     session_gap_seconds: float = 0.0
     """STM_SESSION_GAP_SECONDS (0: no time-gap cuts)."""
 
@@ -133,6 +137,7 @@ class ChainCheckHandler:
                 thresholds=self.detector.thresholds,
                 arbiter=self.detector.arbiter,
                 max_events_before_flush=self.detector.max_events_before_flush,
+                flush_keep_events=self.detector.flush_keep_events,
                 session_gap_seconds=self.detector.session_gap_seconds,
                 tenant_id=task.scope.tenant_id,
             )
@@ -149,11 +154,16 @@ class ChainCheckHandler:
         CHAIN_BREAK_DECISIONS.labels(decision.scorer, decision.path).inc()
         if decision.score is not None:
             CHAIN_BREAK_SCORE.labels(decision.scorer).observe(decision.score)
-        # The new segment starts at the new message, or at the agent turn before it when that turn
-        # opened the new topic (path "agent_opened").
+        # The new segment starts at the new message, at the agent turn before it when that turn
+        # opened the new topic (path "agent_opened"), or earlier for a force flush that keeps the
+        # newest events (those stay in the window: their own checks already ran).
         starts_at = decision.starts_at if decision.starts_at is not None else new_index
         if not decision.is_break or starts_at == 0:
             return fields
+        if decision.path not in _CUT_REASONS and starts_at < self.detector.min_chain_events:
+            # A topic piece this short stays in the window and joins the next chain; the detector's
+            # decision stands as recorded (its quality is measured on the decisions, not the cuts).
+            return {**fields, "cut": "deferred"}
         return await self._cut(
             task, raws, events, starts_at, _CUT_REASONS.get(decision.path, formation_pb2.CUT_REASON_TOPIC_BREAK), fields
         )

@@ -9,9 +9,11 @@ Order of checks (seed "Chain-break detection", steps 1-4, after a time gap):
    automated execution are never topic breaks, the check is skipped.
 2. Force flush: the window up to and including the new message holds STM_MAX_EVENTS_BEFORE_FLUSH
    events or more: break unconditionally. The seed says "independently of similarity", so it runs
-   before scoring (and saves the embedding work); it runs after step 1 because the seed skips the
-   whole check inside one workflow (the short-term window's hard cap STM_WINDOW_MAX_EVENTS still
-   bounds such a window).
+   before the first-message and workflow checks and before scoring (and saves the embedding work).
+   With STM_FLUSH_KEEP_EVENTS (`flush_keep_events`) above 0 the cut falls earlier: at the user
+   message nearest to keeping that many of the newest events, which stay in the window as the start
+   of the next segment (not in the seed: a cut at the newest message splits a live exchange, and
+   leaves the session's last few turns to form a chain of their own; docs/formation.md).
 3. Boundary placement, if the scorer carries an opener model (`scorer.opener`, continuity only):
    when the turn right before the new message is an agent message and the opener gives
    P(that agent turn opened a new topic) >= its threshold, break there (`agent_opened`,
@@ -38,7 +40,7 @@ from athena_cognition.detector._placement import OpenerModel
 from athena_cognition.detector._scorers import Scorer
 from athena_cognition.detector._turns import Turn, is_user_message, user_message_indices
 
-__all__ = ["Arbiter", "Decision", "Path", "decide", "decision_texts", "prefetch_embeddings"]
+__all__ = ["Arbiter", "Decision", "Path", "decide", "decision_texts", "flush_cut", "prefetch_embeddings"]
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +73,8 @@ class Arbiter(Protocol):
 class Decision:
     """`starts_at`: when `is_break`, the window index where the new segment starts: `new_index`, or
     `new_index - 1` when the agent message right before the new user message opened the new topic
-    (path `agent_opened`); never earlier. None when the chain continues."""
+    (path `agent_opened`), or an earlier user message for a force flush that keeps the newest events
+    (`flush_cut`). None when the chain continues."""
 
     is_break: bool
     path: str
@@ -99,6 +102,18 @@ def _gap(before: Turn, after: Turn) -> float:
     return after.timestamp - before.timestamp
 
 
+def flush_cut(window: Sequence[Turn], new_index: int, *, keep: int) -> int:
+    """Where a force flush opens the next segment: the new message when `keep` is 0; otherwise the user
+    message (up to the new one) nearest to leaving `keep` events in the window, the earlier one on a
+    tie, never the window's first turn. Cutting before a user message keeps each question with its
+    answer."""
+    if keep <= 0:
+        return new_index
+    target = new_index + 1 - keep
+    users = [i for i in user_message_indices(window, new_index) if i > 0]
+    return min(users, key=lambda i: (abs(i - target), i)) if users else new_index
+
+
 def decision_texts(window: Sequence[Turn], new_index: int, scorer: Scorer) -> list[str]:
     """The texts `decide` will embed for this decision (empty when it stops before scoring)."""
     return [window[i].content for i in scorer.needed_indices(window, new_index)]
@@ -120,12 +135,14 @@ async def decide(
     thresholds: Thresholds,
     arbiter: Arbiter | None,
     max_events_before_flush: int,
+    flush_keep_events: int = 0,
     session_gap_seconds: float = 0.0,
     tenant_id: str | None = None,
 ) -> Decision:
     """Does the user message at window[new_index] break the current segment? Turns after it are ignored.
-    `session_gap_seconds` 0 turns the time-gap check off. `tenant_id`: whose window it is, passed to the
-    arbiter (the tenant's share of the LLM rate limit)."""
+    `flush_keep_events`: how many of the newest events a force flush leaves in the window (0: the cut
+    is at the new message). `session_gap_seconds` 0 turns the time-gap check off. `tenant_id`: whose
+    window it is, passed to the arbiter (the tenant's share of the LLM rate limit)."""
     if not 0 <= new_index < len(window):
         raise IndexError(f"new_index {new_index} outside a window of {len(window)} turns")
     if not is_user_message(window[new_index]):
@@ -141,7 +158,8 @@ async def decide(
     # The force flush holds "independently of similarity" (the seed), so before the first-message and
     # workflow checks too: a window of one automated execution is cut at the limit like any other.
     if new_index > 0 and new_index + 1 >= max_events_before_flush:
-        return Decision(is_break=True, path=Path.FORCE_FLUSH, score=None, scorer=name, starts_at=new_index)
+        starts_at = flush_cut(window, new_index, keep=flush_keep_events)
+        return Decision(is_break=True, path=Path.FORCE_FLUSH, score=None, scorer=name, starts_at=starts_at)
 
     users = user_message_indices(window, new_index)
     if len(users) < 2:

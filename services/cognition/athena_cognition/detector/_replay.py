@@ -42,6 +42,7 @@ async def replay(
     thresholds: Thresholds,
     arbiter: Arbiter | None = None,
     max_events_before_flush: int,
+    flush_keep_events: int = 0,
     session_gap_seconds: float = 0.0,
 ) -> Replay:
     """Segment `turns` with `decide()`: one decision per user message, against the open segment."""
@@ -60,11 +61,12 @@ async def replay(
             thresholds=thresholds,
             arbiter=arbiter,
             max_events_before_flush=max_events_before_flush,
+            flush_keep_events=flush_keep_events,
             session_gap_seconds=session_gap_seconds,
         )
         decisions.append((i, decision))
         if decision.is_break and decision.starts_at is not None:
-            start = segment_start + decision.starts_at  # i, or i - 1 when the agent turn opened the topic
+            start = segment_start + decision.starts_at  # i, i - 1 (agent_opened), or earlier (flush_cut)
             if start > 0:
                 starts[start] = 1
             segment_start = start  # the window restarts at the turn that opens the next segment

@@ -1,7 +1,7 @@
 """How SearchMemory orders chains: the embedding's cosine, the query's words, and the chain's size.
 
     relevance = (1 - SEARCH_LEXICAL_WEIGHT) x cosine + SEARCH_LEXICAL_WEIGHT x lexical
-    score     = max(relevance, 0) / event_count ^ SEARCH_SIZE_PRIOR
+    score     = max(relevance, 0) / max(event_count, SEARCH_SIZE_PRIOR_MIN_EVENTS) ^ SEARCH_SIZE_PRIOR
 
 `cosine` is between the query's embedding and the chain's one embedding (Milvus); `lexical` is the
 chain's BM25 for the query's terms scaled to [0, 1] (lexical_index.py). Both find things the other
@@ -9,7 +9,9 @@ misses: the embedding matches paraphrases ("trip" for "vacation"), the words mat
 numbers and rare terms a question repeats from the conversation, which one averaged embedding of a
 whole chain dilutes. The size prior divides by a power of the chain's event count: a chain twice as
 long holds about twice the words a query can meet by chance, and when two chains are as relevant
-the shorter one costs the agent less of its context. Measured on LoCoMo (docs/formation.md,
+the shorter one costs the agent less of its context. Below SEARCH_SIZE_PRIOR_MIN_EVENTS the lift
+stops: a chain of two or three events (a sign-off, a greeting) otherwise outranks whole topics for
+many queries, as a short BM25 document does, and takes their places among the hits. Measured on LoCoMo (docs/formation.md,
 "Measured retrieval"), with the defaults 0.7 and 0.3.
 
 Candidates: the best `candidates` chains by cosine and the best `candidates` by lexical score, so a
@@ -45,6 +47,8 @@ class Ranking:
     """Weight of the lexical score in the relevance (the cosine gets 1 - it); 0 ranks by the embedding alone."""
     size_prior: float = 0.3
     """Exponent of the event count the relevance is divided by; 0 ignores the chain's size."""
+    size_prior_min_events: int = 5
+    """Chains shorter than this are counted as this long by the size prior (1: every size is lifted)."""
 
     def candidates(self, limit: int) -> int:
         """How many chains to take from each side for `limit` hits."""
@@ -94,4 +98,4 @@ class Ranking:
         return (1.0 - self.lexical_weight) * similarity + self.lexical_weight * lexical
 
     def _size_divisor(self, event_count: int) -> float:
-        return max(1, event_count) ** self.size_prior
+        return max(1, self.size_prior_min_events, event_count) ** self.size_prior
