@@ -217,6 +217,21 @@ async def test_a_name_said_once_in_a_long_chat_finds_that_chat_where_the_embeddi
     assert first.score >= response.hits[1].score and "lexical score" in first.why
 
 
+async def test_hits_holding_different_words_of_the_query_each_show_their_own_words(
+    formation: Formation, stub: Any
+) -> None:
+    hike = await _form(stub, HIKE_WITH_A_NAME)
+    dogs = await _form(stub, DOG_TRAINING)
+    request = memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Pepperoni on the ridge, or a loose leash?", limit=2)
+
+    hits = {
+        h.chain.id: list(h.matched_terms)
+        for h in (await stub.SearchMemory(formation_pb2.SearchRequest(request=request), timeout=30)).hits
+    }
+
+    assert hits[hike] == ["pepperoni", "ridge"] and hits[dogs] == ["loose", "leash"]
+
+
 async def test_chains_carry_their_lexicon_and_a_merge_adds_the_new_segments_words(
     formation: Formation, stub: Any
 ) -> None:

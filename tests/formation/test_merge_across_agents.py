@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from support.formation_data import KYOTO, KYOTO_AGAIN, SCOPE, make_segment
 from support.formation_in_process import running_formation
 
@@ -14,6 +15,8 @@ from athena.local import MongoWireServer
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.server import Formation
 from athena_formation.store.agent_filter import AgentColumn
+from athena_formation.store.lexical_index import LexiconRow, UserLexicon
+from athena_formation.store.user_vectors import UserVectors
 
 CONCIERGE = memory_pb2.Scope(tenant_id=SCOPE.tenant_id, user_id=SCOPE.user_id, agent_id="concierge")
 
@@ -74,3 +77,27 @@ def test_an_agent_filter_selects_the_rows_of_every_chain_that_agent_is_in() -> N
     assert column.mask("concierge").tolist() == [False, True, False, True]
     assert column.mask("coder").tolist() == [False, False, True, True]
     assert column.mask("nobody").tolist() == [False, False, False, False]
+
+
+def test_rows_all_of_the_searched_agent_need_no_filter_until_a_chain_of_another_agent_arrives() -> None:
+    column = AgentColumn(["helper", "|concierge|helper|"])
+    assert column.every("helper") and not column.every("concierge") and AgentColumn().every("helper")
+
+    vectors, lexicon = UserVectors(3), UserLexicon()
+    for chain_id, agents, vector in (
+        ("mine", "helper", [1.0, 0.0, 0.0]),
+        ("shared", "|concierge|helper|", [0.9, 0.3, 0.0]),
+    ):
+        vectors.put(chain_id, agents, np.array(vector))
+        lexicon.put(LexiconRow(chain_id, agents, {"kyoto": 1}, 2))
+    query = np.array([1.0, 0.1, 0.0])
+    # Every row is the helper's: the filtered search is the unfiltered one.
+    assert vectors.top(query, agent_id="helper", limit=5) == vectors.top(query, agent_id=None, limit=5)
+    assert lexicon.query(["kyoto"], agent_id="helper").top(5) == lexicon.query(["kyoto"]).top(5)
+
+    vectors.put("theirs", "coder", np.array([1.0, 0.1, 0.0]))  # the closest of all, but another agent's
+    lexicon.put(LexiconRow("theirs", "coder", {"kyoto": 1}, 2))
+    assert not vectors.agents.every("helper")
+    assert [c for c, _ in vectors.top(query, agent_id="helper", limit=5)] == ["mine", "shared"]
+    assert {c for c, _ in lexicon.query(["kyoto"], agent_id="helper").top(5)} == {"mine", "shared"}
+    assert [c for c, _ in vectors.top(query, agent_id="coder", limit=5)] == ["theirs"]

@@ -9,15 +9,16 @@ Recipe (docs/segmentation.md explains the why):
   reference boundary, since the detector only cuts at user messages); label = reference start;
 - model: standardized features -> L2 logistic regression for P(same topic), sklearn to fit, numpy
   to run;
-- threshold: a gray-zone midpoint picked on an inner validation part of the *training* dialogues
-  (never on the measured sets) by replaying `decide()`, then the model is refit on all training data;
+- threshold: a gray-zone midpoint picked by k-fold cross-validation over the *training* dialogues
+  (never on the measured sets): each fold's model, fitted on the other folds, replays `decide()`
+  over the fold at every midpoint, and the lowest pooled mean Pk wins; then the model is refit on
+  all training data;
 - report: `evaluate()` on the held-out superseg part and on tiage_validation, written to the record.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import platform
 import random
@@ -33,11 +34,13 @@ from athena_cognition.detector import ContinuityModel, ContinuityScorer, Thresho
 from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_features, feature_names, hand_features
 from athena_cognition.detector._scorers import CONTINUITY_ARTIFACT
 from athena_cognition.detector._turns import user_message_indices
+from athena_lab.segmentation.cross_validation import cross_validated, summary
 from athena_lab.segmentation.embedding_cache import embed_utterances
 from athena_lab.segmentation.evaluate import dialogue_turns, evaluate, scores_record
 from athena_lab.segmentation.fitting import ClassifierSpec, Part, fit_classifier
 from athena_lab.segmentation.segmentation_data import (
     Dialogue,
+    cv_fold,
     data_record,
     default_data_dir,
     file_sha256,
@@ -63,7 +66,7 @@ DETECTOR_DIR = Path(detector_package.__file__).resolve().parent  # where the com
 class TrainConfig:
     seed: int = 0
     heldout_fraction: float = 0.3  # of superseg_validation, by sha256(id): measured, never trained on
-    inner_val_fraction: float = 0.2  # of the training dialogues, for picking the threshold
+    folds: int = 5  # cross-validation over the training dialogues, for picking the threshold
     splices: int = 600  # synthetic tiage topic changes
     weight_superseg: float = 1.0
     weight_tiage: float = 3.0  # tiage is 4x smaller and the harder domain
@@ -72,11 +75,6 @@ class TrainConfig:
     midpoints: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
     gray_half_width: float = 0.15  # gray zone = midpoint +- this (where an LLM, if any, is asked)
     max_events_before_flush: int = 20  # the default STM_MAX_EVENTS_BEFORE_FLUSH, as in production
-
-
-def _inner_val(dialogue_id: str, fraction: float) -> bool:
-    digest = hashlib.sha256(f"inner:{dialogue_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
 def splices(dialogues: Sequence[Dialogue], n: int, rng: random.Random) -> list[Dialogue]:
@@ -205,6 +203,39 @@ async def _replay(
     return out
 
 
+async def _cross_validate_gate(
+    superseg: Sequence[Dialogue],
+    tiage: Sequence[Dialogue],
+    embedder: Embedder,
+    config: TrainConfig,
+    log: Callable[[str], None],
+) -> list[dict[str, object]]:
+    """Pooled out-of-fold Pk / WD / F1 per gray-zone midpoint, with each fold's figures and their spread."""
+    starts: dict[float, dict[str, tuple[int, ...]]] = {m: {} for m in config.midpoints}
+    for f in range(config.folds):
+        train_ss = [d for d in superseg if cv_fold(d.id, config.folds) != f]
+        train_ti = [d for d in tiage if cv_fold(d.id, config.folds) != f]
+        held = [d for d in (*superseg, *tiage) if cv_fold(d.id, config.folds) == f]
+        model = await fit_continuity(train_ss, train_ti, embedder, config, _gray(0.5, config.gray_half_width))
+        for mid in config.midpoints:
+            result = await evaluate(
+                held,
+                scorer=ContinuityScorer(model),
+                embedder=embedder,
+                thresholds=_gray(mid, config.gray_half_width),
+                arbiter=None,
+                max_events_before_flush=config.max_events_before_flush,
+            )
+            starts[mid].update((p.id, p.starts) for p in result.predictions)
+        log(f"fold {f + 1}/{config.folds} done")
+    sweep: list[dict[str, object]] = []
+    for mid in config.midpoints:
+        cv = cross_validated(superseg, tiage, starts[mid], config.folds)
+        sweep.append({"midpoint": mid, **cv})
+        log(f"midpoint {mid:.2f}: {summary(cv)}")
+    return sweep
+
+
 async def train_continuity(
     *,
     out_dir: Path = DETECTOR_DIR,
@@ -225,28 +256,8 @@ async def train_continuity(
 
     max_events = config.max_events_before_flush
 
-    # 1. Pick the midpoint on an inner split of the training dialogues only.
-    inner_ss_tr = [d for d in ss_train if not _inner_val(d.id, config.inner_val_fraction)]
-    inner_ss_val = [d for d in ss_train if _inner_val(d.id, config.inner_val_fraction)]
-    inner_ti_tr = [d for d in tiage_train if not _inner_val(d.id, config.inner_val_fraction)]
-    inner_ti_val = [d for d in tiage_train if _inner_val(d.id, config.inner_val_fraction)]
-    log(f"inner split: superseg {len(inner_ss_tr)}/{len(inner_ss_val)}, tiage {len(inner_ti_tr)}/{len(inner_ti_val)}")
-    inner_model = await fit_continuity(inner_ss_tr, inner_ti_tr, embedder, config, _gray(0.5, config.gray_half_width))
-    sweep: list[dict[str, object]] = []
-    for mid in config.midpoints:
-        th = _gray(mid, config.gray_half_width)
-        ss_m = await _replay(inner_model, inner_ss_val, embedder, th, max_events)
-        ti_m = await _replay(inner_model, inner_ti_val, embedder, th, max_events)
-        objective = (float(ss_m["pk"]) + float(ti_m["pk"])) / 2  # type: ignore[arg-type]
-        sweep.append(
-            {
-                "midpoint": mid,
-                "objective_mean_pk": round(objective, 4),
-                "superseg_inner_val": {k: ss_m[k] for k in ("pk", "wd", "f1")},
-                "tiage_inner_val": {k: ti_m[k] for k in ("pk", "wd", "f1")},
-            }
-        )
-        log(f"midpoint {mid:.2f}: superseg pk {ss_m['pk']} f1 {ss_m['f1']} | tiage pk {ti_m['pk']} -> {objective:.4f}")
+    # 1. Pick the midpoint by cross-validation over the training dialogues only.
+    sweep = await _cross_validate_gate(ss_train, tiage_train, embedder, config, log)
     best = min(sweep, key=lambda r: (r["objective_mean_pk"], abs(float(r["midpoint"]) - 0.5)))  # type: ignore[arg-type]
     thresholds = _gray(float(best["midpoint"]), config.gray_half_width)  # type: ignore[arg-type]
     log(f"chosen thresholds: high {thresholds.high} low {thresholds.low} (midpoint {best['midpoint']})")
@@ -291,7 +302,11 @@ async def train_continuity(
             "superseg_heldout_dialogues": len(ss_heldout),
             "tiage_train_dialogues": len(tiage_train),
             "tiage_validation_dialogues": len(tiage_val),
-            "threshold_selection": f"inner split sha256('inner:'+id) < {config.inner_val_fraction} of the training dialogues",
+            "threshold_selection": (
+                f"{config.folds}-fold cross-validation over the training dialogues "
+                "(superseg train part + tiage_train), fold = sha256('fold:'+id) mod folds; "
+                "each fold's model is fitted on the other folds"
+            ),
         },
         "training_examples": {
             "superseg": len(parts[0][1]),

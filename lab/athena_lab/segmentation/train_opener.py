@@ -23,7 +23,6 @@ import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TypedDict
 
 import numpy as np
 
@@ -35,10 +34,10 @@ from athena_cognition.detector._placement import (
     opener_candidate,
     opener_features,
 )
+from athena_lab.segmentation.cross_validation import CrossValidated, cross_validated, summary
 from athena_lab.segmentation.embedding_cache import embed_utterances
 from athena_lab.segmentation.evaluate import EvaluationResult, dialogue_turns, evaluate, scores_record
 from athena_lab.segmentation.fitting import ClassifierSpec, Part, fit_classifier
-from athena_lab.segmentation.metrics import score_segmentations
 from athena_lab.segmentation.segmentation_data import (
     Dialogue,
     cv_fold,
@@ -104,11 +103,6 @@ def _parts(
     return [(*stacked(superseg), config.weight_superseg), (*stacked(tiage), config.weight_tiage)]
 
 
-def _scores(dialogues: Sequence[Dialogue], starts: Mapping[str, tuple[int, ...]]) -> dict[str, float]:
-    s = score_segmentations([d.starts for d in dialogues], [starts[d.id] for d in dialogues])
-    return {"pk": round(s.pk, 4), "wd": round(s.wd, 4), "f1": round(s.f1, 4)}
-
-
 async def _replay(
     continuity: ContinuityModel,
     opener: OpenerModel | None,
@@ -127,13 +121,10 @@ async def _replay(
     )
 
 
-class _ThresholdRow(TypedDict):
-    """A candidate threshold (None: no opener) with its pooled out-of-fold scores."""
+class _ThresholdRow(CrossValidated):
+    """A candidate threshold (None: no opener) with its out-of-fold figures."""
 
     threshold: float | None
-    objective_mean_pk: float
-    superseg_train_cv: dict[str, float]
-    tiage_train_cv: dict[str, float]
 
 
 async def _cross_validate(
@@ -161,14 +152,9 @@ async def _cross_validate(
         log(f"fold {f + 1}/{config.folds} done")
     sweep: list[_ThresholdRow] = []
     for c in candidates:
-        ss_m, ti_m = _scores(superseg, starts[c]), _scores(tiage, starts[c])
-        objective = round((ss_m["pk"] + ti_m["pk"]) / 2, 4)
-        sweep.append(
-            {"threshold": c, "objective_mean_pk": objective, "superseg_train_cv": ss_m, "tiage_train_cv": ti_m}
-        )
-        log(
-            f"threshold {c}: superseg pk {ss_m['pk']} f1 {ss_m['f1']} | tiage pk {ti_m['pk']} f1 {ti_m['f1']} -> {objective}"
-        )
+        cv = cross_validated(superseg, tiage, starts[c], config.folds)
+        sweep.append({"threshold": c, **cv})
+        log(f"threshold {c}: {summary(cv)}")
     return sweep
 
 

@@ -155,15 +155,23 @@ class Recall:
         SEARCH_HITS.observe(len(best))
         warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(UTC)))
         response = memory_pb2.SearchMemoryResponse()
+        # The words shown for a chain the index knows depend only on which query terms it holds, and
+        # the hits mostly hold the same ones: each set's words are found once (the query's words are
+        # tokenised and stemmed for every one of them).
+        shown: dict[frozenset[str], list[str]] = {}
         for hit, doc in best:
             if isinstance(doc, OpenTurn):
                 response.hits.append(_open_hit(request.query, hit, doc, query))
                 continue
             warm = next(warmed)
             known = lexicon is not None and lexicon.row_of(hit.chain_id) is not None
-            words = matched_terms(
-                request.query, doc, lexical.terms_in(hit.chain_id) if known and lexical is not None else None
-            )
+            if known and lexical is not None:
+                held = frozenset(lexical.terms_in(hit.chain_id))
+                if held not in shown:
+                    shown[held] = matched_terms(request.query, doc, set(held))
+                words = shown[held]
+            else:
+                words = matched_terms(request.query, doc, None)
             why = f"cosine similarity {hit.similarity:.2f} to the chain's embedding"
             if words:
                 why += f"; words {', '.join(words[:8])} (lexical score {hit.lexical:.2f})"

@@ -41,6 +41,11 @@ class AgentColumn:
         """Only these rows, in this order (the index dropped or compacted the others)."""
         self._codes = array("i", (self._codes[i] for i in rows))
 
+    def every(self, agent_id: str) -> bool:
+        """Whether every row is `agent_id`'s: each key ever coded names it (a user of one agent, the
+        common case), so a search can skip the mask, a pass over every row, and get the same answer."""
+        return all(agent_id in key_agents(key) for key in self._code_of)
+
     def mask(self, agent_id: str) -> np.ndarray:
         """True for the rows of `agent_id` (a chain of several agents is each one's)."""
         codes = [code for key, code in self._code_of.items() if agent_id in key_agents(key)]

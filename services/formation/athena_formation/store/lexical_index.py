@@ -240,7 +240,7 @@ class UserLexicon:
         """BM25 of every row for the query terms, scaled to [0, 1] (module docstring); dead rows
         and, with `agent_id`, other agents' chains score 0."""
         n = len(self.ids)
-        scores = np.zeros(n, dtype=np.float64)
+        scores: np.ndarray = np.zeros(n, dtype=np.float64)
         if not terms or not self._live:
             return LexicalScores(self, scores, corpus=Corpus(self._live, self._total_length, {}))
         alive = np.frombuffer(self._alive, dtype=np.uint8).astype(bool)
@@ -249,6 +249,7 @@ class UserLexicon:
         ceiling = 0.0
         matched: dict[str, np.ndarray] = {}
         frequency: dict[str, int] = {}
+        weights: list[np.ndarray] = []
         for term in dict.fromkeys(terms):
             posting = self._postings.get(term)
             rows = np.frombuffer(posting[0], dtype=np.int32) if posting else np.zeros(0, dtype=np.int32)
@@ -262,10 +263,14 @@ class UserLexicon:
             matched[term] = rows  # rows are appended in order and compaction keeps it: ascending
             tf = np.frombuffer(posting[1], dtype=np.float32)[live].astype(np.float64)  # type: ignore[index]
             norm = K1 * (1.0 - B + B * lengths[rows] / avg_length)
-            scores += np.bincount(rows, weights=idf * tf * (K1 + 1.0) / (tf + norm), minlength=n)
+            weights.append(idf * tf * (K1 + 1.0) / (tf + norm))
+        if matched:
+            # One bincount over every term's postings, not one full-length array per term added up:
+            # bincount sums each row's weights in input order (term by term), so the floats are the same.
+            scores = np.bincount(np.concatenate(list(matched.values())), weights=np.concatenate(weights), minlength=n)
         if ceiling > 0:
             scores /= ceiling
-        if agent_id:
+        if agent_id and not self._agents.every(agent_id):  # a user of one agent has no rows to zero
             scores[~self._agents.mask(agent_id)] = 0.0
         return LexicalScores(self, scores, matched, Corpus(self._live, self._total_length, frequency))
 

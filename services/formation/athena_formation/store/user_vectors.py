@@ -98,7 +98,7 @@ class UserVectors:
             return []
         unit = _unit(query)
         coarse = torch.mv(torch.from_numpy(self.matrix), torch.from_numpy(unit.astype(_DTYPE))).float()
-        if agent_id:
+        if agent_id and not self.agents.every(agent_id):  # no rows to mask: skip a pass over all of them
             coarse.masked_fill_(torch.from_numpy(~self.agents.mask(agent_id)), -np.inf)
         pool = min(len(self.ids), max(2 * limit, limit + 32))
         rows = (
