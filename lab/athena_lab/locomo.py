@@ -217,6 +217,8 @@ class LocomoReport:
     unformed_turns: int = 0
     evidence_in_rejected: int = 0
     """Questions with an evidence turn in no chain (the window is flushed, so: in a rejected segment)."""
+    per_conversation: list[dict[str, Any]] = field(default_factory=list)
+    """Each conversation's own figures, so a difference can be read against the spread between them."""
 
     def as_json(self) -> dict[str, Any]:
         q = max(1, self.questions)
@@ -242,6 +244,7 @@ class LocomoReport:
             "mean_chain_turns": round(float(np.mean(self.chain_sizes)), 2) if self.chain_sizes else 0.0,
             "turns_left_in_short_term_window": self.unformed_turns,
             "evidence_in_rejected": self.evidence_in_rejected,
+            "per_conversation": self.per_conversation,
         }
 
 
@@ -353,6 +356,7 @@ async def run_locomo(
                 )
             report.chains += len(chains)
             report.chain_sizes.extend(c.event_count for c in chains)
+            recalled_before, hits_before = report.recalled, len(report.turns_per_hit)
             for i, q in enumerate(conv.questions):
                 hits = await client.search_memory(scope, q["question"], limit=k)
                 sets = [{event_to_dia.get(e, "") for e in h.chain.event_ids} for h in hits]
@@ -373,4 +377,17 @@ async def run_locomo(
             report.baseline_hybrid_recalled += base.hybrid_recall * len(conv.questions)
             report.baseline_hybrid_turns_per_hit.extend(base.hybrid_turns_per_hit)
             report.baseline_chunk_sizes.append(size)
+            n, own_hits = max(1, len(conv.questions)), report.turns_per_hit[hits_before:]
+            report.per_conversation.append(
+                {
+                    "conversation": conv.name,
+                    "questions": len(conv.questions),
+                    "recall_at_k": round((report.recalled - recalled_before) / n, 4),
+                    "mean_turns_per_hit": round(float(np.mean(own_hits)), 2) if own_hits else 0.0,
+                    "baseline_hybrid_recall_at_k": round(base.hybrid_recall, 4),
+                    "baseline_hybrid_mean_turns_per_hit": round(float(np.mean(base.hybrid_turns_per_hit)), 2)
+                    if base.hybrid_turns_per_hit
+                    else 0.0,
+                }
+            )
     return report

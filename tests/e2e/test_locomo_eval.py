@@ -28,6 +28,7 @@ REPORT_KEYS = {
     "baseline_chunk_sizes",
     "turns_left_in_short_term_window",
     "evidence_in_rejected",
+    "per_conversation",
 }
 
 
@@ -63,6 +64,16 @@ async def test_the_eval_replays_eight_sessions_and_recalls_above_its_floor_besid
     assert result["questions"] == len(conv.questions) > 0 and result["chains"] >= 1
     for key in ("recall_at_k", "baseline_recall_at_k", "baseline_hybrid_recall_at_k"):
         assert 0.0 <= result[key] <= 1.0
+    # One conversation: its own figures are the totals.
+    (own,) = result["per_conversation"]
+    assert own["conversation"] == "26" and own["questions"] == result["questions"]
+    for key in (
+        "recall_at_k",
+        "mean_turns_per_hit",
+        "baseline_hybrid_recall_at_k",
+        "baseline_hybrid_mean_turns_per_hit",
+    ):
+        assert own[key] == result[key]
     chained = {t for c in dumped[0]["chains"] for t in c["turns"]}  # type: ignore[index,union-attr]
     assert chained <= {t.dia_id for t in conv.turns}
     # Closed with FlushWindow: nothing is left in the window, every unchained turn was rejected.

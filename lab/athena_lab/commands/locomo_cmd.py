@@ -118,5 +118,12 @@ def locomo(
     table.add_column("measure")
     table.add_column("value")
     for key, value in result.items():
-        table.add_row(key, str(value))
+        if key != "per_conversation":
+            table.add_row(key, str(value))
+    for conv in result["per_conversation"]:
+        table.add_row(
+            f"{conv['conversation']}: recall / turns per hit (hybrid chunks)",
+            f"{conv['recall_at_k']} / {conv['mean_turns_per_hit']} "
+            f"({conv['baseline_hybrid_recall_at_k']} / {conv['baseline_hybrid_mean_turns_per_hit']})",
+        )
     Console().print(table)
