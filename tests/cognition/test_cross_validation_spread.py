@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from athena_lab.segmentation.cross_validation import fold_scores, fold_spread, pooled_scores
+from athena_lab.segmentation.cross_validation import fold_scores, fold_splits, fold_spread, pooled_scores
 from athena_lab.segmentation.segmentation_data import Dialogue, Utterance, cv_fold
 
 FOLDS = 3
@@ -41,3 +41,16 @@ def test_the_spread_reports_mean_deviation_and_range_over_the_folds() -> None:
     assert spread["superseg_pk_sd"] == 0.0707  # sample deviation (n - 1) of two folds 0.1 apart
     assert spread["superseg_f1_mean"] == 0.75
     assert spread["tiage_pk_sd"] == 0.0 and spread["tiage_pk_mean"] == 0.40
+
+
+def test_each_fold_is_held_out_once_and_trained_on_by_the_others() -> None:
+    superseg, tiage = DIALOGUES[:20], DIALOGUES[20:]
+
+    splits = fold_splits(superseg, tiage, FOLDS)
+
+    held = [d.id for split in splits for d in split.held]
+    assert sorted(held) == sorted(d.id for d in DIALOGUES)  # every dialogue held out exactly once
+    for split in splits:
+        assert not {d.id for d in split.held} & {d.id for d in (*split.train_superseg, *split.train_tiage)}
+        assert len(split.train_superseg) + len(split.train_tiage) + len(split.held) == len(DIALOGUES)
+        assert set(split.train_tiage) <= set(tiage)

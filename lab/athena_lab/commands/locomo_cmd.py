@@ -62,11 +62,7 @@ def locomo(
     overrides = parse_env(env)
     with mock.patch.dict(os.environ, overrides):
         settings = load_settings()  # the stack's formation reads the same environment
-    ranking = Ranking(
-        lexical_weight=settings.search_lexical_weight,
-        size_prior=settings.search_size_prior,
-        size_prior_min_events=settings.search_size_prior_min_events,
-    )
+    ranking = Ranking.from_settings(settings)
     if not files:
         raise typer.BadParameter(f"no *.json conversation files in {data}", param_hint="--data")
     err = Console(stderr=True)

@@ -8,14 +8,43 @@ be read against how much one fold differs from another.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 import numpy as np
 
 from athena_lab.segmentation.metrics import score_segmentations
 from athena_lab.segmentation.segmentation_data import Dialogue, cv_fold
 
-__all__ = ["CrossValidated", "cross_validated", "fold_scores", "fold_spread", "pooled_scores", "summary"]
+__all__ = [
+    "CrossValidated",
+    "FoldSplit",
+    "cross_validated",
+    "fold_scores",
+    "fold_splits",
+    "fold_spread",
+    "pooled_scores",
+    "summary",
+]
+
+
+class FoldSplit(NamedTuple):
+    """One fold: the SuperDialseg and TIAGE dialogues of the other folds to fit on, and the fold's own."""
+
+    train_superseg: list[Dialogue]
+    train_tiage: list[Dialogue]
+    held: list[Dialogue]
+
+
+def fold_splits(superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], folds: int) -> list[FoldSplit]:
+    """The `folds` splits of the training dialogues (fold = `cv_fold`), in fold order."""
+    return [
+        FoldSplit(
+            [d for d in superseg if cv_fold(d.id, folds) != f],
+            [d for d in tiage if cv_fold(d.id, folds) != f],
+            [d for d in (*superseg, *tiage) if cv_fold(d.id, folds) == f],
+        )
+        for f in range(folds)
+    ]
 
 
 def pooled_scores(dialogues: Sequence[Dialogue], starts: Mapping[str, tuple[int, ...]]) -> dict[str, float]:

@@ -34,13 +34,12 @@ from athena_cognition.detector import ContinuityModel, ContinuityScorer, Thresho
 from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_features, feature_names, hand_features
 from athena_cognition.detector._scorers import CONTINUITY_ARTIFACT
 from athena_cognition.detector._turns import user_message_indices
-from athena_lab.segmentation.cross_validation import cross_validated, summary
+from athena_lab.segmentation.cross_validation import cross_validated, fold_splits, summary
 from athena_lab.segmentation.embedding_cache import embed_utterances
 from athena_lab.segmentation.evaluate import dialogue_turns, evaluate, scores_record
 from athena_lab.segmentation.fitting import ClassifierSpec, Part, fit_classifier
 from athena_lab.segmentation.segmentation_data import (
     Dialogue,
-    cv_fold,
     data_record,
     default_data_dir,
     file_sha256,
@@ -212,10 +211,7 @@ async def _cross_validate_gate(
 ) -> list[dict[str, object]]:
     """Pooled out-of-fold Pk / WD / F1 per gray-zone midpoint, with each fold's figures and their spread."""
     starts: dict[float, dict[str, tuple[int, ...]]] = {m: {} for m in config.midpoints}
-    for f in range(config.folds):
-        train_ss = [d for d in superseg if cv_fold(d.id, config.folds) != f]
-        train_ti = [d for d in tiage if cv_fold(d.id, config.folds) != f]
-        held = [d for d in (*superseg, *tiage) if cv_fold(d.id, config.folds) == f]
+    for f, (train_ss, train_ti, held) in enumerate(fold_splits(superseg, tiage, config.folds)):
         model = await fit_continuity(train_ss, train_ti, embedder, config, _gray(0.5, config.gray_half_width))
         for mid in config.midpoints:
             result = await evaluate(

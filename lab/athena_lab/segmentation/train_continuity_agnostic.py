@@ -40,13 +40,12 @@ from athena_cognition.detector import (
 from athena_cognition.detector._features import HAND_FEATURE_NAMES
 from athena_cognition.detector._placement import OPENER_FEATURE_NAMES, load_opener_model
 from athena_cognition.detector._scorers import AGNOSTIC_ARTIFACT
+from athena_lab.segmentation.cross_validation import fold_splits, pooled_scores
 from athena_lab.segmentation.embedding_cache import embed_utterances
 from athena_lab.segmentation.evaluate import EvaluationResult, evaluate, scores_record
 from athena_lab.segmentation.fitting import ClassifierSpec, Part, fit_classifier
-from athena_lab.segmentation.metrics import score_segmentations
 from athena_lab.segmentation.segmentation_data import (
     Dialogue,
-    cv_fold,
     data_record,
     default_data_dir,
     file_sha256,
@@ -171,11 +170,7 @@ class _OpenerRow(_Pooled):
 def _pooled(superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], starts: Starts) -> _Pooled:
     """Out-of-fold Pk / WD / F1 of each domain and their mean Pk (the objective)."""
 
-    def domain(ds: Sequence[Dialogue]) -> dict[str, float]:
-        s = score_segmentations([d.starts for d in ds], [starts[d.id] for d in ds])
-        return {"pk": round(s.pk, 4), "wd": round(s.wd, 4), "f1": round(s.f1, 4)}
-
-    ss, ti = domain(superseg), domain(tiage)
+    ss, ti = pooled_scores(superseg, starts), pooled_scores(tiage, starts)
     return {"superseg_train_cv": ss, "tiage_train_cv": ti, "objective_mean_pk": round((ss["pk"] + ti["pk"]) / 2, 4)}
 
 
@@ -196,10 +191,8 @@ async def _folds(
     config: AgnosticConfig,
 ) -> _Folds:
     folds = _Folds(held=[], parts=[], train=[])
-    for f in range(config.folds):
-        train_ss = [d for d in superseg if cv_fold(d.id, config.folds) != f]
-        train_ti = [d for d in tiage if cv_fold(d.id, config.folds) != f]
-        folds.held.append([d for d in (*superseg, *tiage) if cv_fold(d.id, config.folds) == f])
+    for train_ss, train_ti, held in fold_splits(superseg, tiage, config.folds):
+        folds.held.append(held)
         folds.train.append((train_ss, train_ti))
         folds.parts.append(await _parts(rows, train_ss, train_ti, embedder, config.continuity))
     return folds

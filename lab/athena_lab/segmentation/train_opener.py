@@ -34,13 +34,12 @@ from athena_cognition.detector._placement import (
     opener_candidate,
     opener_features,
 )
-from athena_lab.segmentation.cross_validation import CrossValidated, cross_validated, summary
+from athena_lab.segmentation.cross_validation import CrossValidated, cross_validated, fold_splits, summary
 from athena_lab.segmentation.embedding_cache import embed_utterances
 from athena_lab.segmentation.evaluate import EvaluationResult, dialogue_turns, evaluate, scores_record
 from athena_lab.segmentation.fitting import ClassifierSpec, Part, fit_classifier
 from athena_lab.segmentation.segmentation_data import (
     Dialogue,
-    cv_fold,
     data_record,
     default_data_dir,
     file_sha256,
@@ -139,10 +138,7 @@ async def _cross_validate(
     """Pooled out-of-fold Pk / WD / F1 per candidate threshold (None = no opener)."""
     candidates: tuple[float | None, ...] = (None, *config.thresholds)
     starts: dict[float | None, dict[str, tuple[int, ...]]] = {c: {} for c in candidates}
-    for f in range(config.folds):
-        train_ss = [d for d in superseg if cv_fold(d.id, config.folds) != f]
-        train_ti = [d for d in tiage if cv_fold(d.id, config.folds) != f]
-        held = [d for d in (*superseg, *tiage) if cv_fold(d.id, config.folds) == f]
+    for f, (train_ss, train_ti, held) in enumerate(fold_splits(superseg, tiage, config.folds)):
         continuity = await fit_continuity(train_ss, train_ti, embedder, config.continuity, gate)
         fitted = _fit(_parts(rows, train_ss, train_ti, config), config)
         for c in candidates:

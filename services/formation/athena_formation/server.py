@@ -95,11 +95,7 @@ async def build_formation(settings: Settings) -> Formation:
         llm=instrument_llm(make_llm(settings, redis=budget_redis)),
         lexical=lexical,
     )
-    ranking = Ranking(
-        lexical_weight=settings.search_lexical_weight,
-        size_prior=settings.search_size_prior,
-        size_prior_min_events=settings.search_size_prior_min_events,
-    )
+    ranking = Ranking.from_settings(settings)
     recall = Recall(store=store, vectors=vectors, embedder=query_embedder, heat=heat, lexical=lexical, ranking=ranking)
     archiver = Archiver(
         store=store,

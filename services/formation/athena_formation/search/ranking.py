@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from athena.config import Settings
+
 __all__ = ["RankedChain", "Ranking"]
 
 
@@ -49,6 +51,15 @@ class Ranking:
     """Exponent of the event count the relevance is divided by; 0 ignores the chain's size."""
     size_prior_min_events: int = 5
     """Chains shorter than this are counted as this long by the size prior (1: every size is lifted)."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Ranking:
+        """The ranking SEARCH_LEXICAL_WEIGHT, SEARCH_SIZE_PRIOR and SEARCH_SIZE_PRIOR_MIN_EVENTS configure."""
+        return cls(
+            lexical_weight=settings.search_lexical_weight,
+            size_prior=settings.search_size_prior,
+            size_prior_min_events=settings.search_size_prior_min_events,
+        )
 
     def candidates(self, limit: int) -> int:
         """How many chains to take from each side for `limit` hits."""
