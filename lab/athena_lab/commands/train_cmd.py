@@ -14,6 +14,14 @@ __all__ = ["app"]
 app = typer.Typer(help="Train Athena's learned components.", no_args_is_help=True)
 _err = Console(stderr=True)
 
+# The model options of the trainers (unset: the committed artifact's recipe).
+_HiddenUnits = Annotated[
+    int | None,
+    typer.Option("--hidden-units", min=0, help="Tanh hidden units; 0 = logistic regression."),
+]
+_Alpha = Annotated[float | None, typer.Option("--alpha", min=0.0, help="L2 penalty of the hidden-layer model.")]
+_L2C = Annotated[float | None, typer.Option("--l2-c", min=0.0, help="Inverse L2 strength of the logistic regression.")]
+
 
 @app.callback()
 def _train() -> None:
@@ -37,10 +45,25 @@ def continuity(
             "writes continuity_agnostic_v1.npz and its record.",
         ),
     ] = False,
+    hidden_units: _HiddenUnits = None,
+    alpha: _Alpha = None,
+    l2_c: _L2C = None,
 ) -> None:
     """Train the chain-break continuity scorer; writes continuity_v1.npz and continuity_v1.record.json
-    (with --agnostic: continuity_agnostic_v1.npz and continuity_agnostic_v1.record.json)."""
+    (with --agnostic: continuity_agnostic_v1.npz and continuity_agnostic_v1.record.json).
+
+    The model options exist to reproduce the comparisons in docs/segmentation.md; the defaults are
+    the committed artifact's recipe (the agnostic variant picks its own strength and ignores them).
+    """
     from athena_lab.segmentation.train_continuity import DETECTOR_DIR, TrainConfig, train_continuity
+
+    base = TrainConfig(seed=seed)
+    train_config = TrainConfig(
+        seed=seed,
+        hidden_units=base.hidden_units if hidden_units is None else hidden_units,
+        alpha=base.alpha if alpha is None else alpha,
+        l2_c=base.l2_c if l2_c is None else l2_c,
+    )
 
     def log(msg: str) -> None:
         _err.print(msg, markup=False, highlight=False, soft_wrap=True)
@@ -54,7 +77,7 @@ def continuity(
         )
     else:
         record = asyncio.run(
-            train_continuity(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=TrainConfig(seed=seed), log=log)
+            train_continuity(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=train_config, log=log)
         )
     metrics = record["metrics_no_llm"]
     assert isinstance(metrics, dict)
@@ -70,16 +93,9 @@ def opener(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
     ] = None,
-    hidden_units: Annotated[
-        int | None,
-        typer.Option("--hidden-units", min=0, help="Tanh hidden units; 0 = logistic regression (default: 8)."),
-    ] = None,
-    alpha: Annotated[
-        float | None, typer.Option("--alpha", min=0.0, help="L2 penalty of the hidden-layer model.")
-    ] = None,
-    l2_c: Annotated[
-        float | None, typer.Option("--l2-c", min=0.0, help="Inverse L2 strength of the logistic regression.")
-    ] = None,
+    hidden_units: _HiddenUnits = None,
+    alpha: _Alpha = None,
+    l2_c: _L2C = None,
 ) -> None:
     """Train the boundary-placement opener model; writes opener_v1.npz and opener_v1.record.json.
 

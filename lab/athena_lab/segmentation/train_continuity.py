@@ -49,6 +49,7 @@ from athena_lab.segmentation.segmentation_data import (
 __all__ = [
     "DETECTOR_DIR",
     "TrainConfig",
+    "classifier_spec",
     "continuity_examples",
     "continuity_parts",
     "embedding_record",
@@ -71,6 +72,8 @@ class TrainConfig:
     weight_tiage: float = 3.0  # tiage is 4x smaller and the harder domain
     weight_splice: float = 3.0
     l2_c: float = 0.01  # inverse L2 strength of the logistic regression (416 inputs, ~9k examples)
+    hidden_units: int = 0  # tanh hidden units before the logistic output; 0 = the logistic regression alone
+    alpha: float = 1.0  # L2 penalty of the hidden-layer model (unused without one)
     midpoints: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
     gray_half_width: float = 0.15  # gray zone = midpoint +- this (where an LLM, if any, is asked)
     max_events_before_flush: int = 20  # the default STM_MAX_EVENTS_BEFORE_FLUSH, as in production
@@ -129,10 +132,15 @@ async def continuity_examples(
     return np.asarray(rows, dtype=np.float64), np.asarray(labels, dtype=np.int64)
 
 
+def classifier_spec(config: TrainConfig) -> ClassifierSpec:
+    """The config's model: a logistic regression, or one tanh hidden layer before it."""
+    return ClassifierSpec(hidden_units=config.hidden_units, l2_c=config.l2_c, alpha=config.alpha, seed=config.seed)
+
+
 def _fit(parts: Sequence[Part], config: TrainConfig, thresholds: Thresholds) -> ContinuityModel:
-    """A logistic regression on the parts' columns: the hand features, then the raw embedding if present."""
+    """The config's classifier on the parts' columns: the hand features, then the raw embedding if present."""
     dim = parts[0][0].shape[1] - len(HAND_FEATURE_NAMES)
-    classifier = fit_classifier(parts, feature_names(dim), ClassifierSpec(l2_c=config.l2_c))
+    classifier = fit_classifier(parts, feature_names(dim), classifier_spec(config))
     return ContinuityModel(classifier=classifier, thresholds=thresholds)
 
 
@@ -280,12 +288,7 @@ async def train_continuity(
         "artifact": CONTINUITY_ARTIFACT,
         "artifact_sha256": file_sha256(artifact),
         "command": "athena train continuity",
-        "model": {
-            "kind": "standardize + L2 logistic regression, output P(same topic)",
-            "inference": "numpy only: sigmoid(((x - mean) / scale) . coef + intercept)",
-            "l2_C": config.l2_c,
-            "inputs": len(model.feature_names),
-        },
+        "model": _model_record(config, inputs=len(model.feature_names)),
         "embedding": embedding_record(raw_vector_input=True),
         "features": {
             "hand": list(HAND_FEATURE_NAMES),
@@ -322,6 +325,23 @@ async def train_continuity(
     (out_dir / RECORD_NAME).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     log(f"wrote {artifact} and {out_dir / RECORD_NAME}")
     return record
+
+
+def _model_record(config: TrainConfig, *, inputs: int) -> dict[str, object]:
+    if config.hidden_units == 0:
+        return {
+            "kind": "standardize + L2 logistic regression, output P(same topic)",
+            "inference": "numpy only: sigmoid(((x - mean) / scale) . coef + intercept)",
+            "l2_C": config.l2_c,
+            "inputs": inputs,
+        }
+    return {
+        "kind": f"standardize + {config.hidden_units} tanh hidden units + logistic output, P(same topic)",
+        "inference": "numpy only: sigmoid(tanh(((x - mean) / scale) . W + b) . coef + intercept)",
+        "hidden_units": config.hidden_units,
+        "alpha": config.alpha,
+        "inputs": inputs,
+    }
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from athena_formation.curation.owned import owned_chain
 from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_strength
 from athena_formation.page_tokens import decode_offset, encode_offset
 from athena_formation.search.chain_message import chain_to_proto
+from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
 from athena_formation.search.open_events import (
     OPEN_EMBEDDED_TURNS,
@@ -103,6 +104,7 @@ class Recall:
         lexicon_task = asyncio.ensure_future(self._lexicon(scope))
         turn_embedding: asyncio.Future[np.ndarray] | None = None
         turn_vectors: np.ndarray | None = None
+        prefetch: HitPrefetch | None = None
         try:
             allowed: set[str] | None = None
             if request.metadata_filters:
@@ -111,6 +113,9 @@ class Recall:
                 )
             lexicon = await lexicon_task
             lexical = lexicon.query(query, agent_id=scope.agent_id or None) if lexicon is not None else None
+            guess = self._likely_hits(lexical, lexicon, limit=limit) if allowed is None else []
+            if guess:  # their documents are read while the query is embedded and the vectors scanned
+                prefetch = HitPrefetch(self.store, guess)
             turn_lexical = lexical_scores(turns, query, lexical.corpus if lexical is not None else None)
             candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS)
             if candidates:  # embedded after the query (one model), while the chains' vectors are scanned
@@ -148,7 +153,7 @@ class Recall:
         provisional = self._rank_candidates(
             [c for c in similarity if allowed is None or c in allowed], similarity, lexical, lexicon, most=most
         )
-        out = await self._hydrate(request, provisional, lexical, limit=limit)
+        out = await self._hydrate(request, provisional, lexical, limit=limit, prefetch=prefetch)
         open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec)
         found: list[tuple[RankedChain, dict[str, Any] | OpenTurn]] = [*out, *open_hits]
         best = sorted(found, key=lambda pair: -pair[0].score)[:limit]
@@ -218,9 +223,11 @@ class Recall:
         lexical: LexicalScores | None,
         *,
         limit: int,
+        prefetch: HitPrefetch | None = None,
     ) -> list[tuple[RankedChain, dict[str, Any]]]:
         """The best `limit` of the `provisional` candidates (best first) that pass the checks on their
         documents, reading as few documents as it can: `limit` first, then more only when some fail.
+        `prefetch`: the likely hits' read (`_likely_hits`, hit_prefetch.py); a hit it reads is not read again.
 
         A candidate's provisional score assumed the size the lexical index knows (1 if none); its
         document's size can only lower it, so a read candidate is taken once its final score is at
@@ -239,7 +246,13 @@ class Recall:
                 break
             chunk = provisional[start : start + limit - len(out)]
             start += len(chunk)
-            docs = await self.store.get_for_search([r.chain_id for r in chunk])
+            ids = [r.chain_id for r in chunk]
+            docs, missing = self.store.cached_for_search(ids)
+            if missing and prefetch is not None:
+                docs.update(await prefetch.take(missing))
+            rest = [c for c in missing if c not in docs and not (prefetch is not None and prefetch.covers(c))]
+            if rest:
+                docs.update(await self.store.get_for_search(rest))
             for r in chunk:
                 doc = docs.get(r.chain_id)
                 if doc is None or not _searchable(doc, scope):
@@ -249,6 +262,18 @@ class Recall:
                     continue
                 read.append((final, doc))
         return out
+
+    def _likely_hits(self, lexical: LexicalScores | None, lexicon: UserLexicon | None, *, limit: int) -> list[str]:
+        """The chains most likely to be hits before the embedding's side is known: the best 2 x `limit`
+        by their words alone (the larger share of the relevance) and their size. Their documents are
+        read while the query is embedded and the vectors scanned; a hit not among them is read after,
+        as before. Twice the hits because the cosine reorders them (their coverage: docs/formation.md,
+        SearchMemory step 4)."""
+        if lexical is None or lexicon is None:
+            return []
+        found = [c for c, _ in lexical.top(limit * 8)]
+        ranked = self._rank_candidates(found, dict.fromkeys(found, 0.0), lexical, lexicon, most=2 * limit)
+        return [r.chain_id for r in ranked]
 
     def _rank_candidates(
         self,

@@ -102,6 +102,12 @@ class ChainStore:
         with mongo_unavailable():
             return {d["_id"]: d async for d in self.chains.find({"_id": {"$in": list(chain_ids)}}, projection)}
 
+    def cached_for_search(self, chain_ids: Sequence[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """(the chains the search cache holds, the ids a search would read from MongoDB)."""
+        if self.search_cache is None:
+            return {}, list(chain_ids)
+        return self.search_cache.lookup(chain_ids)
+
     async def get_for_search(self, chain_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The chains a search answers with (no lexicon), from the search cache where it has them."""
         cache = self.search_cache
