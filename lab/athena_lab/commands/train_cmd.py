@@ -55,11 +55,13 @@ def continuity(
     The model options exist to reproduce the comparisons in docs/segmentation.md; the defaults are
     the committed artifact's recipe (the agnostic variant picks its own strength and ignores them).
     """
+    from dataclasses import replace
+
     from athena_lab.segmentation.train_continuity import DETECTOR_DIR, TrainConfig, train_continuity
 
     base = TrainConfig(seed=seed)
-    train_config = TrainConfig(
-        seed=seed,
+    train_config = replace(
+        base,
         hidden_units=base.hidden_units if hidden_units is None else hidden_units,
         alpha=base.alpha if alpha is None else alpha,
         l2_c=base.l2_c if l2_c is None else l2_c,
