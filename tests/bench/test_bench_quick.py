@@ -55,6 +55,8 @@ STAGE_KEYS = {
         "decisions_per_s",
         "decision_embedding_share",
         "decisions_per_s_pair_cosine",
+        "decide_ms",
+        "decide_ms_cached",
         "decisions_per_s_per_process",
         "decisions_per_s_per_worker",
         "cognition_workers",

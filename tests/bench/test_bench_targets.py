@@ -20,6 +20,7 @@ def _full_run(**overrides: Any) -> dict[str, Any]:
         "search_chains": 100_000,
         "e2e_p95_ms": 80.0,
         "pipeline_vs_embed": 0.2,
+        "decide_ms": 15.0,
         "peak_rss_mib": {"formation": 900.0, "cognition": 700.0, "ingest": 90.0},
     }
     doc.update(overrides)
@@ -49,6 +50,7 @@ def test_a_figure_past_its_bound_is_missed() -> None:
             search_p95_vs_vector_step=2.2,
             e2e_p95_ms=1000.5,
             pipeline_vs_embed=0.013,
+            decide_ms=15.2,
             peak_rss_mib={"cognition": 1500.0},
         )
     )
@@ -57,6 +59,7 @@ def test_a_figure_past_its_bound_is_missed() -> None:
     assert verdicts["search_p95_vs_vector_step"]["verdict"] == "missed"
     assert verdicts["e2e_p95_ms"]["verdict"] == "missed"
     assert verdicts["pipeline_vs_embed"]["verdict"] == "missed"
+    assert verdicts["decide_ms"]["verdict"] == "missed"
     # 1.5 GB is 1,430.5 MiB: 1,500 MiB is over it.
     assert verdicts["peak_rss_mib.cognition"]["verdict"] == "missed"
 

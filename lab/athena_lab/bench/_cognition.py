@@ -6,6 +6,8 @@ open segment (the turns since the last break), with the default scorer (continui
 its opener model), its calibrated thresholds, no arbiter (no LLM) and the local embedding model.
 Each repeat starts from an empty embedding cache, so every text is embedded once, as in a worker
 meeting a conversation for the first time. Baseline: the seed's pair_cosine scorer, same replay.
+The same replay is then run again over the warm cache: the detector's own time per decision
+(features, scorer, opener, gate), without the embedding model.
 
 Per worker and per process: a cognition process runs MEMORY_WORKER_COUNT workers (default 2) that
 share one embedder, whose concurrent calls share forward passes. So the replay also runs as that many
@@ -46,12 +48,16 @@ class _TimedEmbedder:
             self.seconds += time.perf_counter() - t
 
 
-async def _replay(scorer_name: str, turns: list, passes: int) -> tuple[int, float, float]:
-    """One worker alone. Returns (decisions, seconds, seconds inside embed())."""
+async def _replay(scorer_name: str, turns: list, passes: int) -> tuple[int, float, float, float]:
+    """One worker alone. Returns (decisions, seconds, seconds inside embed(), seconds of the same
+    replay again over the warm cache)."""
     embedder = _TimedEmbedder(LocalEmbedder(cache=EmbeddingCache()))
     t0 = time.perf_counter()
     decisions = await _decide_all(scorer_name, turns, passes, embedder, salt="")
-    return decisions, time.perf_counter() - t0, embedder.seconds
+    cold = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    await _decide_all(scorer_name, turns, passes, embedder, salt="")
+    return decisions, cold, embedder.seconds, time.perf_counter() - t1
 
 
 async def _process_replay(turns: list, passes: int, workers: int) -> tuple[int, float]:
@@ -92,13 +98,18 @@ async def _measure(repeats: int, passes: int, tick: Callable[[], None], workers:
     await _replay("pair_cosine", turns, 1)
     await _process_replay(turns, 1, workers)
     dps, share, base_dps, base_share, proc_dps, worker_dps, n_dec = [], [], [], [], [], [], 0
+    ms, warm_ms, base_ms, base_warm_ms = [], [], [], []
     for _ in range(repeats):
-        n_dec, el, emb = await _replay("continuity", turns, passes)
+        n_dec, el, emb, warm = await _replay("continuity", turns, passes)
         dps.append(n_dec / el)
         share.append(emb / el)
-        nb, el, emb = await _replay("pair_cosine", turns, passes)
+        ms.append(1000 * el / n_dec)
+        warm_ms.append(1000 * warm / n_dec)
+        nb, el, emb, warm = await _replay("pair_cosine", turns, passes)
         base_dps.append(nb / el)
         base_share.append(emb / el)
+        base_ms.append(1000 * el / nb)
+        base_warm_ms.append(1000 * warm / nb)
         n_proc, el = await _process_replay(turns, passes, workers)
         proc_dps.append(n_proc / el)
         worker_dps.append(n_proc / el / workers)
@@ -107,6 +118,14 @@ async def _measure(repeats: int, passes: int, tick: Callable[[], None], workers:
     res.figures = [
         Figure("decide() continuity scorer", "decisions/s", summary(dps), "pair_cosine scorer", summary(base_dps)),
         Figure("share of time embedding", "fraction", summary(share), "pair_cosine scorer", summary(base_share)),
+        Figure("decide() per decision, embedding included", "ms", summary(ms), "pair_cosine scorer", summary(base_ms)),
+        Figure(
+            "decide() per decision, embeddings cached",
+            "ms",
+            summary(warm_ms),
+            "pair_cosine scorer",
+            summary(base_warm_ms),
+        ),
         Figure(
             f"decide() per process, {workers} workers",
             "decisions/s",
@@ -126,8 +145,10 @@ async def _measure(repeats: int, passes: int, tick: Callable[[], None], workers:
         "decisions_per_s": res.figures[0].value["median"],
         "decision_embedding_share": res.figures[1].value["median"],
         "decisions_per_s_pair_cosine": res.figures[0].baseline["median"],  # type: ignore[index]
-        "decisions_per_s_per_process": res.figures[2].value["median"],
-        "decisions_per_s_per_worker": res.figures[3].value["median"],
+        "decide_ms": res.figures[2].value["median"],
+        "decide_ms_cached": res.figures[3].value["median"],
+        "decisions_per_s_per_process": res.figures[4].value["median"],
+        "decisions_per_s_per_worker": res.figures[5].value["median"],
         "cognition_workers": workers,
     }
     res.detail = {

@@ -60,6 +60,13 @@ TARGETS: tuple[Target, ...] = (
         unit="x",
     ),
     Target(
+        "decide_ms",
+        "decide() per decision, embedding its new texts included, one worker, no LLM",
+        15.0,
+        at_least=False,
+        unit="ms",
+    ),
+    Target(
         "peak_rss_mib.cognition",
         "cognition peak RSS with the model loaded",
         1.5 * _GB_IN_MIB,

@@ -7,8 +7,9 @@ Recipe (docs/segmentation.md explains the why):
 - examples: every user message that reaches the scorer, with the window the detector would see if
   it had segmented correctly so far (a segment opens at the first user message at or after a
   reference boundary, since the detector only cuts at user messages); label = reference start;
-- model: standardized features -> L2 logistic regression for P(same topic), sklearn to fit, numpy
-  to run;
+- model: standardized features -> one hidden layer of 64 tanh units (L2 alpha 30) -> logistic
+  output for P(same topic), sklearn to fit, numpy to run (chosen by the same cross-validation over
+  hidden units and strengths; docs/segmentation.md);
 - threshold: a gray-zone midpoint picked by k-fold cross-validation over the *training* dialogues
   (never on the measured sets): each fold's model, fitted on the other folds, replays `decide()`
   over the fold at every midpoint, and the lowest pooled mean Pk wins; then the model is refit on
@@ -72,8 +73,8 @@ class TrainConfig:
     weight_tiage: float = 3.0  # tiage is 4x smaller and the harder domain
     weight_splice: float = 3.0
     l2_c: float = 0.01  # inverse L2 strength of the logistic regression (416 inputs, ~9k examples)
-    hidden_units: int = 0  # tanh hidden units before the logistic output; 0 = the logistic regression alone
-    alpha: float = 1.0  # L2 penalty of the hidden-layer model (unused without one)
+    hidden_units: int = 64  # tanh hidden units before the logistic output; 0 = the logistic regression alone
+    alpha: float = 30.0  # L2 penalty of the hidden-layer model (unused without one)
     midpoints: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
     gray_half_width: float = 0.15  # gray zone = midpoint +- this (where an LLM, if any, is asked)
     max_events_before_flush: int = 20  # the default STM_MAX_EVENTS_BEFORE_FLUSH, as in production
