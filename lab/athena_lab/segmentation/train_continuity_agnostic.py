@@ -71,7 +71,8 @@ Starts = dict[str, tuple[int, ...]]
 @dataclass(frozen=True)
 class AgnosticConfig:
     continuity: TrainConfig = field(default_factory=TrainConfig)
-    """Data, weights, splices, gray-zone half width, flush size and midpoints; its l2_c is not used."""
+    """Data, weights, splices, gray-zone half width, flush size and midpoints; its model options
+    (l2_c, hidden_units, alpha) are not used: the variant's own logistic regression is chosen from l2_cs."""
     l2_cs: tuple[float, ...] = (0.01, 0.1, 1.0)
     folds: int = 5
     opener_thresholds: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80)
