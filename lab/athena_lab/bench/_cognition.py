@@ -98,57 +98,56 @@ async def _measure(repeats: int, passes: int, tick: Callable[[], None], workers:
     await _replay("pair_cosine", turns, 1)
     await _process_replay(turns, 1, workers)
     dps, share, base_dps, base_share, proc_dps, worker_dps, n_dec = [], [], [], [], [], [], 0
-    ms, warm_ms, base_ms, base_warm_ms = [], [], [], []
+    warm_ms, base_warm_ms = [], []
     for _ in range(repeats):
         n_dec, el, emb, warm = await _replay("continuity", turns, passes)
         dps.append(n_dec / el)
         share.append(emb / el)
-        ms.append(1000 * el / n_dec)
         warm_ms.append(1000 * warm / n_dec)
         nb, el, emb, warm = await _replay("pair_cosine", turns, passes)
         base_dps.append(nb / el)
         base_share.append(emb / el)
-        base_ms.append(1000 * el / nb)
         base_warm_ms.append(1000 * warm / nb)
         n_proc, el = await _process_replay(turns, passes, workers)
         proc_dps.append(n_proc / el)
         worker_dps.append(n_proc / el / workers)
         tick()
+    one_worker = Figure(
+        "decide() continuity scorer", "decisions/s", summary(dps), "pair_cosine scorer", summary(base_dps)
+    )
+    embedding_share = Figure(
+        "share of time embedding", "fraction", summary(share), "pair_cosine scorer", summary(base_share)
+    )
+    per_decision = Figure(
+        "decide() per decision, embedding included",
+        "ms",
+        summary([1000 / d for d in dps]),
+        "pair_cosine scorer",
+        summary([1000 / d for d in base_dps]),
+    )
+    per_decision_cached = Figure(
+        "decide() per decision, embeddings cached", "ms", summary(warm_ms), "pair_cosine scorer", summary(base_warm_ms)
+    )
+    per_process = Figure(
+        f"decide() per process, {workers} workers", "decisions/s", summary(proc_dps), "one worker alone", summary(dps)
+    )
+    per_worker = Figure(
+        f"decide() per worker, {workers} in a process",
+        "decisions/s",
+        summary(worker_dps),
+        "one worker alone",
+        summary(dps),
+    )
     res = StageResult(stage="cognition")
-    res.figures = [
-        Figure("decide() continuity scorer", "decisions/s", summary(dps), "pair_cosine scorer", summary(base_dps)),
-        Figure("share of time embedding", "fraction", summary(share), "pair_cosine scorer", summary(base_share)),
-        Figure("decide() per decision, embedding included", "ms", summary(ms), "pair_cosine scorer", summary(base_ms)),
-        Figure(
-            "decide() per decision, embeddings cached",
-            "ms",
-            summary(warm_ms),
-            "pair_cosine scorer",
-            summary(base_warm_ms),
-        ),
-        Figure(
-            f"decide() per process, {workers} workers",
-            "decisions/s",
-            summary(proc_dps),
-            "one worker alone",
-            summary(dps),
-        ),
-        Figure(
-            f"decide() per worker, {workers} in a process",
-            "decisions/s",
-            summary(worker_dps),
-            "one worker alone",
-            summary(dps),
-        ),
-    ]
+    res.figures = [one_worker, embedding_share, per_decision, per_decision_cached, per_process, per_worker]
     res.keys = {
-        "decisions_per_s": res.figures[0].value["median"],
-        "decision_embedding_share": res.figures[1].value["median"],
-        "decisions_per_s_pair_cosine": res.figures[0].baseline["median"],  # type: ignore[index]
-        "decide_ms": res.figures[2].value["median"],
-        "decide_ms_cached": res.figures[3].value["median"],
-        "decisions_per_s_per_process": res.figures[4].value["median"],
-        "decisions_per_s_per_worker": res.figures[5].value["median"],
+        "decisions_per_s": one_worker.value["median"],
+        "decision_embedding_share": embedding_share.value["median"],
+        "decisions_per_s_pair_cosine": one_worker.baseline["median"],  # type: ignore[index]
+        "decide_ms": per_decision.value["median"],
+        "decide_ms_cached": per_decision_cached.value["median"],
+        "decisions_per_s_per_process": per_process.value["median"],
+        "decisions_per_s_per_worker": per_worker.value["median"],
         "cognition_workers": workers,
     }
     res.detail = {

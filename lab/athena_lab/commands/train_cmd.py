@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,6 +21,11 @@ _HiddenUnits = Annotated[
 ]
 _Alpha = Annotated[float | None, typer.Option("--alpha", min=0.0, help="L2 penalty of the hidden-layer model.")]
 _L2C = Annotated[float | None, typer.Option("--l2-c", min=0.0, help="Inverse L2 strength of the logistic regression.")]
+
+
+def _given(**options: float | None) -> dict[str, Any]:
+    """The model options set on the command line, to replace in the recipe's defaults."""
+    return {name: value for name, value in options.items() if value is not None}
 
 
 @app.callback()
@@ -59,13 +64,7 @@ def continuity(
 
     from athena_lab.segmentation.train_continuity import DETECTOR_DIR, TrainConfig, train_continuity
 
-    base = TrainConfig(seed=seed)
-    train_config = replace(
-        base,
-        hidden_units=base.hidden_units if hidden_units is None else hidden_units,
-        alpha=base.alpha if alpha is None else alpha,
-        l2_c=base.l2_c if l2_c is None else l2_c,
-    )
+    train_config = replace(TrainConfig(seed=seed), **_given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c))
 
     def log(msg: str) -> None:
         _err.print(msg, markup=False, highlight=False, soft_wrap=True)
@@ -109,14 +108,7 @@ def opener(
     from athena_lab.segmentation.train_opener import DETECTOR_DIR, OpenerConfig, train_opener
 
     config = OpenerConfig()
-    spec = config.spec
-    spec = replace(
-        spec,
-        hidden_units=spec.hidden_units if hidden_units is None else hidden_units,
-        alpha=spec.alpha if alpha is None else alpha,
-        l2_c=spec.l2_c if l2_c is None else l2_c,
-    )
-    config = replace(config, spec=spec)
+    config = replace(config, spec=replace(config.spec, **_given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c)))
     record = asyncio.run(
         train_opener(
             out_dir=out or DETECTOR_DIR,

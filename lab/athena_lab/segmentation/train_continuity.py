@@ -72,7 +72,7 @@ class TrainConfig:
     weight_superseg: float = 1.0
     weight_tiage: float = 3.0  # tiage is 4x smaller and the harder domain
     weight_splice: float = 3.0
-    l2_c: float = 0.01  # inverse L2 strength of the logistic regression (416 inputs, ~9k examples)
+    l2_c: float = 0.01  # inverse L2 strength of the logistic regression (used when hidden_units is 0)
     hidden_units: int = 64  # tanh hidden units before the logistic output; 0 = the logistic regression alone
     alpha: float = 30.0  # L2 penalty of the hidden-layer model (unused without one)
     midpoints: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
