@@ -92,14 +92,35 @@ async def test_the_int8_query_encoder_gives_vectors_close_to_the_float_models_bu
     assert float(quantized[0] @ reference[0]) > float(quantized[0] @ reference[1])  # still nearest its own text
 
 
-def test_search_queries_use_the_int8_copy_of_the_local_model_unless_turned_off() -> None:
-    local = make_embedder(load_settings())
-    query = make_query_embedder(load_settings(), embedder=local)
+def test_search_queries_use_the_int8_copy_of_the_local_model_against_float_chains_unless_turned_off() -> None:
+    float_chains = load_settings(embedding_int8=False)
+    local = make_embedder(float_chains)
+    query = make_query_embedder(float_chains, embedder=local)
     assert isinstance(query, LocalEmbedder) and query is not local and query._quantized
     assert query.cache is not local.cache  # the two models' vectors never mix in one cache
-    assert make_query_embedder(load_settings(search_query_int8=False), embedder=local) is local
+    assert make_query_embedder(load_settings(embedding_int8=False, search_query_int8=False), embedder=local) is local
     remote = make_embedder(load_settings(embedding_provider="openai", embedding_base_url="http://x/v1"))
     assert make_query_embedder(load_settings(), embedder=remote) is remote
+
+
+def test_the_services_embed_with_the_int8_copy_of_the_local_model_unless_turned_off() -> None:
+    from athena_cognition.server import detector_setup
+
+    settings = load_settings()
+    chains = make_embedder(settings, small_batch_threads=None)  # as formation builds it
+    decisions = detector_setup(settings).embedder  # what cognition's workers embed with
+    query = make_query_embedder(settings, embedder=chains)
+    assert isinstance(chains, LocalEmbedder) and chains._quantized
+    # One model everywhere: the vectors cognition hands formation with a segment are formation's own.
+    assert isinstance(decisions, LocalEmbedder) and decisions.model_key == chains.model_key
+    assert isinstance(query, LocalEmbedder) and query._quantized and query.model_key == chains.model_key
+
+    float_model = load_settings(embedding_int8=False)
+    chains = make_embedder(float_model, small_batch_threads=None)
+    assert isinstance(chains, LocalEmbedder) and not chains._quantized
+    assert chains.model_key != make_embedder(settings).model_key  # the two models' vectors never mix
+    assert make_query_embedder(float_model, embedder=chains) is not chains  # SEARCH_QUERY_INT8 still applies
+    assert make_query_embedder(load_settings(embedding_int8=False, search_query_int8=False), embedder=chains) is chains
 
 
 async def test_a_search_query_is_encoded_on_one_torch_thread_and_chains_keep_torchs_own_count() -> None:

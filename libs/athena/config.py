@@ -197,6 +197,8 @@ class Settings(BaseSettings):
     """API key of the embeddings endpoint."""
     embedding_dim: int = Field(default=384, ge=1)
     """Dimension of the embeddings (384 for all-MiniLM-L6-v2)."""
+    embedding_int8: bool = True
+    """With the local embedding model: every text is embedded by an int8 copy of it (chain vectors, the chain-break detector's decisions, search queries), about 2.5x faster than the float model, with the detectors trained on the float model's vectors (segmentation and LoCoMo figures in docs/segmentation.md and docs/formation.md). false: the float model for chains and decisions (SEARCH_QUERY_INT8 then decides for queries)."""
 
     # --- LLM ----------------------------------------------------------------------------------------
     llm_base_url: str = ""
@@ -250,7 +252,7 @@ class Settings(BaseSettings):
     search_size_prior_min_events: int = Field(default=5, ge=1)
     """The size prior counts a chain as at least this many events: chains shorter than it get no further lift, so a few lines of greeting or sign-off do not outrank the conversation they close. 1 lifts every size."""
     search_query_int8: bool = True
-    """With the local embedding model: search queries are embedded by an int8 copy of it, about 3x faster, against chains embedded by the float model (recall@5 on LoCoMo within 0.005, docs/benchmarks.md). false: the float model for queries too."""
+    """With the local embedding model and EMBEDDING_INT8=false: search queries are embedded by an int8 copy of it, about 3x faster, against chains embedded by the float model (recall@5 on LoCoMo within 0.005, docs/benchmarks.md). false: the float model for queries too. With EMBEDDING_INT8 (the default) queries are embedded by the int8 copy, as chains are."""
     search_chain_cache_max_documents: int = Field(default=10_000, ge=0)
     """Milvus Lite only (formation the one writer of chains): most chain documents formation keeps in memory for the searches that return them again (0: every search reads MongoDB)."""
     search_lexicon_refresh_seconds: float = Field(default=2.0, gt=0)

@@ -56,6 +56,7 @@ STAGE_KEYS = {
         "decision_embedding_share",
         "decisions_per_s_pair_cosine",
         "decide_ms",
+        "decide_ms_float_model",
         "decide_ms_cached",
         "decisions_per_s_per_process",
         "decisions_per_s_per_worker",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from athena.embeddings import LocalEmbedder
+from athena.config import load_settings
+from athena.embeddings import LocalEmbedder, make_embedder
 from athena_cli.stack import LocalStack
 from athena_lab.locomo import chunk_baseline, load_conversation, run_locomo
 
@@ -54,7 +55,7 @@ async def test_the_eval_replays_eight_sessions_and_recalls_above_its_floor_besid
         f"redis://127.0.0.1:{stack.ports.redis}/0",
         [path],
         k=5,
-        embedder=LocalEmbedder(),
+        embedder=make_embedder(load_settings(), small_batch_threads=None),  # the chunks as formation embeds chains
         timeout=240,
         dump=dumped,
     )
@@ -82,9 +83,9 @@ async def test_the_eval_replays_eight_sessions_and_recalls_above_its_floor_besid
     assert result["evidence_in_rejected"] == sum(1 for q in conv.questions if set(q["evidence"]) & unchained)
     assert 0 < result["mean_turns_per_hit"] <= max(len(c["turns"]) for c in dumped[0]["chains"])  # type: ignore[index,union-attr,arg-type]
     # Regression floor: the shipped defaults find 60 of these 66 questions' evidence (0.909) in hits
-    # of 12.9 turns (docs/formation.md, "Measured retrieval"); two questions fewer fails.
+    # of 13.6 turns (docs/formation.md, "Measured retrieval"); two questions fewer fails.
     assert result["recall_at_k"] >= 0.89
-    assert result["mean_turns_per_hit"] <= 13.5
+    assert result["mean_turns_per_hit"] <= 14.0
 
 
 async def test_the_hybrid_baseline_finds_the_chunk_holding_a_rare_word_of_the_question(tmp_path: Path) -> None:

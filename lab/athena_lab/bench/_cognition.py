@@ -3,7 +3,9 @@
 The demo's sample conversation is replayed the way the worker sees it, by the detector's `replay()`
 (the one the segmentation evaluation and training use): each user message is decided against the
 open segment (the turns since the last break), with the default scorer (continuity, with
-its opener model), its calibrated thresholds, no arbiter (no LLM) and the local embedding model.
+its opener model), its calibrated thresholds, no arbiter (no LLM) and the local embedding model as
+cognition runs it by default (its int8 copy, EMBEDDING_INT8); the time per decision is also
+measured with the float model, as its baseline.
 Each repeat starts from an empty embedding cache, so every text is embedded once, as in a worker
 meeting a conversation for the first time. Baseline: the seed's pair_cosine scorer, same replay.
 The same replay is then run again over the warm cache: the detector's own time per decision
@@ -48,10 +50,20 @@ class _TimedEmbedder:
             self.seconds += time.perf_counter() - t
 
 
-async def _replay(scorer_name: str, turns: list, passes: int) -> tuple[int, float, float, float]:
+INT8_DEFAULT: bool = Settings.model_fields["embedding_int8"].default
+
+
+def _decision_embedder(*, int8: bool) -> LocalEmbedder:
+    """As make_embedder builds cognition's, with an empty cache of its own."""
+    return LocalEmbedder(cache=EmbeddingCache(), small_batch_threads=1, quantized=int8)
+
+
+async def _replay(
+    scorer_name: str, turns: list, passes: int, *, int8: bool = INT8_DEFAULT
+) -> tuple[int, float, float, float]:
     """One worker alone. Returns (decisions, seconds, seconds inside embed(), seconds of the same
     replay again over the warm cache)."""
-    embedder = _TimedEmbedder(LocalEmbedder(cache=EmbeddingCache()))
+    embedder = _TimedEmbedder(_decision_embedder(int8=int8))
     t0 = time.perf_counter()
     decisions = await _decide_all(scorer_name, turns, passes, embedder, salt="")
     cold = time.perf_counter() - t0
@@ -63,7 +75,7 @@ async def _replay(scorer_name: str, turns: list, passes: int) -> tuple[int, floa
 async def _process_replay(turns: list, passes: int, workers: int) -> tuple[int, float]:
     """`workers` concurrent workers over one embedder, as a cognition process runs them. Returns
     (decisions of all workers, seconds)."""
-    embedder = LocalEmbedder(cache=EmbeddingCache())
+    embedder = _decision_embedder(int8=INT8_DEFAULT)
     t0 = time.perf_counter()
     counts = await asyncio.gather(
         *(_decide_all("continuity", turns, passes, embedder, salt=f"w{w} ") for w in range(workers))
@@ -93,17 +105,21 @@ async def _measure(repeats: int, passes: int, tick: Callable[[], None], workers:
     from athena_cli.sample_conversation import sample_conversation
 
     turns = sample_conversation()
-    await LocalEmbedder(cache=EmbeddingCache()).embed(["load the model"])  # model load outside the timing
+    for int8 in (False, True):  # both models loaded outside the timing
+        await _decision_embedder(int8=int8).embed(["load the model"])
     await _replay("continuity", turns, 1)
+    await _replay("continuity", turns, 1, int8=False)
     await _replay("pair_cosine", turns, 1)
     await _process_replay(turns, 1, workers)
     dps, share, base_dps, base_share, proc_dps, worker_dps, n_dec = [], [], [], [], [], [], 0
-    warm_ms, base_warm_ms = [], []
+    warm_ms, base_warm_ms, float_dps = [], [], []
     for _ in range(repeats):
         n_dec, el, emb, warm = await _replay("continuity", turns, passes)
         dps.append(n_dec / el)
         share.append(emb / el)
         warm_ms.append(1000 * warm / n_dec)
+        n_float, el, _, _ = await _replay("continuity", turns, passes, int8=False)
+        float_dps.append(n_float / el)
         nb, el, emb, warm = await _replay("pair_cosine", turns, passes)
         base_dps.append(nb / el)
         base_share.append(emb / el)
@@ -122,8 +138,8 @@ async def _measure(repeats: int, passes: int, tick: Callable[[], None], workers:
         "decide() per decision, embedding included",
         "ms",
         summary([1000 / d for d in dps]),
-        "pair_cosine scorer",
-        summary([1000 / d for d in base_dps]),
+        "the float model",
+        summary([1000 / d for d in float_dps]),
     )
     per_decision_cached = Figure(
         "decide() per decision, embeddings cached", "ms", summary(warm_ms), "pair_cosine scorer", summary(base_warm_ms)
@@ -145,6 +161,7 @@ async def _measure(repeats: int, passes: int, tick: Callable[[], None], workers:
         "decision_embedding_share": embedding_share.value["median"],
         "decisions_per_s_pair_cosine": one_worker.baseline["median"],  # type: ignore[index]
         "decide_ms": per_decision.value["median"],
+        "decide_ms_float_model": per_decision.baseline["median"],  # type: ignore[index]
         "decide_ms_cached": per_decision_cached.value["median"],
         "decisions_per_s_per_process": per_process.value["median"],
         "decisions_per_s_per_worker": per_worker.value["median"],

@@ -15,8 +15,9 @@ same texts in batches of 64 in this process while the stack is idle: the ceiling
 every message needs at least one forward pass. `pipeline_vs_embed` is the first over the last.
 
 A full run also measures its lever in the same run: the repeats alternate, in ABBA order, between
-cognition handing its vectors to formation (EMBEDDINGS_HANDOFF, the default: the stage's figures) and
-not (`pipeline_messages_per_s_without_handoff`), cognition restarted with the setting between them.
+the services embedding with the int8 copy of the model (EMBEDDING_INT8, the default: the stage's
+figures) and with the float model (`pipeline_messages_per_s_float_model`), cognition and formation
+restarted with the setting between them.
 """
 
 from __future__ import annotations
@@ -105,19 +106,24 @@ async def _one_repeat(stack: LocalStack, scopes: int, timeout: float) -> tuple[f
     return seconds, decided, chains, len(tasks) - len(final)
 
 
-async def _set_handoff(stack: LocalStack, on: bool) -> None:
-    """Cognition running with EMBEDDINGS_HANDOFF `on` (restarted when it runs with the other value)."""
+_EMBEDDING_SERVICES = ("formation", "cognition")  # formation first: cognition's workers call it
+
+
+async def _set_int8(stack: LocalStack, on: bool) -> None:
+    """Cognition and formation running with EMBEDDING_INT8 `on` (restarted when they run with the other value)."""
     value = "true" if on else "false"
-    if stack.env.get("EMBEDDINGS_HANDOFF", "true") == value and "cognition" in stack.procs:
+    if stack.env.get("EMBEDDING_INT8", "true") == value and all(s in stack.procs for s in _EMBEDDING_SERVICES):
         return
-    await asyncio.to_thread(stack.stop_service, "cognition")
-    stack.env = {**stack.env, "EMBEDDINGS_HANDOFF": value}
-    stack.start_service("cognition")
-    await asyncio.to_thread(stack.wait_serving, "cognition", timeout=180)
+    for service in _EMBEDDING_SERVICES:
+        await asyncio.to_thread(stack.stop_service, service)
+    stack.env = {**stack.env, "EMBEDDING_INT8": value}
+    for service in _EMBEDDING_SERVICES:
+        stack.start_service(service)
+        await asyncio.to_thread(stack.wait_serving, service, timeout=180)
 
 
 def _abba(repeats: int) -> list[bool]:
-    """The hand-off per repeat: on, off, off, on, on, off, ... (each side as often, drift balanced)."""
+    """The lever per repeat: on, off, off, on, on, off, ... (each side as often, drift balanced)."""
     return [(i + 1) % 4 in (1, 0) for i in range(2 * repeats)]
 
 
@@ -130,21 +136,21 @@ async def _measure(
     embed_rates = await _embed_rate(texts, repeats)
     messages: list[float] = []
     chains: list[float] = []
-    without: list[float] = []
+    float_model: list[float] = []
     seconds: list[float] = []
     missing = 0
-    for handoff in _abba(repeats) if lever_pairs else [True] * repeats:
-        await _set_handoff(stack, handoff)
+    for int8 in _abba(repeats) if lever_pairs else [True] * repeats:
+        await _set_int8(stack, int8)
         s, decided, formed, lost = await _one_repeat(stack, scopes, timeout)
         missing += lost
-        if not handoff:
-            without.append(decided / s)
+        if not int8:
+            float_model.append(decided / s)
             continue
         seconds.append(s)
         messages.append(decided / s)
         chains.append(formed / s)
         tick()
-    await _set_handoff(stack, True)
+    await _set_int8(stack, True)
     res = StageResult(stage="pipeline")
     res.figures = [
         Figure(
@@ -156,14 +162,14 @@ async def _measure(
         ),
         Figure(f"chains formed, {scopes} scopes at once", "chains/s", summary(chains)),
     ]
-    if without:
+    if float_model:
         res.figures.append(
             Figure(
-                "user messages decided and formed, with cognition's vectors handed to formation",
+                "user messages decided and formed, the int8 copy of the model",
                 "msg/s",
                 summary(messages),
-                "without (EMBEDDINGS_HANDOFF=false), same run",
-                summary(without),
+                "the float model (EMBEDDING_INT8=false), same run",
+                summary(float_model),
             )
         )
     res.keys = {
@@ -171,7 +177,7 @@ async def _measure(
         "pipeline_chains_per_s": summary(chains)["median"],
         "embed_batched_per_s": summary(embed_rates)["median"],
         "pipeline_vs_embed": res.figures[0].ratio(),
-        "pipeline_messages_per_s_without_handoff": summary(without)["median"] if without else None,
+        "pipeline_messages_per_s_float_model": summary(float_model)["median"] if float_model else None,
     }
     res.detail = {
         "scopes": scopes,

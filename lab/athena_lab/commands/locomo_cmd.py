@@ -53,7 +53,7 @@ def locomo(
 ) -> None:
     """Replay each conversation through a fresh local stack and measure what SearchMemory retrieves."""
     from athena.config import load_settings
-    from athena.embeddings import LocalEmbedder, make_query_embedder
+    from athena.embeddings import make_embedder, make_query_embedder
     from athena_cli.stack import LocalStack, StackPorts
     from athena_formation.search.ranking import Ranking
     from athena_lab.locomo import run_locomo
@@ -90,7 +90,8 @@ def locomo(
                     stack.redis_url,
                     files,
                     k=k,
-                    embedder=(embedder := LocalEmbedder()),
+                    # The chunks embedded as the stack's formation embeds chains (EMBEDDING_INT8).
+                    embedder=(embedder := make_embedder(settings, small_batch_threads=None)),
                     query_embedder=make_query_embedder(settings, embedder=embedder),
                     timeout=timeout,
                     progress=update,

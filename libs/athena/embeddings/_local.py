@@ -146,9 +146,10 @@ def _quantized_transformer(model: Any) -> Any:
     activations quantized on the fly), or None when this torch cannot quantize.
 
     Why: the Linear layers are nearly all of a short text's forward pass, and int8 kernels run them
-    several times faster on the CPU. The vectors move a little, so only search queries use it,
-    against chains embedded by the float model, where the LoCoMo recall did not move beyond noise
-    (docs/benchmarks.md, "Measured choices in the code")."""
+    several times faster on the CPU. The vectors move a little (cosine to the float model's at least
+    0.957 over 100 questions); chains, decisions and queries embedded by it gave LoCoMo recall and
+    segmentation Pk within the noise of the float model's (EMBEDDING_INT8; docs/benchmarks.md,
+    "Measured choices in the code")."""
     import copy
 
     import torch
@@ -171,7 +172,7 @@ class LocalEmbedder:
     concurrent callers), cached. By default the transformer runs as frozen TorchScript
     (`_compile_transformer`); `torchscript=False` keeps sentence-transformers' own eager encode, whose
     vectors the trainers' caches and artifacts were made with. `quantized=True` runs an int8 copy of
-    the transformer instead (`_quantized_transformer`): for search queries only."""
+    the transformer instead (`_quantized_transformer`), as the services do by default (EMBEDDING_INT8)."""
 
     def __init__(
         self,
@@ -249,13 +250,13 @@ class LocalEmbedder:
     def _compile_quantized(self, model: Any) -> Any:
         int8 = _quantized_transformer(model)
         if int8 is None:
-            log.warning("the embedding model could not be quantized to int8; search queries use the float model")
+            log.warning("the embedding model could not be quantized to int8; the float model serves instead")
             return self._float_compiled(model) if self._torchscript else None  # the float graph, shared
         frozen = _compile_transformer(model, int8) if self._torchscript else None
         if frozen is not None:
-            log.info("search queries are embedded by an int8 copy of the model, frozen as TorchScript")
+            log.info("texts are embedded by an int8 copy of the model, frozen as TorchScript")
             return frozen
-        log.info("search queries are embedded by an int8 copy of the model")
+        log.info("texts are embedded by an int8 copy of the model")
         return lambda ids, mask: int8(input_ids=ids, attention_mask=mask).last_hidden_state
 
     def _encode_compiled(self, model: Any, compiled: Any, texts: list[str]) -> np.ndarray:
