@@ -105,8 +105,7 @@ async def _measure(repeats: int, passes: int, tick: Callable[[], None], workers:
     from athena_cli.sample_conversation import sample_conversation
 
     turns = sample_conversation()
-    for int8 in (False, True):  # both models loaded outside the timing
-        await _decision_embedder(int8=int8).embed(["load the model"])
+    # Untimed warm-up replays: both models load (and trace) outside the timing.
     await _replay("continuity", turns, 1)
     await _replay("continuity", turns, 1, int8=False)
     await _replay("pair_cosine", turns, 1)
