@@ -32,6 +32,7 @@ from athena.queue import TaskResult
 from athena_cli.demo import wait_until_processed
 from athena_client import AsyncAthenaClient, EventInput
 from athena_formation.search.lexicon import chain_lexicon, query_terms
+from athena_formation.search.query_period import query_periods, told_in_each
 from athena_formation.search.ranking import Ranking
 from athena_formation.store.lexical_index import LexiconRow, UserLexicon
 
@@ -143,13 +144,16 @@ async def chunk_baseline(
 
     Where the cuts fall matters (recall at sizes 18 and 20 differs by 0.06 on the shared files), so the
     figures are the mean over the `size` possible alignments of the cuts. Beside it, the same chunks
-    ranked by SearchMemory's hybrid ranking (cosine, the chunk's words, its size): what the search
-    alone is worth, without the pipeline's segmentation. `query_embedder` embeds the questions (as
+    ranked by SearchMemory's hybrid ranking (cosine, the chunk's words, the dates a question names
+    against the chunk's turns' times, its size): what the search alone is worth, without the
+    pipeline's segmentation. `query_embedder` embeds the questions (as
     formation's embeds search queries; `embedder` when None)."""
     ranking = ranking or Ranking()
     vecs = await embedder.embed([t.text for t in conv.turns])
     qv = await (query_embedder or embedder).embed([q["question"] for q in conv.questions])
     query_terms_of = [query_terms(q["question"]) for q in conv.questions]
+    now = datetime.now(UTC)  # as SearchMemory reads "yesterday": at the time of the search
+    periods_of = [query_periods(q["question"], now=now) if ranking.date_weight > 0 else [] for q in conv.questions]
     recalls: list[float] = []
     hybrid_recalls: list[float] = []
     turns_per_hit = np.zeros(len(conv.questions))
@@ -159,6 +163,9 @@ async def chunk_baseline(
         mat = np.stack([vecs[a:b].mean(axis=0) for a, b in chunks])
         mat /= np.linalg.norm(mat, axis=1, keepdims=True)
         sets = [{t.dia_id for t in conv.turns[a:b]} for a, b in chunks]
+        spans = np.array(
+            [(conv.turns[a].timestamp.timestamp(), conv.turns[b - 1].timestamp.timestamp()) for a, b in chunks]
+        )
         lexicon = UserLexicon()
         for j, (a, b) in enumerate(chunks):
             lexicon.put(
@@ -177,9 +184,14 @@ async def chunk_baseline(
             turns_per_hit[i] += float(np.mean([len(sets[j]) for j in top])) / size
             recalled += evidence_recall([sets[j] for j in top], evidence)
             lexical = lexicon.query(query_terms_of[i])
+            told = told_in_each(periods_of[i], spans, unknown=False)
             scores = [
                 ranking.rank(
-                    chain_id=str(j), similarity=float(sims[j]), lexical=lexical.of(str(j)), event_count=len(sets[j])
+                    chain_id=str(j),
+                    similarity=float(sims[j]),
+                    lexical=lexical.of(str(j)),
+                    event_count=len(sets[j]),
+                    told=bool(told[j]),
                 ).score
                 for j in range(len(chunks))
             ]

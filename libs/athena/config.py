@@ -58,6 +58,7 @@ SEED_DEPARTURES: dict[str, str] = {
     "search_lexical_weight": "SearchMemory is hybrid (words and embedding; seed: the embedding; 0 restores it)",
     "search_size_prior": "shorter chains first among equals (seed: no size prior; 0 restores it)",
     "search_size_prior_min_events": "the size prior stops at 5 events (seed: no size prior)",
+    "search_date_weight": "a query's dates lift the chains told then (seed: no dates; 0 restores it)",
     "llm_rate_limit_per_minute": "all processes together, shared through Redis, beside a per-tenant budget (seed: per process)",
 }
 """Settings whose default or meaning departs from the seeds, with a short why (docs/architecture.md,
@@ -247,6 +248,8 @@ class Settings(BaseSettings):
     # --- search (docs/formation.md, "SearchMemory") ----------------------------------------------
     search_lexical_weight: Fraction = 0.7
     """Weight of the query's words (BM25 over the chain's lexicon, scaled to [0, 1]) in a hit's relevance; the embedding's cosine gets 1 minus it. 0 ranks by the embedding alone."""
+    search_date_weight: float = Field(default=0.1, ge=0, le=1)
+    """When a query names a date (a day, a month or a year: "on 3 June, 2023", "in May 2023", "2023-06-03", "yesterday", "last week"; in English, Spanish, French, German, Russian, Chinese, Japanese or Korean), this is added to the score (relevance over the size prior) of a chain told then (its events from a day before to 7 days after). 0 ignores the dates queries name."""
     search_size_prior: float = Field(default=0.3, ge=0, le=2)
     """A hit's relevance is divided by its chain's event count to this power: of two chains as relevant, the shorter comes first. 0 ignores size."""
     search_size_prior_min_events: int = Field(default=5, ge=1)

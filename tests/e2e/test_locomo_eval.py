@@ -10,6 +10,7 @@ import pytest
 from athena.config import load_settings
 from athena.embeddings import LocalEmbedder, make_embedder
 from athena_cli.stack import LocalStack
+from athena_formation.search.ranking import Ranking
 from athena_lab.locomo import chunk_baseline, load_conversation, run_locomo
 
 pytestmark = pytest.mark.slow
@@ -115,3 +116,38 @@ async def test_the_hybrid_baseline_finds_the_chunk_holding_a_rare_word_of_the_qu
 
     assert result.hybrid_recall == 1.0
     assert len(result.turns_per_hit) == 1 and 1.0 <= result.hybrid_turns_per_hit[0] <= 2.0
+
+
+async def test_the_hybrid_baseline_ranks_chunks_by_the_date_a_question_names_as_searchmemory_ranks_chains(
+    tmp_path: Path,
+) -> None:
+    def session(turns: list[str]) -> list[dict[str, str]]:
+        return [{"speaker": "AB"[i % 2], "dia_id": "", "text": t} for i, t in enumerate(turns)]
+
+    may = session(["We went hiking by the lake, a long hiking day.", "Hiking by a lake sounds lovely."])
+    june = session(["We went hiking again.", "Nice, again!"])
+    for number, turns in ((1, may), (2, june)):
+        for i, turn in enumerate(turns):
+            turn["dia_id"] = f"D{number}:{i + 1}"
+    data = {
+        "conversation": {
+            "speaker_a": "A",
+            "speaker_b": "B",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": may,
+            "session_2_date_time": "6:10 pm on 9 June, 2023",
+            "session_2": june,
+        },
+        "qa": [
+            {"question": "Where did A go hiking on 9 June, 2023?", "answer": "", "evidence": ["D2:1"], "category": 2}
+        ],
+    }
+    path = tmp_path / "dated.json"
+    path.write_text(json.dumps(data))
+    conv = load_conversation(path)
+
+    dated = await chunk_baseline(conv, size=2, k=1, embedder=LocalEmbedder(), ranking=Ranking())
+    undated = await chunk_baseline(conv, size=2, k=1, embedder=LocalEmbedder(), ranking=Ranking(date_weight=0.0))
+
+    assert dated.hybrid_recall == 1.0  # every alignment: the chunk holding D2:1 is lifted by its date
+    assert undated.hybrid_recall < 1.0  # by words alone the May chunk wins at least one alignment

@@ -45,7 +45,7 @@ from athena_formation.lifecycle.heat import HeatModel, importance, lifecycle_of
 from athena_formation.search.lexicon import chain_lexicon, lexicon_length, merge_lexicons
 from athena_formation.store.chain_agents import agents_key, chain_agents, with_agent
 from athena_formation.store.chain_store import ChainStore, cutoff, epoch, from_epoch
-from athena_formation.store.lexical_index import LexicalIndex, LexiconRow
+from athena_formation.store.lexical_index import LexicalIndex, LexiconRow, chain_span
 from athena_formation.store.vector_index import VectorIndex
 
 __all__ = ["ChainFormer", "chain_vector", "key_phrases", "new_chain_id"]
@@ -273,6 +273,7 @@ class ChainFormer:
             lexicon=doc.get("lexicon", {}),
             event_count=int(doc.get("event_count", 0)),
             agents=chain_agents(doc),
+            span=chain_span(doc),
         )
 
     async def carry_out(self, segment: formation_pb2.Segment, record: Mapping[str, Any]) -> None:
@@ -460,6 +461,7 @@ class ChainFormer:
                 await self._analysis_embedding(events, analysis),
                 lexicon=words["lexicon"],
                 event_count=len(events),
+                span=(epoch(timestamp_of(events[0].timestamp)), epoch(timestamp_of(events[-1].timestamp))),
             )
         if continues:
             await self._warm_continued(continues, now)
@@ -488,8 +490,10 @@ class ChainFormer:
         lexicon: Mapping[str, int],
         event_count: int,
         agents: Sequence[str] = (),
+        span: tuple[float | None, float | None] = (None, None),
     ) -> None:
-        """`agents`: the chain's agents (chain_agents.py); none given: the scope's agent."""
+        """`agents`: the chain's agents (chain_agents.py); none given: the scope's agent. `span`: the
+        epoch seconds of its first and last event, for the dates a search names."""
         key = agents_key(agents or [scope.agent_id])
         await self.vectors.upsert(
             chain_id=chain_id, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=key, embedding=vector
@@ -497,7 +501,14 @@ class ChainFormer:
         await self._step("vector_written")
         await self.store.set_fields(chain_id, {"embedding_state": "indexed"})
         if self.lexical is not None:
-            row = LexiconRow(chain_id=chain_id, agent_id=key, lexicon=lexicon, event_count=event_count)
+            row = LexiconRow(
+                chain_id=chain_id,
+                agent_id=key,
+                lexicon=lexicon,
+                event_count=event_count,
+                first_event_at=span[0],
+                last_event_at=span[1],
+            )
             self.lexical.put(scope.tenant_id, scope.user_id, row)
         await self._step("indexed")
 
@@ -565,6 +576,7 @@ class ChainFormer:
             lexicon=doc.get("lexicon", {}),
             event_count=int(doc.get("event_count", len(combined))),
             agents=chain_agents(doc),
+            span=chain_span(doc),
         )
         return chain_id, "merged"
 
@@ -650,7 +662,13 @@ class ChainFormer:
         scope = memory_pb2.Scope(tenant_id=chain["tenant_id"], user_id=chain["user_id"], agent_id=chain["agent_id"])
         vector = await self._analysis_embedding(events, analysis)
         await self._index(
-            chain["_id"], scope, vector, lexicon=words["lexicon"], event_count=len(events), agents=fields["agent_ids"]
+            chain["_id"],
+            scope,
+            vector,
+            lexicon=words["lexicon"],
+            event_count=len(events),
+            agents=fields["agent_ids"],
+            span=chain_span(fields),
         )
         return True
 

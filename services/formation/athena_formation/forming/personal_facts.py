@@ -44,6 +44,7 @@ import re
 from collections.abc import Iterable
 
 from athena.text import STOP_WORDS, pieces, tokens
+from athena_formation.text.calendar_words import MONTHS
 from athena_formation.text.gazetteer import FIRST_NAMES
 from athena_formation.text.messages import content_words, split_sentences, strip_markup
 from athena_formation.text.stopwords import SMALLTALK, is_content_word
@@ -77,25 +78,18 @@ _PLURAL = frozenset(
 )
 _CJK_FIRST_PERSON = ("我", "私", "僕", "俺")
 
-_DATE_WORDS = frozenset(
+_DATE_WORDS = frozenset(MONTHS) | frozenset(
     """
-    january february march april may june july august september october november december
-    jan feb mar apr jun jul aug sep sept oct nov dec
     monday tuesday wednesday thursday friday saturday sunday yesterday tomorrow tonight weekend
-    enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre
     lunes martes miércoles jueves viernes sábado domingo mañana ayer
-    janvier février mars avril mai juin juillet août septembre octobre novembre décembre
     lundi mardi mercredi jeudi vendredi samedi dimanche demain hier
-    januar februar märz juni juli oktober dezember montag dienstag mittwoch donnerstag freitag
-    samstag sonntag morgen gestern
-    janeiro fevereiro março maio junho julho setembro outubro novembro dezembro amanhã ontem
-    gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre domani ieri
-    января февраля марта апреля мая июня июля августа сентября октября ноября декабря понедельник
-    вторник среда четверг пятница суббота воскресенье завтра вчера
+    montag dienstag mittwoch donnerstag freitag samstag sonntag morgen gestern
+    amanhã ontem domani ieri
+    понедельник вторник среда четверг пятница суббота воскресенье завтра вчера
     """.split()
 )
-"""Months, weekdays and day words, casefolded ("may" and "march" are verbs too; with a first person
-and no question they are rarely small talk)."""
+"""Months (text/calendar_words.py), weekdays and day words, casefolded ("may" and "march" are verbs
+too; with a first person and no question they are rarely small talk)."""
 _RELATIVE_DATE = re.compile(
     r"\b(?:next|last|this)\s+(?:week|month|year|summer|winter|spring|fall|autumn)\b"
     r"|\b\d+\s+(?:days?|weeks?|months?|years?)\s+ago\b",

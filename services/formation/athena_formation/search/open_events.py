@@ -20,6 +20,7 @@ import math
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,7 @@ __all__ = [
     "open_turns",
     "rank_turns",
     "turn_as_chain",
+    "turn_spans",
 ]
 
 OPEN_EMBEDDED_TURNS = 5
@@ -185,17 +187,37 @@ def _line(event: memory_pb2.Event) -> str:
     return f"{role}: {event.content}" if kind == "message" else f"{role} ({kind}): {event.content}"
 
 
-def best_turns(turns: Sequence[OpenTurn], lexical: np.ndarray, ranking: Ranking, *, most: int) -> list[int]:
-    """The turns worth embedding, best first: those the query's words meet, by the score their words
-    alone give them (the cosine counted as 0), at most `most`."""
+def turn_spans(turns: Sequence[OpenTurn]) -> np.ndarray:
+    """Each turn's (first, last) event time in epoch seconds, NaN where an event has no timestamp."""
+    out = np.full((len(turns), 2), np.nan)
+    for i, turn in enumerate(turns):
+        first, last = turn.events[0], turn.events[-1]
+        if first.HasField("timestamp") and last.HasField("timestamp"):
+            out[i] = (_seconds(first.timestamp), _seconds(last.timestamp))
+    return out
+
+
+def _seconds(timestamp: Any) -> float:
+    return float(timestamp.seconds) + timestamp.nanos / 1e9
+
+
+def best_turns(
+    turns: Sequence[OpenTurn], lexical: np.ndarray, ranking: Ranking, *, most: int, told: np.ndarray | None = None
+) -> list[int]:
+    """The turns worth embedding, best first: those the query's words meet or that were told in a
+    period it names (`told`, per turn), by the score their words and dates alone give them (the
+    cosine counted as 0), at most `most`."""
+    dated = np.zeros(len(turns), dtype=bool) if told is None else told
     scored = [
         (
-            ranking.rank(chain_id="", similarity=0.0, lexical=float(lexical[i]), event_count=len(t.events)).score,
+            ranking.rank(
+                chain_id="", similarity=0.0, lexical=float(lexical[i]), event_count=len(t.events), told=bool(dated[i])
+            ).score,
             float(lexical[i]),
             i,
         )
         for i, t in enumerate(turns)
-        if lexical[i] > 0
+        if lexical[i] > 0 or dated[i]
     ]
     scored.sort(key=lambda s: (-s[0], -s[1], s[2]))
     return [i for _, _, i in scored[: max(0, most)]]
@@ -208,9 +230,12 @@ def rank_turns(
     vectors: np.ndarray,
     query_vector: np.ndarray,
     ranking: Ranking,
+    *,
+    told: np.ndarray | None = None,
 ) -> list[tuple[RankedChain, OpenTurn]]:
     """The candidate turns (`vectors`: their embeddings, in the same order) scored as chains are, best
-    first; each ranked under its first event's id."""
+    first; each ranked under its first event's id. `told`: per turn (all of `turns`), told in a period
+    the query names."""
     ranked = [
         (
             ranking.rank(
@@ -218,6 +243,7 @@ def rank_turns(
                 similarity=float(np.dot(vectors[k], query_vector)),
                 lexical=float(lexical[i]),
                 event_count=len(turns[i].events),
+                told=bool(told[i]) if told is not None else False,
             ),
             turns[i],
         )

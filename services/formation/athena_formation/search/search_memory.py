@@ -30,15 +30,20 @@ from athena_formation.search.open_events import (
     open_turns,
     rank_turns,
     turn_as_chain,
+    turn_spans,
 )
+from athena_formation.search.query_period import Named, query_periods, told_in, told_in_each
 from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.search.recall_warm_ups import WarmUps
 from athena_formation.store.chain_agents import holds_agent
 from athena_formation.store.chain_store import ChainStore, agent_query, epoch
-from athena_formation.store.lexical_index import LexicalIndex, LexicalScores, UserLexicon
+from athena_formation.store.lexical_index import LexicalIndex, LexicalScores, UserLexicon, chain_span
 from athena_formation.store.vector_index import VectorIndex
 
-__all__ = ["Recall", "matched_terms"]
+__all__ = ["TOLD_WHY", "Recall", "matched_terms"]
+
+TOLD_WHY = "; told at a date the query names"
+"""Ends a hit's `why` when its score was lifted by the dates the query names (ranking.py)."""
 
 _STATUS_NAMES = {memory_pb2.CHAIN_STATUS_ACTIVE: "active", memory_pb2.CHAIN_STATUS_ARCHIVED: "archived"}
 
@@ -92,12 +97,15 @@ class Recall:
         self, request: memory_pb2.SearchMemoryRequest, open_segments: Sequence[formation_pb2.Segment] = ()
     ) -> memory_pb2.SearchMemoryResponse:
         """Hybrid search (ranking.py): the best chains by cosine and by the query's words, each scored
-        on both and on its size, then hydrated from MongoDB, filtered and warmed; and the turns of
-        the `open_segments` (events in no chain yet, open_events.py), scored the same way, among them."""
+        on both, on the dates it names and on its size, then hydrated from MongoDB, filtered and warmed;
+        and the turns of the `open_segments` (events in no chain yet, open_events.py), scored the same
+        way, among them."""
         scope = request.scope
         limit = request.limit or 5
         query = query_terms(request.query)
+        periods = query_periods(request.query, now=datetime.now(UTC)) if self.ranking.date_weight > 0 else []
         turns = open_turns(open_segments, scope, dict(request.metadata_filters), self.open_terms)
+        turn_told = told_in_each(periods, turn_spans(turns), unknown=False) if periods else None
         # The query is embedded (in a thread) while the user's lexical index is read (first search)
         # and the query's words are scored: the two sides of the search overlap.
         embedding = asyncio.ensure_future(self.embedder.embed([request.query]))
@@ -113,11 +121,11 @@ class Recall:
                 )
             lexicon = await lexicon_task
             lexical = lexicon.query(query, agent_id=scope.agent_id or None) if lexicon is not None else None
-            guess = self._likely_hits(lexical, lexicon, limit=limit) if allowed is None else []
+            guess = self._likely_hits(lexical, lexicon, periods, limit=limit) if allowed is None else []
             if guess:  # their documents are read while the query is embedded and the vectors scanned
                 prefetch = HitPrefetch(self.store, guess)
             turn_lexical = lexical_scores(turns, query, lexical.corpus if lexical is not None else None)
-            candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS)
+            candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS, told=turn_told)
             if candidates:  # embedded after the query (one model), while the chains' vectors are scanned
                 turn_embedding = asyncio.ensure_future(self.embedder.embed([turns[i].content for i in candidates]))
             query_vec = (await embedding)[0]
@@ -143,18 +151,26 @@ class Recall:
                 elif not task.cancelled():
                     task.exception()  # retrieved: a search that failed earlier never awaited it
         similarity = {h.chain_id: h.similarity for h in vector_hits}
-        if lexical is not None:
-            # Found by their words alone: scored on their embedding too (a chain without one is not searchable).
-            word_hits = [c for c, _ in lexical.top(pool) if c not in similarity]
+        if lexical is not None and lexicon is not None:
+            # Found by their words alone, or told in the period the query names ("what did I say
+            # yesterday?"): scored on their embedding too (a chain without one is not searchable).
+            more = dict.fromkeys(c for c, _ in lexical.top(pool) if c not in similarity)
+            if periods:
+                told = lexicon.latest_where(
+                    lambda spans: told_in_each(periods, spans, unknown=False),
+                    most=pool,
+                    agent_id=scope.agent_id or None,
+                )
+                more.update(dict.fromkeys(c for c in told if c not in similarity))
             similarity.update(
-                await self.vectors.similarities(query_vec, word_hits, tenant_id=scope.tenant_id, user_id=scope.user_id)
+                await self.vectors.similarities(query_vec, list(more), tenant_id=scope.tenant_id, user_id=scope.user_id)
             )
         most = limit + 10 if allowed is None else min(1000, limit * 4 + 20)
         provisional = self._rank_candidates(
-            [c for c in similarity if allowed is None or c in allowed], similarity, lexical, lexicon, most=most
+            [c for c in similarity if allowed is None or c in allowed], similarity, lexical, lexicon, periods, most=most
         )
-        out = await self._hydrate(request, provisional, lexical, limit=limit, prefetch=prefetch)
-        open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec)
+        out = await self._hydrate(request, provisional, lexical, periods, limit=limit, prefetch=prefetch)
+        open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec, turn_told)
         found: list[tuple[RankedChain, dict[str, Any] | OpenTurn]] = [*out, *open_hits]
         best = sorted(found, key=lambda pair: -pair[0].score)[:limit]
         SEARCH_HITS.observe(len(best))
@@ -180,6 +196,7 @@ class Recall:
             why = f"cosine similarity {hit.similarity:.2f} to the chain's embedding"
             if words:
                 why += f"; words {', '.join(words[:8])} (lexical score {hit.lexical:.2f})"
+            why += TOLD_WHY if hit.told else ""
             response.hits.append(
                 memory_pb2.SearchHit(
                     chain=chain_to_proto(warm),
@@ -203,6 +220,7 @@ class Recall:
         lexical: np.ndarray,
         vectors: np.ndarray | None,
         query_vector: np.ndarray,
+        told: np.ndarray | None,
     ) -> list[tuple[RankedChain, OpenTurn]]:
         """The embedded turns that may be hits: scored, above the similarity threshold, and holding no
         event of a chain found (a segment formed while its hand-off was still parked: its chain is the hit)."""
@@ -211,7 +229,7 @@ class Recall:
         chained = {e for _, doc in chains for e in doc.get("event_ids", [])}
         return [
             (ranked, turn)
-            for ranked, turn in rank_turns(turns, candidates, lexical, vectors, query_vector, self.ranking)
+            for ranked, turn in rank_turns(turns, candidates, lexical, vectors, query_vector, self.ranking, told=told)
             if not (request.HasField("similarity_threshold") and ranked.similarity < request.similarity_threshold)
             and chained.isdisjoint(turn.event_ids)
         ]
@@ -221,6 +239,7 @@ class Recall:
         request: memory_pb2.SearchMemoryRequest,
         provisional: list[RankedChain],
         lexical: LexicalScores | None,
+        periods: list[Named],
         *,
         limit: int,
         prefetch: HitPrefetch | None = None,
@@ -229,9 +248,9 @@ class Recall:
         documents, reading as few documents as it can: `limit` first, then more only when some fail.
         `prefetch`: the likely hits' read (`_likely_hits`, hit_prefetch.py); a hit it reads is not read again.
 
-        A candidate's provisional score assumed the size the lexical index knows (1 if none); its
-        document's size can only lower it, so a read candidate is taken once its final score is at
-        least the provisional score of every candidate not read yet."""
+        A candidate's provisional score assumed the size and the time span the lexical index knows (1
+        and told in the query's dates if none); its document's can only lower it, so a read candidate
+        is taken once its final score is at least the provisional score of every candidate not read yet."""
         scope = request.scope
         read: list[tuple[RankedChain, dict[str, Any]]] = []  # read and passing, not yet taken
         out: list[tuple[RankedChain, dict[str, Any]]] = []
@@ -257,13 +276,16 @@ class Recall:
                 doc = docs.get(r.chain_id)
                 if doc is None or not _searchable(doc, scope):
                     continue
-                final = self._rank(r.chain_id, r.similarity, lexical, int(doc.get("event_count", 1)))
+                told = bool(periods) and _told(periods, doc)
+                final = self._rank(r.chain_id, r.similarity, lexical, int(doc.get("event_count", 1)), told=told)
                 if request.HasField("similarity_threshold") and final.similarity < request.similarity_threshold:
                     continue
                 read.append((final, doc))
         return out
 
-    def _likely_hits(self, lexical: LexicalScores | None, lexicon: UserLexicon | None, *, limit: int) -> list[str]:
+    def _likely_hits(
+        self, lexical: LexicalScores | None, lexicon: UserLexicon | None, periods: list[Named], *, limit: int
+    ) -> list[str]:
         """The chains most likely to be hits before the embedding's side is known: the best 2 x `limit`
         by their words alone (the larger share of the relevance) and their size. Their documents are
         read while the query is embedded and the vectors scanned; a hit not among them is read after,
@@ -272,7 +294,7 @@ class Recall:
         if lexical is None or lexicon is None:
             return []
         found = [c for c, _ in lexical.top(limit * 8)]
-        ranked = self._rank_candidates(found, dict.fromkeys(found, 0.0), lexical, lexicon, most=2 * limit)
+        ranked = self._rank_candidates(found, dict.fromkeys(found, 0.0), lexical, lexicon, periods, most=2 * limit)
         return [r.chain_id for r in ranked]
 
     def _rank_candidates(
@@ -281,27 +303,41 @@ class Recall:
         similarity: dict[str, float],
         lexical: LexicalScores | None,
         lexicon: UserLexicon | None,
+        periods: list[Named],
         *,
         most: int,
     ) -> list[RankedChain]:
-        """The best `most` candidates by their provisional score (the size the lexical index knows, 1 if none)."""
+        """The best `most` candidates by their provisional score (the size and time span the lexical
+        index knows; 1 and told in the query's dates if it knows none: never below the final score)."""
         n = len(chain_ids)
+        told = None
+        if periods:
+            spans = lexicon.spans(chain_ids) if lexicon is not None else np.full((n, 2), np.nan)
+            told = told_in_each(periods, spans, unknown=True)
         return self.ranking.rank_many(
             chain_ids,
             np.fromiter((similarity[c] for c in chain_ids), np.float64, n),
             lexical.of_many(chain_ids) if lexical is not None else np.zeros(n),
             lexicon.event_counts(chain_ids) if lexicon is not None else np.ones(n, dtype=np.int64),
             most=most,
+            told=told,
         )
 
     def _rank(
-        self, chain_id: str, similarity: float, lexical: LexicalScores | None, event_count: int | None
+        self,
+        chain_id: str,
+        similarity: float,
+        lexical: LexicalScores | None,
+        event_count: int | None,
+        *,
+        told: bool = False,
     ) -> RankedChain:
         return self.ranking.rank(
             chain_id=chain_id,
             similarity=similarity,
             lexical=lexical.of(chain_id) if lexical is not None else 0.0,
             event_count=event_count or 1,
+            told=told,
         )
 
     async def _lexicon(self, scope: memory_pb2.Scope) -> UserLexicon | None:
@@ -353,12 +389,21 @@ class Recall:
         )
 
 
+def _told(periods: list[Named], doc: Mapping[str, Any]) -> bool:
+    """Whether the chain document was told in one of the periods (a chain without times never is)."""
+    first, last = chain_span(doc)
+    if first is None:
+        return False
+    return told_in(periods, first, last if last is not None else first)
+
+
 def _open_hit(query: str, hit: RankedChain, turn: OpenTurn, query_terms: list[str]) -> memory_pb2.SearchHit:
     """A turn of open events as a WINDOW hit."""
     words = matched_terms(query, {}, {t for t in query_terms if t in turn.lexicon})
     why = f"not in a chain yet; cosine similarity {hit.similarity:.2f} to its events' embedding"
     if words:
         why += f"; words {', '.join(words[:8])} (lexical score {hit.lexical:.2f})"
+    why += TOLD_WHY if hit.told else ""
     return memory_pb2.SearchHit(
         chain=turn_as_chain(turn),
         similarity=hit.similarity,

@@ -26,6 +26,8 @@ from athena_formation.store.lexical_index import LexiconRow, row_from_doc
 __all__ = ["SEARCH_SKIPS", "ChainStore", "agent_query", "cutoff", "epoch", "from_epoch"]
 
 _FULL_READ_SECONDS = 600.0
+_SPAN = {"first_event_at": 1, "last_event_at": 1}
+"""The chain's time span, read with its lexicon (the dates a search names, query_period.py)."""
 SEARCH_SKIPS = ("lexicon",)
 """Fields of a chain document a search does not read (the lexical index holds the lexicon)."""
 
@@ -245,7 +247,7 @@ class ChainStore:
             query["status"] = "active"
         else:
             query["updated_at"] = {"$gte": updated_since}
-        projection = {"agent_id": 1, "agent_ids": 1, "lexicon": 1, "event_count": 1, "status": 1}
+        projection = {"agent_id": 1, "agent_ids": 1, "lexicon": 1, "event_count": 1, "status": 1, **_SPAN}
         # A user's first read may hold 10^5 chains: bounded as a whole, not by MONGODB_TIMEOUT_MS per
         # round trip (the MongoDB-wire server prepares a whole result before its first batch).
         with mongo_unavailable(), pymongo.timeout(_FULL_READ_SECONDS):
@@ -262,6 +264,7 @@ class ChainStore:
             "lexicon": 1,
             "event_count": 1,
             "status": 1,
+            **_SPAN,
         }
         cursor = self.chains.find({"status": "active"}, projection, batch_size=batch_rows)
         try:

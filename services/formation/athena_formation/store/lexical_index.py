@@ -49,6 +49,7 @@ __all__ = [
     "LexiconRow",
     "LexiconSource",
     "UserLexicon",
+    "chain_span",
     "row_from_doc",
 ]
 
@@ -71,6 +72,10 @@ class LexiconRow:
     lexicon: Mapping[str, int]
     event_count: int
     active: bool = True
+    first_event_at: float | None = None
+    """Epoch seconds of the chain's first event (None: not known), for the dates a query names."""
+    last_event_at: float | None = None
+    """Epoch seconds of its last event."""
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,7 @@ class UserLexicon:
         self._row: dict[str, int] = {}
         self._lengths = array("f")
         self._sizes = array("i")
+        self._spans = array("d")  # first and last event time of each row, NaN when not known
         self._alive = bytearray()
         self._postings: dict[str, tuple[array[int], array[float]]] = {}
         self._live = 0
@@ -185,6 +191,35 @@ class UserLexicon:
             (sizes[r] if (r := row_of(c)) is not None else default for c in chain_ids), np.int64, len(chain_ids)
         )
 
+    def spans(self, chain_ids: Sequence[str]) -> np.ndarray:
+        """Each chain's (first, last) event time in epoch seconds, one row per id; NaN for a chain this
+        index does not hold or whose times it does not know."""
+        spans = np.frombuffer(self._spans, dtype=np.float64).reshape(-1, 2) if self._spans else np.zeros((0, 2))
+        rows = np.fromiter(
+            (r if (r := self._row.get(c)) is not None else -1 for c in chain_ids), np.int64, len(chain_ids)
+        )
+        out = np.full((len(chain_ids), 2), np.nan)
+        known = rows >= 0
+        out[known] = spans[rows[known]]
+        return out
+
+    def latest_where(
+        self, told: Callable[[np.ndarray], np.ndarray], *, most: int, agent_id: str | None = None
+    ) -> list[str]:
+        """The live chains (of `agent_id`'s, when given) whose (first, last) event times `told` accepts
+        (it maps an (n, 2) array of spans to n booleans), the `most` latest first: the chains told in
+        the period a query names, whatever its words (search_memory.py)."""
+        if not self._live or most <= 0:
+            return []
+        spans = np.frombuffer(self._spans, dtype=np.float64).reshape(-1, 2)
+        keep = np.frombuffer(self._alive, dtype=np.uint8).astype(bool) & ~np.isnan(spans).any(axis=1)
+        if agent_id and not self._agents.every(agent_id):
+            keep &= self._agents.mask(agent_id)
+        rows = np.flatnonzero(keep)
+        rows = rows[np.asarray(told(spans[rows]), dtype=bool)]
+        latest = rows[np.argsort(-spans[rows, 1], kind="stable")[:most]]
+        return [self.ids[i] for i in latest]
+
     def put(self, row: LexiconRow) -> None:
         self._kill(row.chain_id)
         if not row.active:
@@ -196,6 +231,9 @@ class UserLexicon:
         length = float(sum(row.lexicon.values()))
         self._lengths.append(length)
         self._sizes.append(max(1, int(row.event_count)))
+        nan = float("nan")
+        first = row.first_event_at if row.first_event_at is not None else nan
+        self._spans.extend((first, row.last_event_at if row.last_event_at is not None else first))
         self._alive.append(1)
         self._live += 1
         self._total_length += length
@@ -228,6 +266,7 @@ class UserLexicon:
         self._row = {chain_id: i for i, chain_id in enumerate(self.ids)}
         self._lengths = array("f", (self._lengths[i] for i in keep))
         self._sizes = array("i", (self._sizes[i] for i in keep))
+        self._spans = array("d", (self._spans[2 * i + j] for i in keep for j in (0, 1)))
         self._alive = bytearray(b"\x01" * len(keep))
         postings: dict[str, tuple[array[int], array[float]]] = {}
         for term, (rows, counts) in self._postings.items():
@@ -426,10 +465,22 @@ class LexicalIndex:
 def row_from_doc(doc: Mapping[str, Any]) -> LexiconRow:
     """A chain document (or its projection) as an index row; chains written before lexicons existed
     have none and are found by their embedding alone."""
+    first, last = chain_span(doc)
     return LexiconRow(
         chain_id=doc["_id"],
         agent_id=agents_key(chain_agents(doc)),
         lexicon=doc.get("lexicon") or {},
         event_count=int(doc.get("event_count", 1)),
         active=doc.get("status", "active") == "active",
+        first_event_at=first,
+        last_event_at=last,
+    )
+
+
+def chain_span(doc: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """A chain document's first and last event time (epoch seconds; None where it has none)."""
+    first, last = doc.get("first_event_at"), doc.get("last_event_at")
+    return (
+        float(first) if isinstance(first, int | float) else None,
+        float(last) if isinstance(last, int | float) else None,
     )
