@@ -89,6 +89,11 @@ FRIDAY = datetime(2026, 12, 4, 10, 30, tzinfo=UTC)
         ("на этой неделе", date(2026, 11, 30), date(2026, 12, 4)),  # this week, up to today
         ("le mois dernier", date(2026, 11, 1), date(2026, 11, 30)),
         ("작년", date(2025, 1, 1), date(2025, 12, 31)),
+        ("what did I say on Monday?", date(2026, 11, 30), date(2026, 11, 30)),  # the latest Monday
+        ("¿qué te dije el viernes?", date(2026, 12, 4), date(2026, 12, 4)),  # today is a Friday
+        ("Что я сказал в среду?", date(2026, 12, 2), date(2026, 12, 2)),
+        ("月曜日に何を言った？", date(2026, 11, 30), date(2026, 11, 30)),
+        ("over the weekend", date(2026, 11, 28), date(2026, 11, 29)),
     ],
 )
 def test_days_named_relative_to_the_search_are_read_from_its_time(query: str, first: date, last: date) -> None:
@@ -108,6 +113,7 @@ def test_days_named_relative_to_the_search_are_read_from_its_time(query: str, fi
         "agua de mar",  # Spanish: sea water, not March
         "Hier ist mein Plan",  # German "here", not the French "yesterday"
         "version 1.2.3",
+        "среда разработки",  # Russian "environment"; Wednesday is read as "в среду"
     ],
 )
 def test_words_that_only_look_like_dates_name_no_period(query: str) -> None:

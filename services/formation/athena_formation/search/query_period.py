@@ -14,8 +14,9 @@ names also in Portuguese and Italian, text/calendar_words.py):
   `в июне`, `2023年6月`;
 - a year: `in 2023`, `en 2023`, `im Jahr 2023`, `в 2023 году`, `2023年`;
 - relative to the search's own time: today, yesterday, the day before yesterday, `3 days ago`, this or
-  last week, month or year, in each of those languages ("ayer", "la semaine dernière", "letzten
-  Monat", "вчера", "上周", "先月", "작년").
+  last week, month or year, the weekend, a weekday (the latest on or before today: "on Monday"), in
+  each of those languages ("ayer", "la semaine dernière", "letzten Monat", "вчера", "в среду", "上周",
+  "先月", "작년", "月曜日").
 
 A bare month name without a day, a year or one of those words before it is not a date ("May I ask",
 "June said"). A date without a year stands for that day or month in any year.
@@ -132,6 +133,29 @@ def _month(back: int) -> _Resolve:
     return resolve
 
 
+def _weekday(weekday: int) -> _Resolve:
+    """The latest such weekday (0: Monday) on or before today."""
+    return lambda today, _: _days_ago((today.weekday() - weekday) % 7)(today, _)
+
+
+def _weekend(today: date, _: regex.Match[str]) -> DayRange:
+    """The latest Saturday and Sunday, up to today."""
+    saturday = today - timedelta(days=(today.weekday() - 5) % 7)
+    return DayRange(saturday, min(today, saturday + timedelta(days=1)))
+
+
+_WEEKDAYS = [
+    # English, Spanish, French, German, Russian (after в / во, as asked: "в среду"), Chinese, Japanese, Korean
+    "monday|lunes|lundi|montag|в понедельник|星期一|周一|礼拜一|月曜日|월요일",
+    "tuesday|martes|mardi|dienstag|во вторник|星期二|周二|礼拜二|火曜日|화요일",
+    "wednesday|miércoles|mercredi|mittwoch|в среду|星期三|周三|礼拜三|水曜日|수요일",
+    "thursday|jueves|jeudi|donnerstag|в четверг|星期四|周四|礼拜四|木曜日|목요일",
+    "friday|viernes|vendredi|freitag|в пятницу|星期五|周五|礼拜五|金曜日|금요일",
+    "saturday|sábado|samedi|samstag|в субботу|星期六|周六|礼拜六|土曜日|토요일",
+    "sunday|domingo|dimanche|sonntag|в воскресенье|星期日|星期天|周日|礼拜天|日曜日|일요일",
+]
+
+
 def _year_back(back: int) -> _Resolve:
     return lambda today, _: DayRange(date(today.year - back, 1, 1), min(today, date(today.year - back, 12, 31)))
 
@@ -227,6 +251,15 @@ _RELATIVE: list[_Relative] = [
         None,
     ),
     (_words("this year|este año|cette année|dieses jahr|в этом году|今年|올해"), _year_back(0), None),
+    (
+        _words(
+            "last weekend|this weekend|the weekend|el fin de semana|le week-end|le weekend|am wochenende"
+            "|letztes wochenende|на выходных|周末|上周末|週末|주말"
+        ),
+        _weekend,
+        None,
+    ),
+    *((_words(names), _weekday(day), None) for day, names in enumerate(_WEEKDAYS)),
 ]
 
 
