@@ -121,3 +121,28 @@ def opener(
     assert isinstance(metrics, dict)
     for name, m in metrics.items():
         typer.echo(f"{name}: pk {m['pk']} wd {m['wd']} f1 {m['f1']}")
+
+
+@app.command("encoder-pilot")
+def encoder_pilot_cmd(
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
+    ] = None,
+    fold: Annotated[int, typer.Option("--fold", min=0, max=4, help="The trainers' fold held out (0-4).")] = 0,
+    max_length: Annotated[int, typer.Option("--max-length", min=16, max=512, help="Tokens of a pair.")] = 128,
+    epochs: Annotated[int, typer.Option("--epochs", min=1, help="Passes over the fold's training decisions.")] = 1,
+) -> None:
+    """Fine-tune the MiniLM encoder as a chain-break classifier on one fold and print, as JSON, the AUC
+    of it, of the continuity model and of their mean on the fold's held-out decisions (writes no artifact)."""
+    import json
+
+    from athena_lab.segmentation.encoder_pilot import PilotConfig, encoder_pilot
+
+    report = asyncio.run(
+        encoder_pilot(
+            data_dir=data_dir,
+            config=PilotConfig(fold=fold, max_length=max_length, epochs=epochs),
+            log=lambda msg: _err.print(msg, markup=False, highlight=False, soft_wrap=True),
+        )
+    )
+    typer.echo(json.dumps(report, indent=2))

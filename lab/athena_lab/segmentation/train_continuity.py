@@ -23,7 +23,7 @@ import asyncio
 import json
 import platform
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,7 +34,7 @@ from athena.embeddings import Embedder
 from athena_cognition.detector import ContinuityModel, ContinuityScorer, Thresholds
 from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_features, feature_names, hand_features
 from athena_cognition.detector._scorers import CONTINUITY_ARTIFACT
-from athena_cognition.detector._turns import user_message_indices
+from athena_cognition.detector._turns import Turn, user_message_indices
 from athena_lab.segmentation.cross_validation import cross_validated, fold_splits, summary
 from athena_lab.segmentation.embedding_cache import embed_utterances
 from athena_lab.segmentation.evaluate import dialogue_turns, evaluate, scores_record
@@ -100,6 +100,29 @@ def splices(dialogues: Sequence[Dialogue], n: int, rng: random.Random) -> list[D
     return out
 
 
+def teacher_forced(dialogue: Dialogue, max_events: int) -> Iterator[tuple[list[Turn], int, int, bool]]:
+    """The decisions the scorer sees in a dialogue, with the window it would see had it segmented
+    correctly so far: (the window, the new message's index in it, the window's first turn in the
+    dialogue, whether the topic continues). A boundary at an agent turn moves to the next user message."""
+    turns = dialogue_turns(dialogue)
+    segment_start, pending = 0, False
+    for i, turn in enumerate(turns):
+        if i > 0 and dialogue.starts[i]:
+            pending = True
+        if turn.role != "user":
+            continue
+        label_break = dialogue.starts[i]
+        window = turns[segment_start : i + 1]
+        new_index = len(window) - 1
+        if pending and i > 0:
+            next_start, pending = i, False
+        else:
+            next_start = segment_start
+        if len(user_message_indices(window, new_index)) >= 2 and new_index + 1 < max_events:
+            yield window, new_index, segment_start, not label_break
+        segment_start = next_start
+
+
 async def continuity_examples(
     dialogues: Sequence[Dialogue], embedder: Embedder, max_events: int, *, agnostic: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -110,26 +133,11 @@ async def continuity_examples(
     rows: list[np.ndarray] = []
     labels: list[int] = []
     for dialogue in dialogues:
-        turns = dialogue_turns(dialogue)
-        vecs = await embedder.embed([t.content for t in turns])
-        segment_start, pending = 0, False
-        for i, turn in enumerate(turns):
-            if i > 0 and dialogue.starts[i]:
-                pending = True  # a boundary at an agent turn moves to the next user message
-            if turn.role != "user":
-                continue
-            label_break = dialogue.starts[i]
-            window = turns[segment_start : i + 1]
-            new_index = len(window) - 1
-            if pending and i > 0:
-                next_start, pending = i, False
-            else:
-                next_start = segment_start
-            if len(user_message_indices(window, new_index)) >= 2 and new_index + 1 < max_events:
-                vectors = {k: vecs[segment_start + k] for k in range(len(window))}
-                rows.append(features(window, new_index, vectors))
-                labels.append(0 if label_break else 1)
-            segment_start = next_start
+        vecs = await embedder.embed([t.content for t in dialogue_turns(dialogue)])
+        for window, new_index, start, same in teacher_forced(dialogue, max_events):
+            vectors = {k: vecs[start + k] for k in range(len(window))}
+            rows.append(features(window, new_index, vectors))
+            labels.append(1 if same else 0)
     return np.asarray(rows, dtype=np.float64), np.asarray(labels, dtype=np.int64)
 
 
