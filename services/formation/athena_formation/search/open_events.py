@@ -20,11 +20,10 @@ import math
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message
+from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message, timestamp_of
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.search.lexicon import chain_lexicon, lexicon_length
@@ -193,12 +192,8 @@ def turn_spans(turns: Sequence[OpenTurn]) -> np.ndarray:
     for i, turn in enumerate(turns):
         first, last = turn.events[0], turn.events[-1]
         if first.HasField("timestamp") and last.HasField("timestamp"):
-            out[i] = (_seconds(first.timestamp), _seconds(last.timestamp))
+            out[i] = (timestamp_of(first.timestamp).timestamp(), timestamp_of(last.timestamp).timestamp())
     return out
-
-
-def _seconds(timestamp: Any) -> float:
-    return float(timestamp.seconds) + timestamp.nanos / 1e9
 
 
 def best_turns(
