@@ -146,3 +146,43 @@ def encoder_pilot_cmd(
         )
     )
     typer.echo(json.dumps(report, indent=2))
+
+
+@app.command("encoder-cv")
+def encoder_cv_cmd(
+    out: Annotated[
+        Path | None, typer.Option("--out", file_okay=False, help="Where each fold's segmentations are kept.")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
+    ] = None,
+    fold: Annotated[
+        list[int] | None,
+        typer.Option("--fold", min=0, max=4, help="Run only these folds (repeatable); all by default."),
+    ] = None,
+    timing_only: Annotated[
+        bool, typer.Option("--timing-only", help="Only time one decision's encoder pass (one torch thread).")
+    ] = False,
+) -> None:
+    """Replay decide() over the trainers' 5 folds with the continuity model mixed with a fine-tuned encoder
+    (about 15 minutes a fold); prints, as JSON, each fold's timing and, once all five are in --out, the
+    pooled Pk / WD / F1 of every encoder share and midpoint (writes no detector artifact)."""
+    import json
+
+    from athena_lab.segmentation.encoder_cv import EncoderCvConfig, encoder_cross_validation, encoder_timing
+
+    if timing_only:
+        typer.echo(json.dumps(asyncio.run(encoder_timing(data_dir=data_dir)), indent=2))
+        return
+    if out is None:
+        raise typer.BadParameter("--out is required unless --timing-only", param_hint="--out")
+    config = EncoderCvConfig(folds=tuple(fold)) if fold else EncoderCvConfig()
+    report = asyncio.run(
+        encoder_cross_validation(
+            out_dir=out,
+            data_dir=data_dir,
+            config=config,
+            log=lambda msg: _err.print(msg, markup=False, highlight=False, soft_wrap=True),
+        )
+    )
+    typer.echo(json.dumps(report, indent=2))

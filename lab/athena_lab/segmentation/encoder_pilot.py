@@ -34,7 +34,7 @@ from athena_lab.segmentation.train_continuity import (
     teacher_forced,
 )
 
-__all__ = ["EncoderClassifier", "PairExample", "PilotConfig", "encoder_pilot", "pair_examples"]
+__all__ = ["EncoderClassifier", "PairExample", "PilotConfig", "encoder_pilot", "pair_examples", "training_pairs"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,19 @@ def pair_examples(
                 )
             )
     return out
+
+
+def training_pairs(superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], config: PilotConfig) -> list[PairExample]:
+    """The continuity recipe's training decisions as text pairs: both corpora and the recipe's splices
+    of TIAGE dialogues, with the recipe's weights."""
+    recipe, turns = config.continuity, config.context_turns
+    max_events = recipe.max_events_before_flush
+    spliced = splices(tiage, recipe.splices, random.Random(recipe.seed))
+    return [
+        *pair_examples(superseg, max_events, weight=recipe.weight_superseg, context_turns=turns),
+        *pair_examples(tiage, max_events, weight=recipe.weight_tiage, context_turns=turns),
+        *pair_examples(spliced, max_events, weight=recipe.weight_splice, context_turns=turns),
+    ]
 
 
 class EncoderClassifier:
@@ -188,12 +201,7 @@ async def encoder_pilot(
     if disk is not None:
         disk.save()
 
-    spliced = splices(train_ti, recipe.splices, random.Random(recipe.seed))
-    training = [
-        *pair_examples(train_ss, max_events, weight=recipe.weight_superseg, context_turns=config.context_turns),
-        *pair_examples(train_ti, max_events, weight=recipe.weight_tiage, context_turns=config.context_turns),
-        *pair_examples(spliced, max_events, weight=recipe.weight_splice, context_turns=config.context_turns),
-    ]
+    training = training_pairs(train_ss, train_ti, config)
     log(f"the encoder on {len(training)} decisions")
     encoder = EncoderClassifier(max_length=config.max_length, seed=config.seed)
     started = time.perf_counter()
