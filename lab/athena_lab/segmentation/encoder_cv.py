@@ -39,7 +39,7 @@ from athena_lab.segmentation.encoder_pilot import (
     training_pairs,
 )
 from athena_lab.segmentation.evaluate import evaluate
-from athena_lab.segmentation.segmentation_data import Dialogue, default_data_dir, load_shared_sets
+from athena_lab.segmentation.segmentation_data import Dialogue, SharedSets, default_data_dir, load_shared_sets
 from athena_lab.segmentation.train_continuity import _gray, fit_continuity
 from athena_lab.segmentation.train_opener import OpenerConfig, _fit, _parts, opener_examples
 
@@ -165,8 +165,9 @@ async def encoder_timing(
 
 async def _run_fold(
     fold: int,
-    sets: Any,
+    sets: SharedSets,
     embedder: Embedder,
+    opener_rows: Mapping[str, tuple[np.ndarray, np.ndarray]],
     config: EncoderCvConfig,
     log: Callable[[str], None],
 ) -> dict[str, Any]:
@@ -178,9 +179,8 @@ async def _run_fold(
 
     gate = _gray(0.5, recipe.gray_half_width)
     continuity = await fit_continuity(train_ss, train_ti, embedder, recipe, gate)
-    rows = {d.id: await opener_examples([d], embedder) for d in (*train_ss, *train_ti)}
     opener = replace(
-        _fit(_parts(rows, train_ss, train_ti, opener_config), opener_config), threshold=config.opener_threshold
+        _fit(_parts(opener_rows, train_ss, train_ti, opener_config), opener_config), threshold=config.opener_threshold
     )
 
     training = training_pairs(train_ss, train_ti, pilot)
@@ -239,12 +239,18 @@ async def encoder_cross_validation(
     embedder, disk = await embed_utterances((sets.superseg, sets.tiage_train, sets.tiage_validation), None)
     if disk is not None:
         disk.save()
+    # The opener's rows of every training dialogue, read once for all the folds still to run.
+    opener_rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for fold in config.folds:
         path = out_dir / f"fold_{fold}.json"
         if path.exists():
             log(f"fold {fold}: already in {path}")
             continue
-        record = await _run_fold(fold, sets, embedder, config, log)
+        if not opener_rows:
+            opener_rows = {
+                d.id: await opener_examples([d], embedder) for d in (*sets.superseg_train, *sets.tiage_train)
+            }
+        record = await _run_fold(fold, sets, embedder, opener_rows, config, log)
         path.write_text(json.dumps(record) + "\n", encoding="utf-8")
         log(f"fold {fold}: done in {record['training_seconds']} s of training; {record['one_decision']}")
 
