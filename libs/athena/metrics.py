@@ -162,6 +162,13 @@ CHAINS_ARCHIVED = Counter("memos_chains_archived_total", "Chains archived for be
 SEARCH_HITS = Histogram(
     "memos_search_hits", "Hits returned per SearchMemory.", buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100)
 )
+SEARCH_STEP_SECONDS = Histogram(
+    "memos_search_step_seconds",
+    "Time of each consecutive step of a SearchMemory in formation: words (the query's words scored), embedding "
+    "(the wait for the query's vector beyond that), scan, rank, documents (the hits' reads), answer.",
+    ["step"],
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0, 5.0),
+)
 GC_PAUSE_SECONDS = Histogram(
     "memos_gc_pause_seconds",
     "Pauses of the process's Python garbage collector (every call in flight waits), by generation (2: a full collection).",

@@ -193,3 +193,23 @@ async def test_warm_ups_of_one_chain_gathered_in_an_interval_become_one_write_of
 
     doc = await formation.store.get(chain_id)
     assert doc["recall_count"] == 2 and doc["heat_score"] == 0.9 and doc["lifecycle"] == "hot" and warm_ups.pending == 0
+
+
+async def test_each_step_of_a_search_is_timed_on_the_metrics(stub) -> None:
+    from prometheus_client import REGISTRY
+
+    steps = ("words", "embedding", "scan", "rank", "documents", "answer")
+
+    def counts() -> list[float]:
+        return [REGISTRY.get_sample_value("memos_search_step_seconds_count", {"step": s}) or 0.0 for s in steps]
+
+    await _form(stub, KYOTO)
+    before = counts()
+
+    response = await stub.SearchMemory(
+        formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Kyoto temples")),
+        timeout=30,
+    )
+
+    assert response.hits
+    assert [after - b for after, b in zip(counts(), before, strict=True)] == [1.0] * len(steps)

@@ -511,7 +511,8 @@ def run_search_stage(*, quick: bool, tick: Callable[[], None], stores: BenchStor
         f"SearchMemory through ingest -> formation, limit {LIMIT}: {n_chains:,} chain documents written in {rpc['doc_fill_s']:.1f}s; "
         f"first call of the user (straight to formation) {rpc['first_call_s']:.1f}s; MongoDB fetch p50 {rpc['steps']['mongo_fetch_p50_ms']:.1f} ms, "
         f"warm-ups p50 {rpc['steps']['mongo_warm_ups_p50_ms']:.1f} ms; cached questions straight to formation p50 "
-        f"{rpc['steps']['formation_direct_cached_p50_ms']:.1f} ms"
+        f"{rpc['steps']['formation_direct_cached_p50_ms']:.1f} ms; formation's steps of the new questions, mean ms: "
+        + ", ".join(f"{step} {ms:.2f}" for step, ms in rpc["steps"]["formation_step_mean_ms"].items() if ms is not None)
     )
     res.seconds = time.perf_counter() - t0
     return res

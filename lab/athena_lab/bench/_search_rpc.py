@@ -241,6 +241,21 @@ async def _concurrent_calls(
     return len(texts) / (time.perf_counter() - t0), ms
 
 
+SEARCH_STEPS = ("words", "embedding", "scan", "rank", "documents", "answer")
+"""The steps of a search formation times on its /metrics (`memos_search_step_seconds`)."""
+
+
+def _step_totals(stack: LocalStack) -> dict[str, tuple[float, float]]:
+    """(seconds, searches) so far of each step of formation's searches."""
+    return {
+        step: (
+            stack.metric_total("formation", "memos_search_step_seconds_sum", step=step),
+            stack.metric_total("formation", "memos_search_step_seconds_count", step=step),
+        )
+        for step in SEARCH_STEPS
+    }
+
+
 def _wait_for_warm_up(stack: LocalStack, *, timeout: float = 900.0) -> float:
     """Block until formation's search-cache warm-up has ended (its gauge is 0); returns how long this waited."""
     t0 = time.perf_counter()
@@ -282,6 +297,8 @@ async def _time_calls(
         scope = memory_pb2.Scope(tenant_id=tenant, user_id=user, agent_id=agent)
         return formation_pb2.SearchRequest(request=memory_pb2.SearchMemoryRequest(scope=scope, query=text, limit=limit))
 
+    step_seconds = dict.fromkeys(SEARCH_STEPS, 0.0)
+    step_searches = dict.fromkeys(SEARCH_STEPS, 0.0)
     try:
         t0 = time.perf_counter()
         await direct.call(direct.stub.SearchMemory, request("What did we plan first?"))
@@ -295,6 +312,7 @@ async def _time_calls(
             for r in range(repeats):
                 texts = queries(f"rpc{r}")
                 for key in ("incl", "excl"):  # new questions, then the same ones again (embedding cached)
+                    before = _step_totals(stack) if key == "incl" else {}
                     ms = []
                     for text in texts:
                         t0 = time.perf_counter()
@@ -304,6 +322,9 @@ async def _time_calls(
                     series[f"{key}_p95"].append(percentile(ms, 95))
                     if key == "incl":
                         series["incl_per_s"].append(len(ms) / (sum(ms) / 1000))
+                        for step, (seconds, searches) in _step_totals(stack).items():
+                            step_seconds[step] += seconds - before[step][0]
+                            step_searches[step] += searches - before[step][1]
                 rate, ms = await _concurrent_calls(client, scope, queries(f"concurrent{r}"), limit=limit)
                 series["concurrent_per_s"].append(rate)
                 series["concurrent_p50"].append(percentile(ms, 50))
@@ -323,6 +344,10 @@ async def _time_calls(
         "first_call_s": first_s,
         "warm_up_wait_s": warm_up_wait_s,
         "formation_direct_cached_p50_ms": percentile(ms, 50),
+        "formation_step_mean_ms": {
+            step: 1000 * step_seconds[step] / step_searches[step] if step_searches[step] else None
+            for step in SEARCH_STEPS
+        },
     }
 
 
@@ -349,6 +374,7 @@ def run_search_rpc(
     finally:
         stack.stop()
     out["steps"]["formation_direct_cached_p50_ms"] = out.pop("formation_direct_cached_p50_ms")
+    out["steps"]["formation_step_mean_ms"] = out.pop("formation_step_mean_ms")
     return {**out, "doc_fill_s": fill_s, "services_start_s": start_s}
 
 

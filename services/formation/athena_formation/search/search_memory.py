@@ -4,6 +4,7 @@ in no chain yet, open_events.py), GetChain, ListChains. A recall warms the chain
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -12,7 +13,7 @@ import numpy as np
 
 from athena.embeddings import Embedder
 from athena.internal.v1 import formation_pb2
-from athena.metrics import CHAIN_HEAT, SEARCH_HITS
+from athena.metrics import CHAIN_HEAT, SEARCH_HITS, SEARCH_STEP_SECONDS
 from athena.text import found_words
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.curation.owned import owned_chain
@@ -100,6 +101,7 @@ class Recall:
         on both, on the dates it names and on its size, then hydrated from MongoDB, filtered and warmed;
         and the turns of the `open_segments` (events in no chain yet, open_events.py), scored the same
         way, among them."""
+        clock = _StepClock()
         scope = request.scope
         limit = request.limit or 5
         query = query_terms(request.query)
@@ -121,6 +123,7 @@ class Recall:
                 )
             lexicon = await lexicon_task
             lexical = lexicon.query(query, agent_id=scope.agent_id or None) if lexicon is not None else None
+            clock.mark("words")
             guess = self._likely_hits(lexical, lexicon, periods, limit=limit) if allowed is None else []
             if guess:  # their documents are read while the query is embedded and the vectors scanned
                 prefetch = HitPrefetch(self.store, guess)
@@ -129,6 +132,7 @@ class Recall:
             if candidates:  # embedded after the query (one model), while the chains' vectors are scanned
                 turn_embedding = asyncio.ensure_future(self.embedder.embed([turns[i].content for i in candidates]))
             query_vec = (await embedding)[0]
+            clock.mark("embedding")
             pool = (
                 self.ranking.candidates(limit)
                 if allowed is None
@@ -150,6 +154,7 @@ class Recall:
                     task.cancel()  # a lexicon read itself is shielded in LexicalIndex and goes on
                 elif not task.cancelled():
                     task.exception()  # retrieved: a search that failed earlier never awaited it
+        clock.mark("scan")
         similarity = {h.chain_id: h.similarity for h in vector_hits}
         if lexical is not None and lexicon is not None:
             # Found by their words alone, or told in the period the query names ("what did I say
@@ -169,7 +174,9 @@ class Recall:
         provisional = self._rank_candidates(
             [c for c in similarity if allowed is None or c in allowed], similarity, lexical, lexicon, periods, most=most
         )
+        clock.mark("rank")
         out = await self._hydrate(request, provisional, lexical, periods, limit=limit, prefetch=prefetch)
+        clock.mark("documents")
         open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec, turn_told)
         found: list[tuple[RankedChain, dict[str, Any] | OpenTurn]] = [*out, *open_hits]
         best = sorted(found, key=lambda pair: -pair[0].score)[:limit]
@@ -209,6 +216,7 @@ class Recall:
                     event_ids=doc.get("event_ids", []),
                 )
             )
+        clock.mark("answer")
         return response
 
     def _open_hits(
@@ -387,6 +395,18 @@ class Recall:
             chains=[chain_to_proto(d) for d in docs[:size]],
             next_page_token=encode_offset(offset + size) if more else "",
         )
+
+
+class _StepClock:
+    """Times a search's consecutive steps into SEARCH_STEP_SECONDS: where a slow search's time went."""
+
+    def __init__(self) -> None:
+        self._last = time.perf_counter()
+
+    def mark(self, step: str) -> None:
+        now = time.perf_counter()
+        SEARCH_STEP_SECONDS.labels(step).observe(now - self._last)
+        self._last = now
 
 
 def _told(periods: list[Named], doc: Mapping[str, Any]) -> bool:
