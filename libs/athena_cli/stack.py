@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -27,7 +28,10 @@ from athena.local import MongoWireServer, RedisServer, free_ports
 from athena_cli.sample_conversation import SAMPLE_SCOPE
 from athena_client import AsyncAthenaClient, ClientOptions
 
-__all__ = ["LocalStack", "StackCredentials", "StackPorts", "ensure_redis_server_installed"]
+if TYPE_CHECKING:
+    from prometheus_client.samples import Sample
+
+__all__ = ["LocalStack", "StackCredentials", "StackPorts", "ensure_redis_server_installed", "sample_total"]
 
 SERVICES = ("ingest", "cognition", "formation")
 
@@ -101,6 +105,11 @@ class StackCredentials:
             subject="local-stack",
             scopes=scopes,
         )
+
+
+def sample_total(samples: Iterable[Sample], name: str, **labels: str) -> float:
+    """Sum of the samples called `name` whose labels include `labels` (0 when there are none)."""
+    return sum(s.value for s in samples if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
 
 
 def ensure_redis_server_installed() -> None:
@@ -276,20 +285,19 @@ class LocalStack:
                 time.sleep(0.2)
         raise TimeoutError(f"{name} not SERVING after {timeout}s ({last}); log:\n{self.log_tail(name)}")
 
-    def metric_total(self, service: str, sample: str, **labels: str) -> float:
-        """Sum of one Prometheus sample (e.g. `memos_grpc_server_handled_total`) on a running service's
-        /metrics, over the series whose labels include `labels` (0 when it has none)."""
+    def metric_samples(self, service: str) -> list[Sample]:
+        """Every sample on a running service's /metrics, read once."""
         from prometheus_client.parser import text_string_to_metric_families
 
         port = getattr(self.ports, f"{service}_metrics")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
             text = reply.read().decode()
-        return sum(
-            s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-            if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items())
-        )
+        return [s for family in text_string_to_metric_families(text) for s in family.samples]
+
+    def metric_total(self, service: str, sample: str, **labels: str) -> float:
+        """Sum of one Prometheus sample (e.g. `memos_grpc_server_handled_total`) on a running service's
+        /metrics, over the series whose labels include `labels` (0 when it has none)."""
+        return sample_total(self.metric_samples(service), sample, **labels)
 
     def log_tail(self, name: str, chars: int = 3000) -> str:
         path = self.data_dir / f"{name}.log"

@@ -34,7 +34,7 @@ from pymongo import AsyncMongoClient
 
 from athena.formation_client import FormationClient
 from athena.internal.v1 import formation_pb2
-from athena_cli.stack import LocalStack
+from athena_cli.stack import LocalStack, sample_total
 from athena_client import AsyncAthenaClient, EventInput
 from athena_client.memory.v1 import memory_pb2
 from athena_lab.bench._report import percentile
@@ -246,11 +246,12 @@ SEARCH_STEPS = ("words", "embedding", "scan", "rank", "documents", "answer")
 
 
 def _step_totals(stack: LocalStack) -> dict[str, tuple[float, float]]:
-    """(seconds, searches) so far of each step of formation's searches."""
+    """(seconds, searches) so far of each step of formation's searches (one read of its /metrics)."""
+    samples = stack.metric_samples("formation")
     return {
         step: (
-            stack.metric_total("formation", "memos_search_step_seconds_sum", step=step),
-            stack.metric_total("formation", "memos_search_step_seconds_count", step=step),
+            sample_total(samples, "memos_search_step_seconds_sum", step=step),
+            sample_total(samples, "memos_search_step_seconds_count", step=step),
         )
         for step in SEARCH_STEPS
     }

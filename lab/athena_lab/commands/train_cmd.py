@@ -21,6 +21,14 @@ _HiddenUnits = Annotated[
 ]
 _Alpha = Annotated[float | None, typer.Option("--alpha", min=0.0, help="L2 penalty of the hidden-layer model.")]
 _L2C = Annotated[float | None, typer.Option("--l2-c", min=0.0, help="Inverse L2 strength of the logistic regression.")]
+_DataDir = Annotated[
+    Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
+]
+
+
+def _log(msg: str) -> None:
+    """A trainer's progress line, on stderr (stdout carries the result)."""
+    _err.print(msg, markup=False, highlight=False, soft_wrap=True)
 
 
 def _given(**options: float | None) -> dict[str, Any]:
@@ -38,9 +46,7 @@ def continuity(
     out: Annotated[
         Path | None, typer.Option("--out", file_okay=False, help="Output folder (default: the detector package).")
     ] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
-    ] = None,
+    data_dir: _DataDir = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic splices.")] = 0,
     agnostic: Annotated[
         bool,
@@ -66,19 +72,16 @@ def continuity(
 
     train_config = replace(TrainConfig(seed=seed), **_given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c))
 
-    def log(msg: str) -> None:
-        _err.print(msg, markup=False, highlight=False, soft_wrap=True)
-
     if agnostic:
         from athena_lab.segmentation.train_continuity_agnostic import AgnosticConfig, train_continuity_agnostic
 
         config = AgnosticConfig(continuity=TrainConfig(seed=seed))
         record = asyncio.run(
-            train_continuity_agnostic(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=config, log=log)
+            train_continuity_agnostic(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=config, log=_log)
         )
     else:
         record = asyncio.run(
-            train_continuity(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=train_config, log=log)
+            train_continuity(out_dir=out or DETECTOR_DIR, data_dir=data_dir, config=train_config, log=_log)
         )
     metrics = record["metrics_no_llm"]
     assert isinstance(metrics, dict)
@@ -91,9 +94,7 @@ def opener(
     out: Annotated[
         Path | None, typer.Option("--out", file_okay=False, help="Output folder (default: the detector package).")
     ] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
-    ] = None,
+    data_dir: _DataDir = None,
     hidden_units: _HiddenUnits = None,
     alpha: _Alpha = None,
     l2_c: _L2C = None,
@@ -114,7 +115,7 @@ def opener(
             out_dir=out or DETECTOR_DIR,
             data_dir=data_dir,
             config=config,
-            log=lambda msg: _err.print(msg, markup=False, highlight=False, soft_wrap=True),
+            log=_log,
         )
     )
     metrics = record["metrics_no_llm"]
@@ -125,9 +126,7 @@ def opener(
 
 @app.command("encoder-pilot")
 def encoder_pilot_cmd(
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
-    ] = None,
+    data_dir: _DataDir = None,
     fold: Annotated[int, typer.Option("--fold", min=0, max=4, help="The trainers' fold held out (0-4).")] = 0,
     max_length: Annotated[int, typer.Option("--max-length", min=16, max=512, help="Tokens of a pair.")] = 128,
     epochs: Annotated[int, typer.Option("--epochs", min=1, help="Passes over the fold's training decisions.")] = 1,
@@ -142,7 +141,7 @@ def encoder_pilot_cmd(
         encoder_pilot(
             data_dir=data_dir,
             config=PilotConfig(fold=fold, max_length=max_length, epochs=epochs),
-            log=lambda msg: _err.print(msg, markup=False, highlight=False, soft_wrap=True),
+            log=_log,
         )
     )
     typer.echo(json.dumps(report, indent=2))
@@ -153,9 +152,7 @@ def encoder_cv_cmd(
     out: Annotated[
         Path | None, typer.Option("--out", file_okay=False, help="Where each fold's segmentations are kept.")
     ] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
-    ] = None,
+    data_dir: _DataDir = None,
     fold: Annotated[
         list[int] | None,
         typer.Option("--fold", min=0, max=4, help="Run only these folds (repeatable); all by default."),
@@ -182,7 +179,7 @@ def encoder_cv_cmd(
             out_dir=out,
             data_dir=data_dir,
             config=config,
-            log=lambda msg: _err.print(msg, markup=False, highlight=False, soft_wrap=True),
+            log=_log,
         )
     )
     typer.echo(json.dumps(report, indent=2))

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from athena.embeddings import Embedder
-from athena_cognition.detector import ContinuityModel, ContinuityScorer, OpenerModel, Thresholds, Turn
+from athena_cognition.detector import ContinuityModel, ContinuityScorer, OpenerModel, Turn
 from athena_lab.segmentation.cross_validation import cross_validated, fold_splits, summary
 from athena_lab.segmentation.embedding_cache import embed_utterances
 from athena_lab.segmentation.encoder_pilot import (
@@ -40,8 +40,8 @@ from athena_lab.segmentation.encoder_pilot import (
 )
 from athena_lab.segmentation.evaluate import evaluate
 from athena_lab.segmentation.segmentation_data import Dialogue, SharedSets, default_data_dir, load_shared_sets
-from athena_lab.segmentation.train_continuity import _gray, fit_continuity
-from athena_lab.segmentation.train_opener import OpenerConfig, _fit, _parts, opener_examples
+from athena_lab.segmentation.train_continuity import fit_continuity, gray_zone
+from athena_lab.segmentation.train_opener import OpenerConfig, fit_opener, opener_examples, opener_parts
 
 __all__ = ["EncoderCvConfig", "MixedScorer", "encoder_cross_validation", "encoder_timing"]
 
@@ -182,10 +182,11 @@ async def _run_fold(
     train_ss, train_ti, held = fold_splits(sets.superseg_train, sets.tiage_train, recipe.folds)[fold]
     max_events = recipe.max_events_before_flush
 
-    gate = _gray(0.5, recipe.gray_half_width)
+    gate = gray_zone(0.5, recipe.gray_half_width)
     continuity = await fit_continuity(train_ss, train_ti, embedder, recipe, gate)
     opener = replace(
-        _fit(_parts(opener_rows, train_ss, train_ti, opener_config), opener_config), threshold=config.opener_threshold
+        fit_opener(opener_parts(opener_rows, train_ss, train_ti, opener_config), opener_config),
+        threshold=config.opener_threshold,
     )
 
     training = training_pairs(train_ss, train_ti, pilot)
@@ -213,7 +214,7 @@ async def _run_fold(
                 held,
                 scorer=scorer,
                 embedder=embedder,
-                thresholds=Thresholds(high=midpoint + 0.15, low=midpoint - 0.15),
+                thresholds=gray_zone(midpoint, recipe.gray_half_width),
                 arbiter=None,
                 max_events_before_flush=max_events,
             )

@@ -27,9 +27,9 @@ from athena_lab.segmentation.embedding_cache import embed_utterances
 from athena_lab.segmentation.segmentation_data import Dialogue, default_data_dir, load_shared_sets
 from athena_lab.segmentation.train_continuity import (
     TrainConfig,
-    _gray,
     continuity_examples,
     fit_continuity,
+    gray_zone,
     splices,
     teacher_forced,
 )
@@ -197,7 +197,7 @@ async def encoder_pilot(
 
     log("the continuity model of the recipe on the fold's training dialogues")
     embedder, disk = await embed_utterances((sets.superseg, sets.tiage_train, sets.tiage_validation), None)
-    continuity = await fit_continuity(train_ss, train_ti, embedder, recipe, _gray(0.5, recipe.gray_half_width))
+    continuity = await fit_continuity(train_ss, train_ti, embedder, recipe, gray_zone(0.5, recipe.gray_half_width))
     if disk is not None:
         disk.save()
 

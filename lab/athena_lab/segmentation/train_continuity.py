@@ -55,6 +55,7 @@ __all__ = [
     "continuity_parts",
     "embedding_record",
     "fit_continuity",
+    "gray_zone",
     "splices",
     "train_continuity",
 ]
@@ -198,7 +199,9 @@ async def fit_continuity(
     return _fit(await continuity_parts(superseg, tiage, embedder, config, agnostic=agnostic), config, thresholds)
 
 
-def _gray(midpoint: float, half_width: float) -> Thresholds:
+def gray_zone(midpoint: float, half_width: float) -> Thresholds:
+    """The no-LLM gate at `midpoint`: break below it, the gray zone (where an LLM, if any, is asked)
+    `half_width` either side, clipped to [0, 1]."""
     return Thresholds(high=round(min(1.0, midpoint + half_width), 4), low=round(max(0.0, midpoint - half_width), 4))
 
 
@@ -229,13 +232,13 @@ async def _cross_validate_gate(
     """Pooled out-of-fold Pk / WD / F1 per gray-zone midpoint, with each fold's figures and their spread."""
     starts: dict[float, dict[str, tuple[int, ...]]] = {m: {} for m in config.midpoints}
     for f, (train_ss, train_ti, held) in enumerate(fold_splits(superseg, tiage, config.folds)):
-        model = await fit_continuity(train_ss, train_ti, embedder, config, _gray(0.5, config.gray_half_width))
+        model = await fit_continuity(train_ss, train_ti, embedder, config, gray_zone(0.5, config.gray_half_width))
         for mid in config.midpoints:
             result = await evaluate(
                 held,
                 scorer=ContinuityScorer(model),
                 embedder=embedder,
-                thresholds=_gray(mid, config.gray_half_width),
+                thresholds=gray_zone(mid, config.gray_half_width),
                 arbiter=None,
                 max_events_before_flush=config.max_events_before_flush,
             )
@@ -272,7 +275,7 @@ async def train_continuity(
     # 1. Pick the midpoint by cross-validation over the training dialogues only.
     sweep = await _cross_validate_gate(ss_train, tiage_train, embedder, config, log)
     best = min(sweep, key=lambda r: (r["objective_mean_pk"], abs(float(r["midpoint"]) - 0.5)))  # type: ignore[arg-type]
-    thresholds = _gray(float(best["midpoint"]), config.gray_half_width)  # type: ignore[arg-type]
+    thresholds = gray_zone(float(best["midpoint"]), config.gray_half_width)  # type: ignore[arg-type]
     log(f"chosen thresholds: high {thresholds.high} low {thresholds.low} (midpoint {best['midpoint']})")
 
     # 2. Refit on all training data with the chosen gate.

@@ -56,6 +56,7 @@ from athena_lab.segmentation.train_continuity import (
     TrainConfig,
     continuity_examples,
     embedding_record,
+    gray_zone,
     splices,
 )
 from athena_lab.segmentation.train_opener import OpenerConfig, opener_examples
@@ -78,10 +79,6 @@ class AgnosticConfig:
     opener_thresholds: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80)
     opener: OpenerConfig = field(default_factory=OpenerConfig)
     """The per-fold openers' recipe (the committed opener's)."""
-
-
-def _gray(midpoint: float, half_width: float) -> Thresholds:
-    return Thresholds(high=round(min(1.0, midpoint + half_width), 4), low=round(max(0.0, midpoint - half_width), 4))
 
 
 def _stack(rows: Mapping[str, Rows], dialogues: Sequence[Dialogue], width: int) -> Rows:
@@ -213,9 +210,9 @@ async def _gate_sweep(
     for l2_c in config.l2_cs:
         starts: dict[float, Starts] = {m: {} for m in c.midpoints}
         for f, held in enumerate(folds.held):
-            model = _fit(folds.parts[f], l2_c, _gray(0.5, c.gray_half_width))
+            model = _fit(folds.parts[f], l2_c, gray_zone(0.5, c.gray_half_width))
             for mid in c.midpoints:
-                fold_model = replace(model, thresholds=_gray(mid, c.gray_half_width))
+                fold_model = replace(model, thresholds=gray_zone(mid, c.gray_half_width))
                 starts[mid].update(await _replay(fold_model, None, held, embedder, c.max_events_before_flush))
         for mid in c.midpoints:
             pooled = _pooled(superseg, tiage, starts[mid])
@@ -295,7 +292,7 @@ async def train_continuity_agnostic(
     folds = await _folds(rows, ss_train, tiage_train, embedder, config)
     gate_sweep = await _gate_sweep(folds, ss_train, tiage_train, embedder, config, log)
     best = min(gate_sweep, key=lambda r: (r["objective_mean_pk"], abs(float(r["midpoint"]) - 0.5), float(r["l2_c"])))
-    l2_c, gate = float(best["l2_c"]), _gray(float(best["midpoint"]), c.gray_half_width)
+    l2_c, gate = float(best["l2_c"]), gray_zone(float(best["midpoint"]), c.gray_half_width)
     log(f"chosen: C {l2_c}, high {gate.high} low {gate.low} (midpoint {best['midpoint']})")
 
     # 2. The opener threshold with that gate, the same way.

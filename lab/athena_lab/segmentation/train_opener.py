@@ -47,7 +47,7 @@ from athena_lab.segmentation.segmentation_data import (
 )
 from athena_lab.segmentation.train_continuity import DETECTOR_DIR, TrainConfig, embedding_record, fit_continuity
 
-__all__ = ["OpenerConfig", "opener_examples", "train_opener"]
+__all__ = ["OpenerConfig", "fit_opener", "opener_examples", "opener_parts", "train_opener"]
 
 RECORD_NAME = "opener_v1.record.json"
 
@@ -88,13 +88,16 @@ async def opener_examples(dialogues: Sequence[Dialogue], embedder: Embedder) -> 
     return np.asarray(rows, dtype=np.float64), np.asarray(labels, dtype=np.int64)
 
 
-def _fit(parts: Sequence[Part], config: OpenerConfig) -> OpenerModel:
+def fit_opener(parts: Sequence[Part], config: OpenerConfig) -> OpenerModel:
+    """The config's opener classifier on the parts (its threshold 0.5 until one is chosen)."""
     return OpenerModel(classifier=fit_classifier(parts, OPENER_FEATURE_NAMES, config.spec), threshold=0.5)
 
 
-def _parts(
+def opener_parts(
     rows: Mapping[str, Rows], superseg: Sequence[Dialogue], tiage: Sequence[Dialogue], config: OpenerConfig
 ) -> list[Part]:
+    """The opener's training parts of these dialogues (`rows` by dialogue id), each with its corpus's weight."""
+
     def stacked(ds: Sequence[Dialogue]) -> Rows:
         chosen = [rows[d.id] for d in ds if len(rows[d.id][1])]
         return np.vstack([r[0] for r in chosen]), np.concatenate([r[1] for r in chosen])
@@ -140,7 +143,7 @@ async def _cross_validate(
     starts: dict[float | None, dict[str, tuple[int, ...]]] = {c: {} for c in candidates}
     for f, (train_ss, train_ti, held) in enumerate(fold_splits(superseg, tiage, config.folds)):
         continuity = await fit_continuity(train_ss, train_ti, embedder, config.continuity, gate)
-        fitted = _fit(_parts(rows, train_ss, train_ti, config), config)
+        fitted = fit_opener(opener_parts(rows, train_ss, train_ti, config), config)
         for c in candidates:
             opener = None if c is None else replace(fitted, threshold=c)
             result = await _replay(continuity, opener, held, embedder, gate, config.max_events_before_flush)
@@ -190,8 +193,8 @@ async def train_opener(
     sweep = await _cross_validate(rows, ss_train, tiage_train, embedder, gate, config, log)
     scored = [(r["threshold"], r["objective_mean_pk"]) for r in sweep]
     best_threshold, _ = min(((t, pk) for t, pk in scored if t is not None), key=lambda tp: (tp[1], -tp[0]))
-    parts = _parts(rows, ss_train, tiage_train, config)
-    model = replace(_fit(parts, config), threshold=float(best_threshold))
+    parts = opener_parts(rows, ss_train, tiage_train, config)
+    model = replace(fit_opener(parts, config), threshold=float(best_threshold))
     log(f"chosen opener threshold: {model.threshold}")
 
     metrics = {
