@@ -25,7 +25,7 @@ from athena_cognition.detector import (
     thresholds_from_settings,
 )
 from athena_cognition.detector._classifier import Classifier
-from athena_cognition.detector._placement import OPENER_FEATURE_NAMES, opener_candidate
+from athena_cognition.detector._placement import OPENER_FEATURE_NAMES, opener_candidate, opener_features
 
 TH = Thresholds(high=0.8, low=0.5)  # midpoint 0.65
 
@@ -551,7 +551,40 @@ def test_committed_opener_artifact_loads() -> None:
     assert ContinuityScorer().opener is None  # explicit construction: no placement unless given
 
 
-@pytest.mark.parametrize("artifact", ["continuity_v1", "opener_v1"])
+def test_the_continuity_opener_reads_the_agent_turns_embedding_and_the_agnostic_one_does_not() -> None:
+    continuity, agnostic = make_scorer("continuity"), make_scorer("continuity_agnostic")
+    assert isinstance(continuity, ContinuityScorer) and isinstance(agnostic, ContinuityScorer)
+    assert continuity.opener is not None and continuity.opener.agent_embedding
+    assert len(continuity.opener.classifier.feature_names) == len(OPENER_FEATURE_NAMES) + 384
+    assert agnostic.opener is not None and not agnostic.opener.agent_embedding
+    assert agnostic.opener.classifier.feature_names == OPENER_FEATURE_NAMES
+
+
+def test_the_agent_turns_embedding_follows_the_hand_features() -> None:
+    window = [
+        user("hi"),
+        agent("hello, how can I help?"),
+        user("my order is late"),
+        agent("what do you cook?"),
+        user("pasta"),
+    ]
+    vectors = {i: np.eye(384)[i] for i in range(len(window))}
+    hand = opener_features(window, 4, vectors)
+    row = opener_features(window, 4, vectors, agent_embedding=True)
+    assert hand.shape == (len(OPENER_FEATURE_NAMES),) and row.shape == (len(OPENER_FEATURE_NAMES) + 384,)
+    np.testing.assert_array_equal(row[: len(hand)], hand)
+    np.testing.assert_array_equal(row[len(hand) :], vectors[3])  # the agent turn at new_index - 1
+
+
+def test_an_opener_with_a_foreign_feature_list_is_refused() -> None:
+    names = (*OPENER_FEATURE_NAMES, "agent_emb_0", "agent_emb_2")  # a gap: not opener_feature_names(n)
+    n = len(names)
+    classifier = Classifier(names, np.zeros(n), np.ones(n), np.zeros(n), 0.0)
+    with pytest.raises(ValueError, match="different feature list"):
+        OpenerModel(classifier=classifier, threshold=0.5)
+
+
+@pytest.mark.parametrize("artifact", ["continuity_v1", "opener_v1", "opener_v2"])
 def test_committed_artifacts_match_their_training_records(artifact: str) -> None:
     import hashlib
     import json

@@ -29,6 +29,7 @@ from athena_cognition.detector import (
     embedding_mismatch,
     make_scorer,
 )
+from athena_cognition.detector._embedding_match import trained_embedding
 from athena_cognition.detector._features import HAND_FEATURE_NAMES
 from athena_cognition.server import detector_setup
 from athena_lab.commands.eval_cmd import app as eval_app
@@ -89,6 +90,11 @@ def test_a_scorer_runs_with_the_model_it_was_trained_with_or_any_model_when_it_r
     scorer: str, overrides: dict[str, object]
 ) -> None:
     assert embedding_mismatch(scorer, load_settings(chain_scorer=scorer, **overrides)) is None
+
+
+def test_the_continuity_scorers_opener_is_tied_to_its_embedding_model_and_the_agnostic_scorers_is_not() -> None:
+    assert trained_embedding("opener_v2.npz").raw_vector_input  # reads the agent turn's embedding
+    assert not trained_embedding("opener_v1.npz").raw_vector_input  # cosines only
 
 
 @pytest.mark.slow

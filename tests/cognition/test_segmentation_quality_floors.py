@@ -36,8 +36,8 @@ def test_superdialseg_held_out_sample_keeps_its_pk_and_f1() -> None:
     scores = _scores("superseg_validation.jsonl", "--split", "heldout", "--limit", "120")
 
     assert scores["dialogues"] == 120
-    assert scores["pk"] <= 0.18
-    assert scores["f1"] >= 0.84
+    assert scores["pk"] <= 0.165
+    assert scores["f1"] >= 0.855
 
 
 def test_tiage_validation_sample_keeps_its_pk() -> None:
@@ -51,4 +51,4 @@ def test_a_detector_that_breaks_at_every_user_message_is_below_the_floor() -> No
     """The floors mean something: the trivial baseline does not reach them."""
     scores = _scores("superseg_validation.jsonl", "--split", "heldout", "--limit", "120", "--scorer", "every_user")
 
-    assert scores["pk"] > 0.18 or scores["f1"] < 0.84
+    assert scores["pk"] > 0.165 or scores["f1"] < 0.855

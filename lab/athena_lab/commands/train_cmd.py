@@ -98,8 +98,17 @@ def opener(
     hidden_units: _HiddenUnits = None,
     alpha: _Alpha = None,
     l2_c: _L2C = None,
+    agent_embedding: Annotated[
+        bool,
+        typer.Option(
+            "--agent-embedding/--no-agent-embedding",
+            help="The agent turn's embedding among the inputs (opener_v2, the continuity scorer's); "
+            "without it, the hand features alone (opener_v1, any embedding model).",
+        ),
+    ] = True,
 ) -> None:
-    """Train the boundary-placement opener model; writes opener_v1.npz and opener_v1.record.json.
+    """Train the boundary-placement opener model; writes opener_v2.npz and opener_v2.record.json
+    (opener_v1.* with --no-agent-embedding).
 
     The model options exist to reproduce the comparisons in docs/segmentation.md; the defaults
     are the committed artifact's recipe.
@@ -108,7 +117,7 @@ def opener(
 
     from athena_lab.segmentation.train_opener import DETECTOR_DIR, OpenerConfig, train_opener
 
-    config = OpenerConfig()
+    config = OpenerConfig(agent_embedding=agent_embedding)
     config = replace(config, spec=replace(config.spec, **_given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c)))
     record = asyncio.run(
         train_opener(

@@ -57,7 +57,7 @@ class EncoderCvConfig:
     midpoints: tuple[float, ...] = (0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
     """No-LLM midpoints of the gate (break below it); the gray zone is the midpoint +/- 0.15."""
     opener_threshold: float = 0.65
-    """The shipped opener's threshold, used with every candidate."""
+    """The hand-feature opener's threshold (opener_v1), used with every candidate."""
 
 
 class MixedScorer(ContinuityScorer):
@@ -178,7 +178,7 @@ async def _run_fold(
 ) -> dict[str, Any]:
     pilot = config.pilot
     recipe = pilot.continuity
-    opener_config = OpenerConfig()
+    opener_config = OpenerConfig(agent_embedding=False)  # the opener of the hand features, as measured
     train_ss, train_ti, held = fold_splits(sets.superseg_train, sets.tiage_train, recipe.folds)[fold]
     max_events = recipe.max_events_before_flush
 
@@ -254,7 +254,8 @@ async def encoder_cross_validation(
             continue
         if not opener_rows:
             opener_rows = {
-                d.id: await opener_examples([d], embedder) for d in (*sets.superseg_train, *sets.tiage_train)
+                d.id: await opener_examples([d], embedder, agent_embedding=False)
+                for d in (*sets.superseg_train, *sets.tiage_train)
             }
         record = await _run_fold(fold, sets, embedder, opener_rows, config, log)
         path.write_text(json.dumps(record) + "\n", encoding="utf-8")

@@ -38,7 +38,7 @@ from athena_cognition.detector import (
     Thresholds,
 )
 from athena_cognition.detector._features import HAND_FEATURE_NAMES
-from athena_cognition.detector._placement import OPENER_FEATURE_NAMES, load_opener_model
+from athena_cognition.detector._placement import OPENER_ARTIFACT, OPENER_FEATURE_NAMES, load_opener_model
 from athena_cognition.detector._scorers import AGNOSTIC_ARTIFACT
 from athena_lab.segmentation.cross_validation import fold_splits, pooled_scores
 from athena_lab.segmentation.embedding_cache import embed_utterances
@@ -77,8 +77,8 @@ class AgnosticConfig:
     l2_cs: tuple[float, ...] = (0.01, 0.1, 1.0)
     folds: int = 5
     opener_thresholds: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80)
-    opener: OpenerConfig = field(default_factory=OpenerConfig)
-    """The per-fold openers' recipe (the committed opener's)."""
+    opener: OpenerConfig = field(default_factory=lambda: OpenerConfig(agent_embedding=False))
+    """The per-fold openers' recipe (the committed opener_v1's: hand features, any embedding model)."""
 
 
 def _stack(rows: Mapping[str, Rows], dialogues: Sequence[Dialogue], width: int) -> Rows:
@@ -286,7 +286,10 @@ async def train_continuity_agnostic(
     log("embedding all utterances (cached on disk after the first run)")
     embedder, disk = await embed_utterances((sets.superseg, tiage_train, tiage_val), embedder)
     rows = await _per_dialogue((*ss_train, *tiage_train), embedder, max_events)
-    opener_rows = {d.id: await opener_examples([d], embedder) for d in (*ss_train, *tiage_train)}
+    opener_rows = {
+        d.id: await opener_examples([d], embedder, agent_embedding=config.opener.agent_embedding)
+        for d in (*ss_train, *tiage_train)
+    }
 
     # 1. L2 strength and gate midpoint, by cross-validation over the training dialogues.
     folds = await _folds(rows, ss_train, tiage_train, embedder, config)
@@ -308,7 +311,11 @@ async def train_continuity_agnostic(
     parts = await _parts(rows, ss_train, tiage_train, embedder, c)
     stored = math.inf if opener_threshold is None else float(opener_threshold)  # inf: no placement
     model = replace(_fit(parts, l2_c, gate), opener_threshold=stored)
-    opener = None if opener_threshold is None else replace(load_opener_model(), threshold=float(opener_threshold))
+    opener = (
+        None
+        if opener_threshold is None
+        else replace(load_opener_model(artifact=OPENER_ARTIFACT), threshold=float(opener_threshold))
+    )
     metrics = {
         "superseg_validation_heldout": await _measure(model, opener, ss_heldout, embedder, max_events),
         "tiage_validation": await _measure(model, opener, tiage_val, embedder, max_events),

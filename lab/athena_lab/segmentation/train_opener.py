@@ -6,8 +6,10 @@ Recipe (docs/segmentation.md, "Boundary placement"):
 - examples: every user message right after an agent message, with the segment the detector would
   hold if it had segmented correctly so far; label 1 when the reference opens a segment at that
   agent turn (and not again at the user message), else 0;
-- model: standardized hand features (`OPENER_FEATURE_NAMES`) -> `ClassifierSpec` (logistic
-  regression or one small tanh hidden layer), sklearn to fit, numpy to run;
+- model: standardized hand features (`OPENER_FEATURE_NAMES`), by default followed by the agent turn's
+  embedding (`opener_v2`; without it, `--no-agent-embedding`, `opener_v1`, the opener of any
+  embedding model) -> `ClassifierSpec` (logistic regression or one small tanh hidden layer), sklearn
+  to fit, numpy to run;
 - threshold: 5-fold cross-validation over the training dialogues. Each fold refits the continuity
   scorer (the `athena train continuity` recipe, committed gate) and the opener on the other folds,
   then replays the production `decide()` (no LLM) over the fold for every candidate threshold. The
@@ -31,7 +33,9 @@ from athena_cognition.detector import ContinuityModel, ContinuityScorer, OpenerM
 from athena_cognition.detector._placement import (
     OPENER_ARTIFACT,
     OPENER_FEATURE_NAMES,
+    OPENER_VECTOR_ARTIFACT,
     opener_candidate,
+    opener_feature_names,
     opener_features,
 )
 from athena_lab.segmentation.cross_validation import CrossValidated, cross_validated, fold_splits, summary
@@ -49,8 +53,6 @@ from athena_lab.segmentation.train_continuity import DETECTOR_DIR, TrainConfig, 
 
 __all__ = ["OpenerConfig", "fit_opener", "opener_examples", "opener_parts", "train_opener"]
 
-RECORD_NAME = "opener_v1.record.json"
-
 Rows = tuple[np.ndarray, np.ndarray]
 
 
@@ -60,14 +62,27 @@ class OpenerConfig:
     weight_superseg: float = 1.0
     weight_tiage: float = 3.0
     spec: ClassifierSpec = ClassifierSpec(hidden_units=8, alpha=10.0)  # picked by cross-validation (docs)
+    agent_embedding: bool = True
+    """The agent turn's embedding among the inputs (opener_v2.npz); False: the hand features alone (opener_v1.npz)."""
     folds: int = 5
     thresholds: tuple[float, ...] = (0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
     max_events_before_flush: int = 20
     continuity: TrainConfig = field(default_factory=TrainConfig)  # the per-fold continuity models' recipe
 
+    @property
+    def artifact(self) -> str:
+        return OPENER_VECTOR_ARTIFACT if self.agent_embedding else OPENER_ARTIFACT
 
-async def opener_examples(dialogues: Sequence[Dialogue], embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
-    """Teacher-forced rows and labels (1 = the agent turn before this user message opened a segment)."""
+    @property
+    def record_name(self) -> str:
+        return self.artifact.removesuffix(".npz") + ".record.json"
+
+
+async def opener_examples(
+    dialogues: Sequence[Dialogue], embedder: Embedder, *, agent_embedding: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Teacher-forced rows and labels (1 = the agent turn before this user message opened a segment);
+    `agent_embedding`: the agent turn's embedding follows the hand features in each row."""
     rows: list[np.ndarray] = []
     labels: list[int] = []
     for dialogue in dialogues:
@@ -81,7 +96,7 @@ async def opener_examples(dialogues: Sequence[Dialogue], embedder: Embedder) -> 
             new_index = len(window) - 1
             if turns[i].role == "user" and opener_candidate(window, new_index):
                 vectors = {k: vecs[start + k] for k in range(len(window))}
-                rows.append(opener_features(window, new_index, vectors))
+                rows.append(opener_features(window, new_index, vectors, agent_embedding=agent_embedding))
                 labels.append(int(bool(dialogue.starts[i - 1]) and not dialogue.starts[i]))
             if dialogue.starts[i]:
                 previous_start, segment_start = segment_start, i
@@ -90,7 +105,8 @@ async def opener_examples(dialogues: Sequence[Dialogue], embedder: Embedder) -> 
 
 def fit_opener(parts: Sequence[Part], config: OpenerConfig) -> OpenerModel:
     """The config's opener classifier on the parts (its threshold 0.5 until one is chosen)."""
-    return OpenerModel(classifier=fit_classifier(parts, OPENER_FEATURE_NAMES, config.spec), threshold=0.5)
+    names = opener_feature_names(parts[0][0].shape[1] - len(OPENER_FEATURE_NAMES) if config.agent_embedding else 0)
+    return OpenerModel(classifier=fit_classifier(parts, names, config.spec), threshold=0.5)
 
 
 def opener_parts(
@@ -176,7 +192,8 @@ async def train_opener(
     embedder: Embedder | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, object]:
-    """Fit, pick the threshold by cross-validation on training data, measure; write opener_v1.npz and its record."""
+    """Fit, pick the threshold by cross-validation on training data, measure; write the config's
+    artifact (opener_v2.npz, or opener_v1.npz without the agent embedding) and its record."""
     data_dir = data_dir or default_data_dir()
     sets = load_shared_sets(data_dir, config.heldout_fraction)
     files = sets.files
@@ -185,7 +202,10 @@ async def train_opener(
 
     embedder, disk = await embed_utterances((ss_train, ss_heldout, tiage_train, tiage_val), embedder)
 
-    rows = {d.id: await opener_examples([d], embedder) for d in (*ss_train, *tiage_train)}
+    rows = {
+        d.id: await opener_examples([d], embedder, agent_embedding=config.agent_embedding)
+        for d in (*ss_train, *tiage_train)
+    }
     continuity = load_continuity_model()
     gate = continuity.thresholds
     max_events = config.max_events_before_flush
@@ -206,13 +226,13 @@ async def train_opener(
         disk.save()
 
     out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - an offline training run: the loop serves nothing else
-    artifact = out_dir / OPENER_ARTIFACT
+    artifact = out_dir / config.artifact
     model.save(artifact)
     import sklearn
 
     spec = config.spec
     record: dict[str, object] = {
-        "artifact": OPENER_ARTIFACT,
+        "artifact": config.artifact,
         "artifact_sha256": file_sha256(artifact),
         "command": _command(config),
         "model": {
@@ -223,11 +243,11 @@ async def train_opener(
             ),
             "output": "P(the agent turn before the new user message opened a topic); break there when >= threshold",
             "inference": "numpy only (detector/_classifier.py)",
-            "inputs": len(OPENER_FEATURE_NAMES),
+            "inputs": len(model.classifier.feature_names),
             "used_with": "continuity_v1.npz (its gate thresholds in every replay)",
         },
-        "embedding": embedding_record(raw_vector_input=False),
-        "features": list(OPENER_FEATURE_NAMES),
+        "embedding": embedding_record(raw_vector_input=config.agent_embedding),
+        "features": list(model.classifier.feature_names),
         "data": data_record(files),
         "split": {
             "superseg_heldout": f"sha256(id) as a 64-bit fraction < {config.heldout_fraction}",
@@ -249,8 +269,8 @@ async def train_opener(
         "metrics_no_llm": metrics,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "scikit-learn": sklearn.__version__},
     }
-    (out_dir / RECORD_NAME).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    log(f"wrote {artifact} and {out_dir / RECORD_NAME}")
+    (out_dir / config.record_name).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    log(f"wrote {artifact} and {out_dir / config.record_name}")
     return record
 
 
@@ -262,6 +282,8 @@ def _command(config: OpenerConfig) -> str:
         for name in ("hidden_units", "alpha", "l2_c")
         if getattr(spec, name) != getattr(default, name)
     ]
+    if not config.agent_embedding:
+        flags.append("--no-agent-embedding")
     return " ".join(["athena train opener", *flags])
 
 

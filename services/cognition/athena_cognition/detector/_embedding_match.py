@@ -5,7 +5,8 @@ A learned model that takes the new message's raw embedding among its inputs (the
 another model's vectors it either fails on every chain check (another dimension) or scores noise
 (same dimension, another space). Each committed artifact's record json says which embedding model
 produced its training vectors and whether the raw vector is an input (`"embedding"` block); a model
-that reads only cosines (`continuity_agnostic`, the opener) runs with any embedding model.
+that reads only cosines (`continuity_agnostic` and its opener, `opener_v1`) runs with any embedding
+model.
 
 Cognition start-up and `athena eval segmentation` call `check_scorer_embedding`, so a mismatch
 stops the process with a message naming the settings to change, instead of dead-lettering every
@@ -20,7 +21,7 @@ from functools import lru_cache
 
 from athena.config import EmbeddingProvider, Settings, SettingsError
 from athena_cognition.detector._classifier import packaged_artifact
-from athena_cognition.detector._placement import OPENER_ARTIFACT
+from athena_cognition.detector._placement import OPENER_ARTIFACT, OPENER_VECTOR_ARTIFACT
 from athena_cognition.detector._scorers import AGNOSTIC_ARTIFACT, CONTINUITY_ARTIFACT
 
 __all__ = [
@@ -41,7 +42,7 @@ LOCAL_EMBEDDING_DIM = 384
 
 # The artifacts each scorer reads (make_scorer): their records say what embedding they need.
 _SCORER_ARTIFACTS: dict[str, tuple[str, ...]] = {
-    "continuity": (CONTINUITY_ARTIFACT, OPENER_ARTIFACT),
+    "continuity": (CONTINUITY_ARTIFACT, OPENER_VECTOR_ARTIFACT),
     "continuity_agnostic": (AGNOSTIC_ARTIFACT, OPENER_ARTIFACT),
 }
 

@@ -7,9 +7,13 @@ estimates P(the agent message at new_index - 1 starts a new segment) from the wi
 including the new user message (causal: the user's reply is the evidence). `decide()` asks it
 first; at or above its threshold the break opens at new_index - 1 (`Decision.starts_at`).
 
-A small `Classifier` (detector/_classifier.py) on the hand features below, numpy at inference;
-trained by `athena train opener` (training/train_opener.py), artifact `opener_v1.npz` beside
-continuity_v1.
+A small `Classifier` (detector/_classifier.py), numpy at inference, trained by `athena train opener`
+(lab/athena_lab/segmentation/train_opener.py). Two artifacts beside continuity_v1:
+`opener_v2.npz` reads the hand features below plus the agent turn's own embedding (what kind of
+message it is: "do you like cooking?" reads as an opener whatever came before), so only the
+embedding model it was trained with may run it (the `continuity` scorer's, which reads the new
+message's raw embedding too); `opener_v1.npz` reads the hand features alone, whose embeddings enter
+only as cosines, and runs with any embedding model (the `continuity_agnostic` scorer's).
 """
 
 from __future__ import annotations
@@ -27,15 +31,25 @@ from athena_cognition.detector._features import _ACK, _QUESTION_OPENER, _SHIFT, 
 from athena_cognition.detector._turns import Turn, message_indices
 
 __all__ = [
+    "AGENT_EMBEDDING_PREFIX",
     "OPENER_ARTIFACT",
     "OPENER_FEATURE_NAMES",
+    "OPENER_VECTOR_ARTIFACT",
     "OpenerModel",
     "load_opener_model",
     "opener_candidate",
+    "opener_feature_names",
     "opener_features",
 ]
 
 OPENER_ARTIFACT = "opener_v1.npz"
+"""The hand features alone: any embedding model (the `continuity_agnostic` scorer's opener)."""
+
+OPENER_VECTOR_ARTIFACT = "opener_v2.npz"
+"""The hand features and the agent turn's embedding: its own embedding model only (the `continuity` scorer's)."""
+
+AGENT_EMBEDDING_PREFIX = "agent_emb_"
+"""Feature names of the agent turn's embedding, one per dimension (`agent_emb_0`, ...)."""
 
 OPENER_FEATURE_NAMES: tuple[str, ...] = (
     "cos_agent_user",  # agent turn vs the new user message: does the user take it up?
@@ -100,8 +114,16 @@ def opener_candidate(window: Sequence[Turn], new_index: int) -> bool:
     return any(window[i].role == "user" for i in message_indices(window, new_index - 2))
 
 
-def opener_features(window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> np.ndarray:
-    """Feature row for "the agent message at new_index - 1 opened a new topic" (needs `opener_candidate`)."""
+def opener_feature_names(agent_embedding_dim: int = 0) -> tuple[str, ...]:
+    """The hand features, then `agent_embedding_dim` columns of the agent turn's embedding (0: none)."""
+    return OPENER_FEATURE_NAMES + tuple(f"{AGENT_EMBEDDING_PREFIX}{i}" for i in range(agent_embedding_dim))
+
+
+def opener_features(
+    window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray], *, agent_embedding: bool = False
+) -> np.ndarray:
+    """Feature row for "the agent message at new_index - 1 opened a new topic" (needs `opener_candidate`);
+    with `agent_embedding`, the agent turn's embedding follows the hand features."""
     if not opener_candidate(window, new_index):
         raise ValueError("no agent message with an earlier user message right before the new message")
     j = new_index - 1
@@ -123,7 +145,7 @@ def opener_features(window: Sequence[Turn], new_index: int, vectors: Mapping[int
     last_sentence = sentences[-1] if sentences else agent_text
     last_content = _content(last_sentence)
     first = embs[0]
-    return np.array(
+    hand = np.array(
         [
             a @ u,
             a @ centroid,
@@ -156,6 +178,7 @@ def opener_features(window: Sequence[Turn], new_index: int, vectors: Mapping[int
         ],
         dtype=np.float64,
     )
+    return np.concatenate([hand, a]) if agent_embedding else hand
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +189,14 @@ class OpenerModel:
     threshold: float  # P >= threshold: the break opens at the agent turn
 
     def __post_init__(self) -> None:
-        if self.classifier.feature_names != OPENER_FEATURE_NAMES:
+        names = self.classifier.feature_names
+        if names != opener_feature_names(len(names) - len(OPENER_FEATURE_NAMES)):
             raise ValueError("opener trained on a different feature list; retrain it")
+
+    @property
+    def agent_embedding(self) -> bool:
+        """The agent turn's embedding is among the inputs (the model runs only with its embedding model)."""
+        return len(self.classifier.feature_names) > len(OPENER_FEATURE_NAMES)
 
     def predict(self, features: np.ndarray) -> float:
         return self.classifier.predict(features)
@@ -176,21 +205,25 @@ class OpenerModel:
         """None when the turn before the new message is not a candidate agent message."""
         if not opener_candidate(window, new_index):
             return None
-        return self.predict(opener_features(window, new_index, vectors))
+        return self.predict(opener_features(window, new_index, vectors, agent_embedding=self.agent_embedding))
 
     def save(self, path: str | Path) -> None:
         save_classifier(path, self.classifier, threshold=self.threshold)
 
     @classmethod
     def load(cls, path: str | Path) -> OpenerModel:
-        classifier, scalars = load_classifier(path, scalars=("threshold",), feature_names=OPENER_FEATURE_NAMES)
-        return cls(classifier=classifier, threshold=scalars["threshold"])
+        classifier, scalars = load_classifier(path, scalars=("threshold",))
+        try:
+            return cls(classifier=classifier, threshold=scalars["threshold"])
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from exc
 
 
 @lru_cache(maxsize=4)
-def load_opener_model(path: str | None = None) -> OpenerModel:
-    """The committed artifact next to this module, unless a path is given; loaded once per process."""
+def load_opener_model(path: str | None = None, *, artifact: str = OPENER_VECTOR_ARTIFACT) -> OpenerModel:
+    """The committed `artifact` next to this module (the `continuity` scorer's by default), unless a
+    path is given; loaded once per process."""
     if path is not None:
         return OpenerModel.load(path)
-    with packaged_artifact(OPENER_ARTIFACT) as p:
+    with packaged_artifact(artifact) as p:
         return OpenerModel.load(p)

@@ -14,7 +14,7 @@ import numpy as np
 from athena_cognition.detector._classifier import Classifier, load_classifier, packaged_artifact, save_classifier
 from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_features, feature_names, hand_features
 from athena_cognition.detector._gate import Thresholds
-from athena_cognition.detector._placement import OpenerModel, load_opener_model
+from athena_cognition.detector._placement import OPENER_ARTIFACT, OpenerModel, load_opener_model
 from athena_cognition.detector._turns import Turn, message_indices, user_message_indices
 
 __all__ = [
@@ -183,8 +183,9 @@ class AgnosticContinuityScorer(ContinuityScorer):
 
 
 def _opener_for(model: ContinuityModel) -> OpenerModel | None:
-    """The committed opener at the threshold chosen with `model`'s gate (None: no placement)."""
-    opener = load_opener_model()
+    """The committed opener of the hand features alone (any embedding model) at the threshold chosen
+    with `model`'s gate (None: no placement)."""
+    opener = load_opener_model(artifact=OPENER_ARTIFACT)
     if model.opener_threshold is None:
         return opener
     if not math.isfinite(model.opener_threshold) or model.opener_threshold > 1.0:
