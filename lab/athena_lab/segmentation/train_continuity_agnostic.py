@@ -38,7 +38,7 @@ from athena_cognition.detector import (
     Thresholds,
 )
 from athena_cognition.detector._features import HAND_FEATURE_NAMES
-from athena_cognition.detector._placement import OPENER_ARTIFACT, OPENER_FEATURE_NAMES, load_opener_model
+from athena_cognition.detector._placement import OPENER_ARTIFACT, load_opener_model
 from athena_cognition.detector._scorers import AGNOSTIC_ARTIFACT
 from athena_lab.segmentation.cross_validation import fold_splits, pooled_scores
 from athena_lab.segmentation.embedding_cache import embed_utterances
@@ -59,7 +59,7 @@ from athena_lab.segmentation.train_continuity import (
     gray_zone,
     splices,
 )
-from athena_lab.segmentation.train_opener import OpenerConfig, opener_examples
+from athena_lab.segmentation.train_opener import OpenerConfig, fit_opener, opener_examples, opener_parts
 
 __all__ = ["AgnosticConfig", "train_continuity_agnostic"]
 
@@ -235,16 +235,11 @@ async def _opener_sweep(
     """Pooled out-of-fold scores of every opener threshold (None: no opener) with the chosen gate."""
     candidates: tuple[float | None, ...] = (None, *config.opener_thresholds)
     starts: dict[float | None, Starts] = {t: {} for t in candidates}
-    width = len(OPENER_FEATURE_NAMES)
     oc = config.opener
     for f, held in enumerate(folds.held):
         model = _fit(folds.parts[f], l2_c, gate)
         train_ss, train_ti = folds.train[f]
-        opener_parts: list[Part] = [
-            (*_stack(opener_rows, train_ss, width), oc.weight_superseg),
-            (*_stack(opener_rows, train_ti, width), oc.weight_tiage),
-        ]
-        fitted = OpenerModel(classifier=fit_classifier(opener_parts, OPENER_FEATURE_NAMES, oc.spec), threshold=0.5)
+        fitted = fit_opener(opener_parts(opener_rows, train_ss, train_ti, oc), oc)
         for t in candidates:
             opener = None if t is None else replace(fitted, threshold=t)
             starts[t].update(await _replay(model, opener, held, embedder, config.continuity.max_events_before_flush))

@@ -30,6 +30,7 @@ import numpy as np
 
 from athena.embeddings import Embedder
 from athena_cognition.detector import ContinuityModel, ContinuityScorer, OpenerModel, Thresholds, load_continuity_model
+from athena_cognition.detector._embedding_match import record_name
 from athena_cognition.detector._placement import (
     OPENER_ARTIFACT,
     OPENER_FEATURE_NAMES,
@@ -73,10 +74,6 @@ class OpenerConfig:
     def artifact(self) -> str:
         return OPENER_VECTOR_ARTIFACT if self.agent_embedding else OPENER_ARTIFACT
 
-    @property
-    def record_name(self) -> str:
-        return self.artifact.removesuffix(".npz") + ".record.json"
-
 
 async def opener_examples(
     dialogues: Sequence[Dialogue], embedder: Embedder, *, agent_embedding: bool
@@ -105,7 +102,7 @@ async def opener_examples(
 
 def fit_opener(parts: Sequence[Part], config: OpenerConfig) -> OpenerModel:
     """The config's opener classifier on the parts (its threshold 0.5 until one is chosen)."""
-    names = opener_feature_names(parts[0][0].shape[1] - len(OPENER_FEATURE_NAMES) if config.agent_embedding else 0)
+    names = opener_feature_names(parts[0][0].shape[1] - len(OPENER_FEATURE_NAMES))  # the rows' embedding columns
     return OpenerModel(classifier=fit_classifier(parts, names, config.spec), threshold=0.5)
 
 
@@ -269,8 +266,8 @@ async def train_opener(
         "metrics_no_llm": metrics,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "scikit-learn": sklearn.__version__},
     }
-    (out_dir / config.record_name).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    log(f"wrote {artifact} and {out_dir / config.record_name}")
+    (out_dir / record_name(config.artifact)).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    log(f"wrote {artifact} and {out_dir / record_name(config.artifact)}")
     return record
 
 
