@@ -54,6 +54,36 @@ def test_numpy_inference_matches_sklearn(hidden: int, tmp_path: Path) -> None:
     assert np.allclose(got, expected, atol=1e-9)
 
 
+def test_an_ensemble_is_one_wider_layer_whose_logit_is_the_mean_of_its_members(tmp_path: Path) -> None:
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.preprocessing import StandardScaler
+
+    parts = _parts()
+    x = np.vstack([p[0] for p in parts])
+    y = np.concatenate([p[1] for p in parts])
+    w = np.concatenate([np.full(len(p[1]), p[2]) for p in parts])
+    spec = ClassifierSpec(hidden_units=4, alpha=1.0, ensemble=3)
+    save_classifier(tmp_path / "m.npz", fit_classifier(parts, NAMES, spec), threshold=0.5)
+    loaded, _ = load_classifier(tmp_path / "m.npz", scalars=("threshold",), feature_names=NAMES)
+    assert loaded.hidden_units == 12
+
+    xs = StandardScaler().fit(x).transform(x)
+    members = [
+        MLPClassifier(
+            hidden_layer_sizes=(4,), activation="tanh", solver="lbfgs", alpha=1.0, max_iter=2000, random_state=seed
+        ).fit(xs, y, sample_weight=w)
+        for seed in range(3)
+    ]
+    member_logits = np.array([_logit(m.predict_proba(xs[:50])[:, 1]) for m in members])
+    assert not np.allclose(member_logits[0], member_logits[1], atol=1e-3)  # the seeds give different models
+    got = np.array([loaded.logit(row) for row in x[:50]])
+    assert np.allclose(got, member_logits.mean(axis=0), atol=1e-6)
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    return np.log(p) - np.log1p(-p)
+
+
 def test_artifact_with_another_feature_list_is_refused(tmp_path: Path) -> None:
     n = len(NAMES)
     save_classifier(tmp_path / "m.npz", Classifier(NAMES, np.zeros(n), np.ones(n), np.zeros(n), 0.0), threshold=0.5)

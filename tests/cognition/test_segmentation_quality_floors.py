@@ -36,19 +36,19 @@ def test_superdialseg_held_out_sample_keeps_its_pk_and_f1() -> None:
     scores = _scores("superseg_validation.jsonl", "--split", "heldout", "--limit", "120")
 
     assert scores["dialogues"] == 120
-    assert scores["pk"] <= 0.165
-    assert scores["f1"] >= 0.855
+    assert scores["pk"] <= 0.145
+    assert scores["f1"] >= 0.875
 
 
 def test_tiage_validation_sample_keeps_its_pk() -> None:
     scores = _scores("tiage_validation.jsonl", "--limit", "50")
 
     assert scores["dialogues"] == 50
-    assert scores["pk"] <= 0.42
+    assert scores["pk"] <= 0.36
 
 
 def test_a_detector_that_breaks_at_every_user_message_is_below_the_floor() -> None:
     """The floors mean something: the trivial baseline does not reach them."""
     scores = _scores("superseg_validation.jsonl", "--split", "heldout", "--limit", "120", "--scorer", "every_user")
 
-    assert scores["pk"] > 0.165 or scores["f1"] < 0.855
+    assert scores["pk"] > 0.145 or scores["f1"] < 0.875

@@ -21,6 +21,10 @@ _HiddenUnits = Annotated[
 ]
 _Alpha = Annotated[float | None, typer.Option("--alpha", min=0.0, help="L2 penalty of the hidden-layer model.")]
 _L2C = Annotated[float | None, typer.Option("--l2-c", min=0.0, help="Inverse L2 strength of the logistic regression.")]
+_Ensemble = Annotated[
+    int | None,
+    typer.Option("--ensemble", min=1, help="Hidden-layer models of consecutive seeds whose logits are averaged."),
+]
 _DataDir = Annotated[
     Path | None, typer.Option("--data-dir", file_okay=False, help="shared/data/segmentation (found by default).")
 ]
@@ -59,6 +63,7 @@ def continuity(
     hidden_units: _HiddenUnits = None,
     alpha: _Alpha = None,
     l2_c: _L2C = None,
+    ensemble: _Ensemble = None,
 ) -> None:
     """Train the chain-break continuity scorer; writes continuity_v1.npz and continuity_v1.record.json
     (with --agnostic: continuity_agnostic_v1.npz and continuity_agnostic_v1.record.json).
@@ -70,7 +75,9 @@ def continuity(
 
     from athena_lab.segmentation.train_continuity import DETECTOR_DIR, TrainConfig, train_continuity
 
-    train_config = replace(TrainConfig(seed=seed), **_given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c))
+    train_config = replace(
+        TrainConfig(seed=seed), **_given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c, ensemble=ensemble)
+    )
 
     if agnostic:
         from athena_lab.segmentation.train_continuity_agnostic import AgnosticConfig, train_continuity_agnostic
@@ -98,6 +105,7 @@ def opener(
     hidden_units: _HiddenUnits = None,
     alpha: _Alpha = None,
     l2_c: _L2C = None,
+    ensemble: _Ensemble = None,
     agent_embedding: Annotated[
         bool,
         typer.Option(
@@ -117,8 +125,9 @@ def opener(
 
     from athena_lab.segmentation.train_opener import DETECTOR_DIR, OpenerConfig, train_opener
 
-    config = OpenerConfig(agent_embedding=agent_embedding)
-    config = replace(config, spec=replace(config.spec, **_given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c)))
+    config = OpenerConfig() if agent_embedding else OpenerConfig.hand_features()
+    options = _given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c, ensemble=ensemble)
+    config = replace(config, spec=replace(config.spec, **options))
     record = asyncio.run(
         train_opener(
             out_dir=out or DETECTOR_DIR,

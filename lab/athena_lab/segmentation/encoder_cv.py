@@ -178,7 +178,7 @@ async def _run_fold(
 ) -> dict[str, Any]:
     pilot = config.pilot
     recipe = pilot.continuity
-    opener_config = OpenerConfig(agent_embedding=False)  # the opener of the hand features, as measured
+    opener_config = OpenerConfig.hand_features()  # the opener of the hand features, as measured
     train_ss, train_ti, held = fold_splits(sets.superseg_train, sets.tiage_train, recipe.folds)[fold]
     max_events = recipe.max_events_before_flush
 

@@ -28,6 +28,9 @@ class ClassifierSpec:
     alpha: float = 1.0
     max_iter: int = 2000
     seed: int = 0
+    ensemble: int = 1
+    """Hidden-layer models fitted with seeds `seed`, `seed + 1`, ...: their logits are averaged, which
+    is one wider hidden layer (each model's units side by side, output weights divided by the count)."""
 
 
 def stack_parts(parts: Sequence[Part]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -52,20 +55,26 @@ def fit_classifier(parts: Sequence[Part], feature_names: Sequence[str], spec: Cl
     if spec.hidden_units == 0:
         lr = LogisticRegression(C=spec.l2_c, max_iter=5000).fit(xs, y, sample_weight=w)
         return Classifier(names, mean, scale, lr.coef_[0].astype(np.float64), float(lr.intercept_[0]))
-    mlp = MLPClassifier(
-        hidden_layer_sizes=(spec.hidden_units,),
-        activation="tanh",
-        solver="lbfgs",
-        alpha=spec.alpha,
-        max_iter=spec.max_iter,
-        random_state=spec.seed,
-    ).fit(xs, y, sample_weight=w)
+    if spec.ensemble < 1:
+        raise ValueError(f"ensemble must be at least 1, got {spec.ensemble}")
+    fitted = [
+        MLPClassifier(
+            hidden_layer_sizes=(spec.hidden_units,),
+            activation="tanh",
+            solver="lbfgs",
+            alpha=spec.alpha,
+            max_iter=spec.max_iter,
+            random_state=spec.seed + k,
+        ).fit(xs, y, sample_weight=w)
+        for k in range(spec.ensemble)
+    ]
+    n = len(fitted)
     return Classifier(
         names,
         mean,
         scale,
-        mlp.coefs_[1][:, 0].astype(np.float64),
-        float(mlp.intercepts_[1][0]),
-        hidden_weights=mlp.coefs_[0].astype(np.float64),
-        hidden_bias=mlp.intercepts_[0].astype(np.float64),
+        np.concatenate([m.coefs_[1][:, 0] for m in fitted]).astype(np.float64) / n,
+        float(sum(float(m.intercepts_[1][0]) for m in fitted) / n),
+        hidden_weights=np.hstack([m.coefs_[0] for m in fitted]).astype(np.float64),
+        hidden_bias=np.concatenate([m.intercepts_[0] for m in fitted]).astype(np.float64),
     )

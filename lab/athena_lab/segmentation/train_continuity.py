@@ -8,8 +8,9 @@ Recipe (docs/segmentation.md explains the why):
   it had segmented correctly so far (a segment opens at the first user message at or after a
   reference boundary, since the detector only cuts at user messages); label = reference start;
 - model: standardized features -> one hidden layer of 64 tanh units (L2 alpha 30) -> logistic
-  output for P(same topic), sklearn to fit, numpy to run (chosen by the same cross-validation over
-  hidden units and strengths; docs/segmentation.md);
+  output for P(same topic), five such fits from consecutive seeds with their logits averaged (one
+  layer of 320 units), sklearn to fit, numpy to run (chosen by the same cross-validation over
+  hidden units, strengths and the averaging; docs/segmentation.md);
 - threshold: a gray-zone midpoint picked by k-fold cross-validation over the *training* dialogues
   (never on the measured sets): each fold's model, fitted on the other folds, replays `decide()`
   over the fold at every midpoint, and the lowest pooled mean Pk wins; then the model is refit on
@@ -76,6 +77,7 @@ class TrainConfig:
     l2_c: float = 0.01  # inverse L2 strength of the logistic regression (used when hidden_units is 0)
     hidden_units: int = 64  # tanh hidden units before the logistic output; 0 = the logistic regression alone
     alpha: float = 30.0  # L2 penalty of the hidden-layer model (unused without one)
+    ensemble: int = 5  # hidden-layer models of seeds seed, seed + 1, ... whose logits are averaged
     midpoints: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
     gray_half_width: float = 0.15  # gray zone = midpoint +- this (where an LLM, if any, is asked)
     max_events_before_flush: int = 20  # the default STM_MAX_EVENTS_BEFORE_FLUSH, as in production
@@ -144,7 +146,13 @@ async def continuity_examples(
 
 def classifier_spec(config: TrainConfig) -> ClassifierSpec:
     """The config's model: a logistic regression, or one tanh hidden layer before it."""
-    return ClassifierSpec(hidden_units=config.hidden_units, l2_c=config.l2_c, alpha=config.alpha, seed=config.seed)
+    return ClassifierSpec(
+        hidden_units=config.hidden_units,
+        l2_c=config.l2_c,
+        alpha=config.alpha,
+        seed=config.seed,
+        ensemble=config.ensemble,
+    )
 
 
 def _fit(parts: Sequence[Part], config: TrainConfig, thresholds: Thresholds) -> ContinuityModel:
@@ -347,10 +355,18 @@ def _model_record(config: TrainConfig, *, inputs: int) -> dict[str, object]:
             "l2_C": config.l2_c,
             "inputs": inputs,
         }
+    kind = f"standardize + {config.hidden_units} tanh hidden units + logistic output, P(same topic)"
+    if config.ensemble > 1:
+        kind = (
+            f"standardize + {config.ensemble} models of {config.hidden_units} tanh hidden units (seeds "
+            f"{config.seed}..{config.seed + config.ensemble - 1}), their logits averaged: one layer of "
+            f"{config.ensemble * config.hidden_units} units + logistic output, P(same topic)"
+        )
     return {
-        "kind": f"standardize + {config.hidden_units} tanh hidden units + logistic output, P(same topic)",
+        "kind": kind,
         "inference": "numpy only: sigmoid(tanh(((x - mean) / scale) . W + b) . coef + intercept)",
-        "hidden_units": config.hidden_units,
+        "hidden_units": config.hidden_units * config.ensemble,
+        "ensemble": config.ensemble,
         "alpha": config.alpha,
         "inputs": inputs,
     }

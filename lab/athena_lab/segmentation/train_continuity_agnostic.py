@@ -77,7 +77,7 @@ class AgnosticConfig:
     l2_cs: tuple[float, ...] = (0.01, 0.1, 1.0)
     folds: int = 5
     opener_thresholds: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80)
-    opener: OpenerConfig = field(default_factory=lambda: OpenerConfig(agent_embedding=False))
+    opener: OpenerConfig = field(default_factory=OpenerConfig.hand_features)
     """The per-fold openers' recipe (the committed opener_v1's: hand features, any embedding model)."""
 
 

@@ -62,13 +62,23 @@ class OpenerConfig:
     heldout_fraction: float = 0.3
     weight_superseg: float = 1.0
     weight_tiage: float = 3.0
-    spec: ClassifierSpec = ClassifierSpec(hidden_units=8, alpha=10.0)  # picked by cross-validation (docs)
+    spec: ClassifierSpec = ClassifierSpec(hidden_units=8, alpha=10.0, ensemble=5)  # picked by cross-validation (docs)
     agent_embedding: bool = True
     """The agent turn's embedding among the inputs (opener_v2.npz); False: the hand features alone (opener_v1.npz)."""
     folds: int = 5
     thresholds: tuple[float, ...] = (0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
     max_events_before_flush: int = 20
     continuity: TrainConfig = field(default_factory=TrainConfig)  # the per-fold continuity models' recipe
+
+    @classmethod
+    def hand_features(cls) -> OpenerConfig:
+        """opener_v1's recipe: the hand features alone (any embedding model), one 8-unit model, and per
+        fold the continuity recipe of that time (one 64-unit model)."""
+        return cls(
+            agent_embedding=False,
+            spec=ClassifierSpec(hidden_units=8, alpha=10.0),
+            continuity=TrainConfig(ensemble=1),
+        )
 
     @property
     def artifact(self) -> str:
@@ -235,6 +245,11 @@ async def train_opener(
         "model": {
             "kind": (
                 f"standardize + one tanh hidden layer ({spec.hidden_units} units, L2 alpha {spec.alpha}) + logistic output"
+                + (
+                    f", {spec.ensemble} such models of consecutive seeds, their logits averaged"
+                    if spec.ensemble > 1
+                    else ""
+                )
                 if spec.hidden_units
                 else f"standardize + L2 logistic regression (C {spec.l2_c})"
             ),
@@ -273,11 +288,12 @@ async def train_opener(
 
 def _command(config: OpenerConfig) -> str:
     """The CLI call that reproduces this run (model flags only when they differ from the defaults)."""
-    spec, default = config.spec, OpenerConfig().spec
+    default = OpenerConfig() if config.agent_embedding else OpenerConfig.hand_features()
+    spec = config.spec
     flags = [
         f"--{name.replace('_', '-')} {getattr(spec, name)}"
-        for name in ("hidden_units", "alpha", "l2_c")
-        if getattr(spec, name) != getattr(default, name)
+        for name in ("hidden_units", "alpha", "l2_c", "ensemble")
+        if getattr(spec, name) != getattr(default.spec, name)
     ]
     if not config.agent_embedding:
         flags.append("--no-agent-embedding")
