@@ -114,6 +114,14 @@ def opener(
             "without it, the hand features alone (opener_v1, any embedding model).",
         ),
     ] = True,
+    gate_midpoints: Annotated[
+        str | None,
+        typer.Option(
+            "--gate-midpoints",
+            help="Comma-separated continuity gate midpoints to cross-validate together with the threshold "
+            "(reported; the artifact's threshold is still chosen under the committed gate).",
+        ),
+    ] = None,
 ) -> None:
     """Train the boundary-placement opener model; writes opener_v2.npz and opener_v2.record.json
     (opener_v1.* with --no-agent-embedding).
@@ -128,6 +136,8 @@ def opener(
     config = OpenerConfig() if agent_embedding else OpenerConfig.hand_features()
     options = _given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c, ensemble=ensemble)
     config = replace(config, spec=replace(config.spec, **options))
+    if gate_midpoints:
+        config = replace(config, gate_midpoints=tuple(float(m) for m in gate_midpoints.split(",")))
     record = asyncio.run(
         train_opener(
             out_dir=out or DETECTOR_DIR,

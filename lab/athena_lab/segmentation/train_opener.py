@@ -50,7 +50,13 @@ from athena_lab.segmentation.segmentation_data import (
     file_sha256,
     load_shared_sets,
 )
-from athena_lab.segmentation.train_continuity import DETECTOR_DIR, TrainConfig, embedding_record, fit_continuity
+from athena_lab.segmentation.train_continuity import (
+    DETECTOR_DIR,
+    TrainConfig,
+    embedding_record,
+    fit_continuity,
+    gray_zone,
+)
 
 __all__ = ["OpenerConfig", "fit_opener", "opener_examples", "opener_parts", "train_opener"]
 
@@ -67,6 +73,9 @@ class OpenerConfig:
     """The agent turn's embedding among the inputs (opener_v2.npz); False: the hand features alone (opener_v1.npz)."""
     folds: int = 5
     thresholds: tuple[float, ...] = (0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
+    gate_midpoints: tuple[float, ...] = ()
+    """Continuity gate midpoints swept together with the threshold (gate = midpoint +- the continuity
+    recipe's half width); empty: every replay uses the committed continuity model's gate."""
     max_events_before_flush: int = 20
     continuity: TrainConfig = field(default_factory=TrainConfig)  # the per-fold continuity models' recipe
 
@@ -147,9 +156,11 @@ async def _replay(
 
 
 class _ThresholdRow(CrossValidated):
-    """A candidate threshold (None: no opener) with its out-of-fold figures."""
+    """A candidate threshold (None: no opener) under a continuity gate, with its out-of-fold figures."""
 
     threshold: float | None
+    gate_high: float
+    gate_low: float
 
 
 async def _cross_validate(
@@ -161,22 +172,31 @@ async def _cross_validate(
     config: OpenerConfig,
     log: Callable[[str], None],
 ) -> list[_ThresholdRow]:
-    """Pooled out-of-fold Pk / WD / F1 per candidate threshold (None = no opener)."""
+    """Pooled out-of-fold Pk / WD / F1 per candidate threshold (None = no opener), under the committed
+    gate and, with `config.gate_midpoints`, under each of those gates too."""
+    gates = [
+        gate,
+        *(g for m in config.gate_midpoints if (g := gray_zone(m, config.continuity.gray_half_width)) != gate),
+    ]
     candidates: tuple[float | None, ...] = (None, *config.thresholds)
-    starts: dict[float | None, dict[str, tuple[int, ...]]] = {c: {} for c in candidates}
+    starts: dict[tuple[Thresholds, float | None], dict[str, tuple[int, ...]]] = {
+        (g, c): {} for g in gates for c in candidates
+    }
     for f, (train_ss, train_ti, held) in enumerate(fold_splits(superseg, tiage, config.folds)):
         continuity = await fit_continuity(train_ss, train_ti, embedder, config.continuity, gate)
         fitted = fit_opener(opener_parts(rows, train_ss, train_ti, config), config)
-        for c in candidates:
-            opener = None if c is None else replace(fitted, threshold=c)
-            result = await _replay(continuity, opener, held, embedder, gate, config.max_events_before_flush)
-            starts[c].update((p.id, p.starts) for p in result.predictions)
+        for g in gates:
+            for c in candidates:
+                opener = None if c is None else replace(fitted, threshold=c)
+                result = await _replay(continuity, opener, held, embedder, g, config.max_events_before_flush)
+                starts[g, c].update((p.id, p.starts) for p in result.predictions)
         log(f"fold {f + 1}/{config.folds} done")
     sweep: list[_ThresholdRow] = []
-    for c in candidates:
-        cv = cross_validated(superseg, tiage, starts[c], config.folds)
-        sweep.append({"threshold": c, **cv})
-        log(f"threshold {c}: {summary(cv)}")
+    for g in gates:
+        for c in candidates:
+            cv = cross_validated(superseg, tiage, starts[g, c], config.folds)
+            sweep.append({"threshold": c, "gate_high": g.high, "gate_low": g.low, **cv})
+            log(f"gate {g.high}/{g.low} threshold {c}: {summary(cv)}")
     return sweep
 
 
@@ -218,8 +238,19 @@ async def train_opener(
     max_events = config.max_events_before_flush
 
     sweep = await _cross_validate(rows, ss_train, tiage_train, embedder, gate, config, log)
-    scored = [(r["threshold"], r["objective_mean_pk"]) for r in sweep]
+    # The artifact's threshold is chosen under the committed gate (the one the product runs); the
+    # other gates of `gate_midpoints` are reported for comparison.
+    scored = [
+        (r["threshold"], r["objective_mean_pk"])
+        for r in sweep
+        if (r["gate_high"], r["gate_low"]) == (gate.high, gate.low)
+    ]
     best_threshold, _ = min(((t, pk) for t, pk in scored if t is not None), key=lambda tp: (tp[1], -tp[0]))
+    if config.gate_midpoints:
+        joint = min((r for r in sweep if r["threshold"] is not None), key=lambda r: r["objective_mean_pk"])
+        log(
+            f"best gate and threshold: {joint['gate_high']}/{joint['gate_low']} at {joint['threshold']}: {summary(joint)}"
+        )
     parts = opener_parts(rows, ss_train, tiage_train, config)
     model = replace(fit_opener(parts, config), threshold=float(best_threshold))
     log(f"chosen opener threshold: {model.threshold}")
@@ -297,6 +328,8 @@ def _command(config: OpenerConfig) -> str:
     ]
     if not config.agent_embedding:
         flags.append("--no-agent-embedding")
+    if config.gate_midpoints:
+        flags.append("--gate-midpoints " + ",".join(f"{m:g}" for m in config.gate_midpoints))
     return " ".join(["athena train opener", *flags])
 
 

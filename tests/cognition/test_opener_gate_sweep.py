@@ -1,0 +1,46 @@
+"""The opener trainer's cross-validation over gates (lab): `--gate-midpoints` adds gates, it does not move
+the committed gate's figures."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from athena.embeddings import LocalEmbedder
+from athena_cognition.detector import Thresholds
+from athena_lab.segmentation.fitting import ClassifierSpec
+from athena_lab.segmentation.segmentation_data import load_dialogues
+from athena_lab.segmentation.train_continuity import TrainConfig
+from athena_lab.segmentation.train_opener import OpenerConfig, _cross_validate, opener_examples
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "segmentation"
+
+
+async def test_swept_gates_are_reported_beside_the_committed_gate_whose_figures_stay_as_without_the_sweep() -> None:
+    superseg = load_dialogues(SHARED / "superseg_validation.jsonl", limit=16)
+    tiage = load_dialogues(SHARED / "tiage_train.jsonl", limit=16)
+    embedder = LocalEmbedder()
+    rows = {d.id: await opener_examples([d], embedder, agent_embedding=False) for d in (*superseg, *tiage)}
+    committed = Thresholds(high=0.75, low=0.45)
+    config = OpenerConfig(
+        agent_embedding=False,
+        spec=ClassifierSpec(hidden_units=0, l2_c=0.1),
+        folds=2,
+        thresholds=(0.5,),
+        continuity=TrainConfig(hidden_units=0, ensemble=1, splices=8, folds=2),
+    )
+
+    def log(_: str) -> None:
+        return None
+
+    alone = await _cross_validate(rows, superseg, tiage, embedder, committed, config, log)
+    swept_config = replace(config, gate_midpoints=(0.6, 0.0))  # 0.6 is the committed gate
+    swept = await _cross_validate(rows, superseg, tiage, embedder, committed, swept_config, log)
+
+    gates = [(r["gate_high"], r["gate_low"], r["threshold"]) for r in swept]
+    assert gates == [(0.75, 0.45, None), (0.75, 0.45, 0.5), (0.15, 0.0, None), (0.15, 0.0, 0.5)]
+    assert swept[:2] == alone  # the committed gate's rows are the run without the sweep, figure for figure
+    # A gate at 0 never breaks on the continuity score: without the opener only the first message
+    # and the force flush open segments, so its boundaries match the reference less well.
+    never, committed_row = swept[2], swept[0]
+    assert never["superseg_train_cv"]["f1"] < committed_row["superseg_train_cv"]["f1"]
