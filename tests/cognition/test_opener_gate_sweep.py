@@ -1,10 +1,12 @@
-"""The opener trainer's cross-validation over gates (lab): `--gate-midpoints` adds gates, it does not move
-the committed gate's figures."""
+"""The opener trainer's options (lab): `--gate-midpoints` adds gates to the cross-validation without
+moving the committed gate's figures; the command hands every option to the trainer."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from athena.embeddings import LocalEmbedder
 from athena_cognition.detector import Thresholds
@@ -44,3 +46,30 @@ async def test_swept_gates_are_reported_beside_the_committed_gate_whose_figures_
     # and the force flush open segments, so its boundaries match the reference less well.
     never, committed_row = swept[2], swept[0]
     assert never["superseg_train_cv"]["f1"] < committed_row["superseg_train_cv"]["f1"]
+
+
+def test_the_opener_command_passes_the_continuity_ensemble_and_the_gates_to_the_trainer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from athena_lab.commands.train_cmd import app
+    from athena_lab.segmentation import train_opener as trainer
+
+    seen: list[OpenerConfig] = []
+
+    async def record_config(*, config: OpenerConfig, **_: object) -> dict[str, object]:
+        seen.append(config)  # the recipe the command built, not a training run
+        return {"metrics_no_llm": {}, "command": trainer._command(config)}
+
+    monkeypatch.setattr(trainer, "train_opener", record_config)
+    args = ["opener", "--out", str(tmp_path), "--ensemble", "10", "--continuity-ensemble", "10"]
+    result = CliRunner().invoke(app, [*args, "--gate-midpoints", "0.5,0.7"])
+
+    assert result.exit_code == 0, result.output
+    (config,) = seen
+    assert (config.spec.ensemble, config.continuity.ensemble, config.gate_midpoints) == (10, 10, (0.5, 0.7))
+    assert trainer._command(config) == (
+        "athena train opener --ensemble 10 --continuity-ensemble 10 --gate-midpoints 0.5,0.7"
+    )
+    assert trainer._command(OpenerConfig()) == "athena train opener"  # the defaults are the committed recipe

@@ -114,6 +114,15 @@ def opener(
             "without it, the hand features alone (opener_v1, any embedding model).",
         ),
     ] = True,
+    continuity_ensemble: Annotated[
+        int | None,
+        typer.Option(
+            "--continuity-ensemble",
+            min=1,
+            help="Fits averaged in each fold's continuity model of the threshold's cross-validation "
+            "(default: the continuity recipe's).",
+        ),
+    ] = None,
     gate_midpoints: Annotated[
         str | None,
         typer.Option(
@@ -136,6 +145,8 @@ def opener(
     config = OpenerConfig() if agent_embedding else OpenerConfig.hand_features()
     options = _given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c, ensemble=ensemble)
     config = replace(config, spec=replace(config.spec, **options))
+    if continuity_ensemble is not None:
+        config = replace(config, continuity=replace(config.continuity, ensemble=continuity_ensemble))
     if gate_midpoints:
         config = replace(config, gate_midpoints=tuple(float(m) for m in gate_midpoints.split(",")))
     record = asyncio.run(

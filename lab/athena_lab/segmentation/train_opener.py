@@ -328,6 +328,8 @@ def _command(config: OpenerConfig) -> str:
     ]
     if not config.agent_embedding:
         flags.append("--no-agent-embedding")
+    if config.continuity.ensemble != default.continuity.ensemble:
+        flags.append(f"--continuity-ensemble {config.continuity.ensemble}")
     if config.gate_midpoints:
         flags.append("--gate-midpoints " + ",".join(f"{m:g}" for m in config.gate_midpoints))
     return " ".join(["athena train opener", *flags])
