@@ -48,8 +48,8 @@ Port = Annotated[int, Field(ge=0, le=65535)]
 
 SEED_DEPARTURES: dict[str, str] = {
     "chain_scorer": "default continuity (a learned model), not the seed's cosine of two user messages (pair_cosine)",
-    "chain_sim_high": "a probability under the default scorer, default 0.75 (seed: a cosine, 0.72)",
-    "chain_sim_low": "a probability under the default scorer, default 0.45 (seed: a cosine, 0.52)",
+    "chain_sim_high": "a probability under the default scorer, default 0.80 (seed: a cosine, 0.72)",
+    "chain_sim_low": "a probability under the default scorer, default 0.50 (seed: a cosine, 0.52)",
     "topic_analysis_min_confidence": "drops subtopics only: the main topic is kept below it",
     "stm_idle_flush_seconds": "not in the seed: an idle window is flushed into a segment",
     "stm_session_gap_seconds": "not in the seed: a long silence before a user message cuts the segment",
@@ -183,9 +183,9 @@ class Settings(BaseSettings):
     chain_scorer: ChainScorer = ChainScorer.CONTINUITY
     """continuity (default, the learned continuity model; needs the local all-MiniLM-L6-v2 embeddings, cognition refuses to start with another EMBEDDING_PROVIDER / EMBEDDING_MODEL), continuity_agnostic (the same model without the raw embedding among its inputs: works with any embedding model, e.g. EMBEDDING_PROVIDER=openai) or pair_cosine (the seed's cosine between the two most recent user messages)."""
     chain_sim_high: Fraction | None = None
-    """Score at or above which the chain continues (seed CHAIN_SIM_HIGH, a cosine of 0.72). Unset: the chosen scorer's calibrated default: under continuity and continuity_agnostic the score is the probability that the topic continues, default 0.75; pair_cosine keeps the seed's cosine and 0.72."""
+    """Score at or above which the chain continues (seed CHAIN_SIM_HIGH, a cosine of 0.72). Unset: the chosen scorer's calibrated default: under continuity and continuity_agnostic the score is the probability that the topic continues, defaults 0.80 and 0.75; pair_cosine keeps the seed's cosine and 0.72."""
     chain_sim_low: Fraction | None = None
-    """Score below which the topic breaks (seed CHAIN_SIM_LOW, a cosine of 0.52). Unset: the chosen scorer's calibrated default: 0.45 under continuity and continuity_agnostic (a probability), 0.52 under pair_cosine (the seed's cosine)."""
+    """Score below which the topic breaks (seed CHAIN_SIM_LOW, a cosine of 0.52). Unset: the chosen scorer's calibrated default: 0.50 under continuity and 0.45 under continuity_agnostic (a probability), 0.52 under pair_cosine (the seed's cosine)."""
 
     # --- embeddings -------------------------------------------------------------------------------
     embedding_provider: EmbeddingProvider = EmbeddingProvider.LOCAL

@@ -63,13 +63,13 @@ def test_the_opener_command_passes_the_continuity_ensemble_and_the_gates_to_the_
         return {"metrics_no_llm": {}, "command": trainer._command(config)}
 
     monkeypatch.setattr(trainer, "train_opener", record_config)
-    args = ["opener", "--out", str(tmp_path), "--ensemble", "10", "--continuity-ensemble", "10"]
+    args = ["opener", "--out", str(tmp_path), "--ensemble", "3", "--continuity-ensemble", "2"]
     result = CliRunner().invoke(app, [*args, "--gate-midpoints", "0.5,0.7"])
 
     assert result.exit_code == 0, result.output
     (config,) = seen
-    assert (config.spec.ensemble, config.continuity.ensemble, config.gate_midpoints) == (10, 10, (0.5, 0.7))
+    assert (config.spec.ensemble, config.continuity.ensemble, config.gate_midpoints) == (3, 2, (0.5, 0.7))
     assert trainer._command(config) == (
-        "athena train opener --ensemble 10 --continuity-ensemble 10 --gate-midpoints 0.5,0.7"
+        "athena train opener --ensemble 3 --continuity-ensemble 2 --gate-midpoints 0.5,0.7"
     )
     assert trainer._command(OpenerConfig()) == "athena train opener"  # the defaults are the committed recipe

@@ -8,8 +8,8 @@ Recipe (docs/segmentation.md explains the why):
   it had segmented correctly so far (a segment opens at the first user message at or after a
   reference boundary, since the detector only cuts at user messages); label = reference start;
 - model: standardized features -> one hidden layer of 64 tanh units (L2 alpha 30) -> logistic
-  output for P(same topic), five such fits from consecutive seeds with their logits averaged (one
-  layer of 320 units), sklearn to fit, numpy to run (chosen by the same cross-validation over
+  output for P(same topic), ten such fits from consecutive seeds with their logits averaged (one
+  layer of 640 units), sklearn to fit, numpy to run (chosen by the same cross-validation over
   hidden units, strengths and the averaging; docs/segmentation.md);
 - threshold: a gray-zone midpoint picked by k-fold cross-validation over the *training* dialogues
   (never on the measured sets): each fold's model, fitted on the other folds, replays `decide()`
@@ -77,7 +77,7 @@ class TrainConfig:
     l2_c: float = 0.01  # inverse L2 strength of the logistic regression (used when hidden_units is 0)
     hidden_units: int = 64  # tanh hidden units before the logistic output; 0 = the logistic regression alone
     alpha: float = 30.0  # L2 penalty of the hidden-layer model (unused without one)
-    ensemble: int = 5  # hidden-layer models of seeds seed, seed + 1, ... whose logits are averaged
+    ensemble: int = 10  # hidden-layer models of seeds seed, seed + 1, ... whose logits are averaged
     midpoints: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
     gray_half_width: float = 0.15  # gray zone = midpoint +- this (where an LLM, if any, is asked)
     max_events_before_flush: int = 20  # the default STM_MAX_EVENTS_BEFORE_FLUSH, as in production

@@ -68,7 +68,7 @@ class OpenerConfig:
     heldout_fraction: float = 0.3
     weight_superseg: float = 1.0
     weight_tiage: float = 3.0
-    spec: ClassifierSpec = ClassifierSpec(hidden_units=8, alpha=10.0, ensemble=5)  # picked by cross-validation (docs)
+    spec: ClassifierSpec = ClassifierSpec(hidden_units=8, alpha=10.0, ensemble=10)  # picked by cross-validation (docs)
     agent_embedding: bool = True
     """The agent turn's embedding among the inputs (opener_v2.npz); False: the hand features alone (opener_v1.npz)."""
     folds: int = 5

@@ -1,9 +1,9 @@
 """The small numpy classifiers behind the detector's learned models, and their one artifact format.
 
 A classifier is: standardize the feature row, then either a logistic regression or one tanh hidden
-layer followed by a logistic output. Inference is plain numpy (no sklearn at runtime): about 150
-thousand multiply-adds per decision (the continuity model's 415 inputs x 320 units:
-five fits of 64 units whose logits are averaged, which is one layer of their units side by side).
+layer followed by a logistic output. Inference is plain numpy (no sklearn at runtime): about 270
+thousand multiply-adds per decision (the continuity model's 415 inputs x 640 units:
+ten fits of 64 units whose logits are averaged, which is one layer of their units side by side).
 
 Artifact (npz, no pickles): `feature_names`, `mean`, `scale`, `coef`, `intercept`, optionally
 `hidden_weights` (n_features x hidden) and `hidden_bias` (hidden), plus named scalars that belong
