@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from athena_cognition.detector._classifier import Classifier, load_classifier, save_classifier
-from athena_lab.segmentation.fitting import ClassifierSpec, fit_classifier
+from athena_lab.segmentation.fitting import ClassifierSpec, fit_classifier, member_weights
 
 NAMES = tuple(f"f{i}" for i in range(6))
 
@@ -78,6 +78,35 @@ def test_an_ensemble_is_one_wider_layer_whose_logit_is_the_mean_of_its_members(t
     assert not np.allclose(member_logits[0], member_logits[1], atol=1e-3)  # the seeds give different models
     got = np.array([loaded.logit(row) for row in x[:50]])
     assert np.allclose(got, member_logits.mean(axis=0), atol=1e-6)
+
+
+def test_a_bagged_ensemble_fits_each_member_on_its_own_bootstrap_of_the_rows(tmp_path: Path) -> None:
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.preprocessing import StandardScaler
+
+    parts = _parts()
+    x = np.vstack([p[0] for p in parts])
+    y = np.concatenate([p[1] for p in parts])
+    w = np.concatenate([np.full(len(p[1]), p[2]) for p in parts])
+    first, second = member_weights(w, seed=0), member_weights(w, seed=1)
+    assert np.array_equal(first, member_weights(w, seed=0))  # reproducible from the seed
+    assert (first == 0).any() and (first > w).any() and not np.array_equal(first, second)  # rows left out, drawn twice
+
+    spec = ClassifierSpec(hidden_units=4, alpha=1.0, ensemble=2, bootstrap=True)
+    save_classifier(tmp_path / "m.npz", fit_classifier(parts, NAMES, spec), threshold=0.5)
+    loaded, _ = load_classifier(tmp_path / "m.npz", scalars=("threshold",), feature_names=NAMES)
+    xs = StandardScaler().fit(x).transform(x)  # the scaler sees every row: bagging resamples the fits only
+    members = [
+        MLPClassifier(
+            hidden_layer_sizes=(4,), activation="tanh", solver="lbfgs", alpha=1.0, max_iter=2000, random_state=seed
+        ).fit(xs, y, sample_weight=member_weights(w, seed=seed))
+        for seed in range(2)
+    ]
+    expected = np.mean([_logit(m.predict_proba(xs[:50])[:, 1]) for m in members], axis=0)
+    assert np.allclose([loaded.logit(row) for row in x[:50]], expected, atol=1e-6)
+
+    unbagged = fit_classifier(parts, NAMES, ClassifierSpec(hidden_units=4, alpha=1.0, ensemble=2))
+    assert not np.allclose([unbagged.logit(row) for row in x[:50]], expected, atol=1e-3)
 
 
 def _logit(p: np.ndarray) -> np.ndarray:

@@ -48,7 +48,7 @@ async def test_swept_gates_are_reported_beside_the_committed_gate_whose_figures_
     assert never["superseg_train_cv"]["f1"] < committed_row["superseg_train_cv"]["f1"]
 
 
-def test_the_opener_command_passes_the_continuity_ensemble_and_the_gates_to_the_trainer(
+def test_the_opener_command_passes_the_ensembles_the_bagging_and_the_gates_to_the_trainer(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from typer.testing import CliRunner
@@ -64,12 +64,14 @@ def test_the_opener_command_passes_the_continuity_ensemble_and_the_gates_to_the_
 
     monkeypatch.setattr(trainer, "train_opener", record_config)
     args = ["opener", "--out", str(tmp_path), "--ensemble", "3", "--continuity-ensemble", "2"]
-    result = CliRunner().invoke(app, [*args, "--gate-midpoints", "0.5,0.7"])
+    result = CliRunner().invoke(app, [*args, "--bootstrap", "--continuity-bootstrap", "--gate-midpoints", "0.5,0.7"])
 
     assert result.exit_code == 0, result.output
     (config,) = seen
     assert (config.spec.ensemble, config.continuity.ensemble, config.gate_midpoints) == (3, 2, (0.5, 0.7))
+    assert config.spec.bootstrap and config.continuity.bootstrap
     assert trainer._command(config) == (
-        "athena train opener --ensemble 3 --continuity-ensemble 2 --gate-midpoints 0.5,0.7"
+        "athena train opener --ensemble 3 --bootstrap --continuity-ensemble 2 --continuity-bootstrap"
+        " --gate-midpoints 0.5,0.7"
     )
     assert trainer._command(OpenerConfig()) == "athena train opener"  # the defaults are the committed recipe

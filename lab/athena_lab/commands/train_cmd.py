@@ -30,6 +30,12 @@ _DataDir = Annotated[
 ]
 
 
+_Bootstrap = Annotated[
+    bool,
+    typer.Option("--bootstrap", help="Bagging: each averaged model fits its own Poisson bootstrap of the rows."),
+]
+
+
 def _log(msg: str) -> None:
     """A trainer's progress line, on stderr (stdout carries the result)."""
     _err.print(msg, markup=False, highlight=False, soft_wrap=True)
@@ -64,6 +70,7 @@ def continuity(
     alpha: _Alpha = None,
     l2_c: _L2C = None,
     ensemble: _Ensemble = None,
+    bootstrap: _Bootstrap = False,
 ) -> None:
     """Train the chain-break continuity scorer; writes continuity_v1.npz and continuity_v1.record.json
     (with --agnostic: continuity_agnostic_v1.npz and continuity_agnostic_v1.record.json).
@@ -76,7 +83,8 @@ def continuity(
     from athena_lab.segmentation.train_continuity import DETECTOR_DIR, TrainConfig, train_continuity
 
     train_config = replace(
-        TrainConfig(seed=seed), **_given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c, ensemble=ensemble)
+        TrainConfig(seed=seed, bootstrap=bootstrap),
+        **_given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c, ensemble=ensemble),
     )
 
     if agnostic:
@@ -106,6 +114,7 @@ def opener(
     alpha: _Alpha = None,
     l2_c: _L2C = None,
     ensemble: _Ensemble = None,
+    bootstrap: _Bootstrap = False,
     agent_embedding: Annotated[
         bool,
         typer.Option(
@@ -123,6 +132,13 @@ def opener(
             "(default: the continuity recipe's).",
         ),
     ] = None,
+    continuity_bootstrap: Annotated[
+        bool,
+        typer.Option(
+            "--continuity-bootstrap",
+            help="Bagging in each fold's continuity model of the threshold's cross-validation.",
+        ),
+    ] = False,
     gate_midpoints: Annotated[
         str | None,
         typer.Option(
@@ -144,7 +160,9 @@ def opener(
 
     config = OpenerConfig() if agent_embedding else OpenerConfig.hand_features()
     options = _given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c, ensemble=ensemble)
-    config = replace(config, spec=replace(config.spec, **options))
+    config = replace(config, spec=replace(config.spec, **options, bootstrap=bootstrap))
+    if continuity_bootstrap:
+        config = replace(config, continuity=replace(config.continuity, bootstrap=True))
     if continuity_ensemble is not None:
         config = replace(config, continuity=replace(config.continuity, ensemble=continuity_ensemble))
     if gate_midpoints:

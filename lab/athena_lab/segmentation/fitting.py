@@ -12,7 +12,7 @@ import numpy as np
 
 from athena_cognition.detector._classifier import Classifier
 
-__all__ = ["ClassifierSpec", "Part", "fit_classifier", "stack_parts"]
+__all__ = ["ClassifierSpec", "Part", "fit_classifier", "member_weights", "stack_parts"]
 
 Part = tuple[np.ndarray, np.ndarray, float]
 """(feature rows, labels, sample weight of every row in this part)."""
@@ -31,6 +31,10 @@ class ClassifierSpec:
     ensemble: int = 1
     """Hidden-layer models fitted with seeds `seed`, `seed + 1`, ...: their logits are averaged, which
     is one wider hidden layer (each model's units side by side, output weights divided by the count)."""
+    bootstrap: bool = False
+    """Bagging: each hidden-layer model sees its own Poisson bootstrap of the rows (every row's weight
+    times a Poisson(1) count drawn from that model's seed), so the members differ in their data as
+    well as their start. Off: every member fits the same rows."""
 
 
 def stack_parts(parts: Sequence[Part]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -38,6 +42,12 @@ def stack_parts(parts: Sequence[Part]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     y = np.concatenate([p[1] for p in parts])
     w = np.concatenate([np.full(len(p[1]), p[2], dtype=np.float64) for p in parts])
     return x, y, w
+
+
+def member_weights(weights: np.ndarray, *, seed: int) -> np.ndarray:
+    """One bagging member's sample weights: a Poisson(1) bootstrap of the rows (a row drawn k times
+    weighs k times as much), reproducible from the seed."""
+    return weights * np.random.default_rng(seed).poisson(1.0, size=len(weights))
 
 
 def fit_classifier(parts: Sequence[Part], feature_names: Sequence[str], spec: ClassifierSpec) -> Classifier:
@@ -65,7 +75,7 @@ def fit_classifier(parts: Sequence[Part], feature_names: Sequence[str], spec: Cl
             alpha=spec.alpha,
             max_iter=spec.max_iter,
             random_state=spec.seed + k,
-        ).fit(xs, y, sample_weight=w)
+        ).fit(xs, y, sample_weight=member_weights(w, seed=spec.seed + k) if spec.bootstrap else w)
         for k in range(spec.ensemble)
     ]
     n = len(fitted)

@@ -78,6 +78,7 @@ class TrainConfig:
     hidden_units: int = 64  # tanh hidden units before the logistic output; 0 = the logistic regression alone
     alpha: float = 30.0  # L2 penalty of the hidden-layer model (unused without one)
     ensemble: int = 10  # hidden-layer models of seeds seed, seed + 1, ... whose logits are averaged
+    bootstrap: bool = False  # each of those models on its own Poisson bootstrap of the rows (bagging)
     midpoints: tuple[float, ...] = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
     gray_half_width: float = 0.15  # gray zone = midpoint +- this (where an LLM, if any, is asked)
     max_events_before_flush: int = 20  # the default STM_MAX_EVENTS_BEFORE_FLUSH, as in production
@@ -152,6 +153,7 @@ def classifier_spec(config: TrainConfig) -> ClassifierSpec:
         alpha=config.alpha,
         seed=config.seed,
         ensemble=config.ensemble,
+        bootstrap=config.bootstrap,
     )
 
 
@@ -307,7 +309,7 @@ async def train_continuity(
     record: dict[str, object] = {
         "artifact": CONTINUITY_ARTIFACT,
         "artifact_sha256": file_sha256(artifact),
-        "command": "athena train continuity",
+        "command": "athena train continuity" + (" --bootstrap" if config.bootstrap else ""),
         "model": _model_record(config, inputs=len(model.feature_names)),
         "embedding": embedding_record(raw_vector_input=True),
         "features": {
@@ -361,12 +363,14 @@ def _model_record(config: TrainConfig, *, inputs: int) -> dict[str, object]:
             f"standardize + {config.ensemble} models of {config.hidden_units} tanh hidden units (seeds "
             f"{config.seed}..{config.seed + config.ensemble - 1}), their logits averaged: one layer of "
             f"{config.ensemble * config.hidden_units} units + logistic output, P(same topic)"
+            + (", each model on its own Poisson bootstrap of the rows" if config.bootstrap else "")
         )
     return {
         "kind": kind,
         "inference": "numpy only: sigmoid(tanh(((x - mean) / scale) . W + b) . coef + intercept)",
         "hidden_units": config.hidden_units * config.ensemble,
         "ensemble": config.ensemble,
+        "bootstrap": config.bootstrap,
         "alpha": config.alpha,
         "inputs": inputs,
     }

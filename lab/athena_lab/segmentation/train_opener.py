@@ -278,6 +278,7 @@ async def train_opener(
                 f"standardize + one tanh hidden layer ({spec.hidden_units} units, L2 alpha {spec.alpha}) + logistic output"
                 + (
                     f", {spec.ensemble} such models of consecutive seeds, their logits averaged"
+                    + (", each on its own Poisson bootstrap of the rows" if spec.bootstrap else "")
                     if spec.ensemble > 1
                     else ""
                 )
@@ -326,10 +327,14 @@ def _command(config: OpenerConfig) -> str:
         for name in ("hidden_units", "alpha", "l2_c", "ensemble")
         if getattr(spec, name) != getattr(default.spec, name)
     ]
+    if spec.bootstrap:
+        flags.append("--bootstrap")
     if not config.agent_embedding:
         flags.append("--no-agent-embedding")
     if config.continuity.ensemble != default.continuity.ensemble:
         flags.append(f"--continuity-ensemble {config.continuity.ensemble}")
+    if config.continuity.bootstrap:
+        flags.append("--continuity-bootstrap")
     if config.gate_midpoints:
         flags.append("--gate-midpoints " + ",".join(f"{m:g}" for m in config.gate_midpoints))
     return " ".join(["athena train opener", *flags])
