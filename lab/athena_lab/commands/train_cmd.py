@@ -132,6 +132,14 @@ def opener(
             "(default: the continuity recipe's).",
         ),
     ] = None,
+    replay_int8: Annotated[
+        bool,
+        typer.Option(
+            "--replay-int8",
+            help="Replay the cross-validation's folds and the measured sets with the int8 copy of the "
+            "embedding model (EMBEDDING_INT8, the product's default); the models are fitted on float vectors.",
+        ),
+    ] = False,
     continuity_bootstrap: Annotated[
         bool,
         typer.Option(
@@ -163,6 +171,8 @@ def opener(
     config = replace(config, spec=replace(config.spec, **options, bootstrap=bootstrap))
     if continuity_bootstrap:
         config = replace(config, continuity=replace(config.continuity, bootstrap=True))
+    if replay_int8:
+        config = replace(config, replay_int8=True)
     if continuity_ensemble is not None:
         config = replace(config, continuity=replace(config.continuity, ensemble=continuity_ensemble))
     if gate_midpoints:

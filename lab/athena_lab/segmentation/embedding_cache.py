@@ -17,7 +17,7 @@ from athena.embeddings import Embedder, LocalEmbedder
 from athena.embeddings._cache import text_key
 from athena_lab.segmentation.segmentation_data import Dialogue
 
-__all__ = ["DiskCachedEmbedder", "default_cache_path", "embed_utterances"]
+__all__ = ["DiskCachedEmbedder", "default_cache_path", "embed_utterances", "int8_replay_embedder"]
 
 
 def default_cache_path(model: str = "all-MiniLM-L6-v2") -> Path:
@@ -77,3 +77,14 @@ async def embed_utterances(
     chosen: Embedder = disk if disk is not None else embedder  # type: ignore[assignment]
     await chosen.embed(list(dict.fromkeys(u.text for ds in dialogue_sets for d in ds for u in d.utterances)))
     return chosen, disk
+
+
+async def int8_replay_embedder(dialogue_sets: Sequence[Sequence[Dialogue]]) -> DiskCachedEmbedder:
+    """The local model's int8 copy (what `EMBEDDING_INT8`, the default, runs in the product) behind a
+    disk cache of its own, with every utterance of `dialogue_sets` embedded: for replaying decisions
+    as the product makes them, while the models are still fitted on the float model's vectors."""
+    disk = DiskCachedEmbedder(
+        LocalEmbedder(torchscript=False, quantized=True), default_cache_path("all-MiniLM-L6-v2-int8")
+    )
+    await disk.embed(list(dict.fromkeys(u.text for ds in dialogue_sets for d in ds for u in d.utterances)))
+    return disk

@@ -40,7 +40,7 @@ from athena_cognition.detector._placement import (
     opener_features,
 )
 from athena_lab.segmentation.cross_validation import CrossValidated, cross_validated, fold_splits, summary
-from athena_lab.segmentation.embedding_cache import embed_utterances
+from athena_lab.segmentation.embedding_cache import DiskCachedEmbedder, embed_utterances, int8_replay_embedder
 from athena_lab.segmentation.evaluate import EvaluationResult, dialogue_turns, evaluate, scores_record
 from athena_lab.segmentation.fitting import ClassifierSpec, Part, fit_classifier
 from athena_lab.segmentation.segmentation_data import (
@@ -77,6 +77,10 @@ class OpenerConfig:
     """Continuity gate midpoints swept together with the threshold (gate = midpoint +- the continuity
     recipe's half width); empty: every replay uses the committed continuity model's gate."""
     max_events_before_flush: int = 20
+    replay_int8: bool = False
+    """Replay the folds and the measured sets with the int8 copy's vectors (`EMBEDDING_INT8`, the
+    product's default) instead of the float model's; every model is still fitted on the float
+    model's vectors, as the committed artifacts are."""
     continuity: TrainConfig = field(default_factory=TrainConfig)  # the per-fold continuity models' recipe
 
     @classmethod
@@ -171,9 +175,12 @@ async def _cross_validate(
     gate: Thresholds,
     config: OpenerConfig,
     log: Callable[[str], None],
+    replay_embedder: Embedder | None = None,
 ) -> list[_ThresholdRow]:
     """Pooled out-of-fold Pk / WD / F1 per candidate threshold (None = no opener), under the committed
-    gate and, with `config.gate_midpoints`, under each of those gates too."""
+    gate and, with `config.gate_midpoints`, under each of those gates too. The models are fitted on
+    `embedder`'s vectors; the folds are replayed with `replay_embedder`'s (default: the same)."""
+    replayer = replay_embedder or embedder
     gates = [
         gate,
         *(g for m in config.gate_midpoints if (g := gray_zone(m, config.continuity.gray_half_width)) != gate),
@@ -188,7 +195,7 @@ async def _cross_validate(
         for g in gates:
             for c in candidates:
                 opener = None if c is None else replace(fitted, threshold=c)
-                result = await _replay(continuity, opener, held, embedder, g, config.max_events_before_flush)
+                result = await _replay(continuity, opener, held, replayer, g, config.max_events_before_flush)
                 starts[g, c].update((p.id, p.starts) for p in result.predictions)
         log(f"fold {f + 1}/{config.folds} done")
     sweep: list[_ThresholdRow] = []
@@ -237,7 +244,10 @@ async def train_opener(
     gate = continuity.thresholds
     max_events = config.max_events_before_flush
 
-    sweep = await _cross_validate(rows, ss_train, tiage_train, embedder, gate, config, log)
+    replayer: Embedder = embedder
+    if config.replay_int8:
+        replayer = await int8_replay_embedder((ss_train, ss_heldout, tiage_train, tiage_val))
+    sweep = await _cross_validate(rows, ss_train, tiage_train, embedder, gate, config, log, replayer)
     # The artifact's threshold is chosen under the committed gate (the one the product runs); the
     # other gates of `gate_midpoints` are reported for comparison.
     scored = [
@@ -256,12 +266,14 @@ async def train_opener(
     log(f"chosen opener threshold: {model.threshold}")
 
     metrics = {
-        "superseg_validation_heldout": await _measure(continuity, model, ss_heldout, embedder, gate, max_events),
-        "tiage_validation": await _measure(continuity, model, tiage_val, embedder, gate, max_events),
+        "superseg_validation_heldout": await _measure(continuity, model, ss_heldout, replayer, gate, max_events),
+        "tiage_validation": await _measure(continuity, model, tiage_val, replayer, gate, max_events),
     }
     log(f"held-out: {json.dumps(metrics)}")
     if disk is not None:
         disk.save()
+    if isinstance(replayer, DiskCachedEmbedder) and replayer is not disk:
+        replayer.save()
 
     out_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - an offline training run: the loop serves nothing else
     artifact = out_dir / config.artifact
@@ -335,6 +347,8 @@ def _command(config: OpenerConfig) -> str:
         flags.append(f"--continuity-ensemble {config.continuity.ensemble}")
     if config.continuity.bootstrap:
         flags.append("--continuity-bootstrap")
+    if config.replay_int8:
+        flags.append("--replay-int8")
     if config.gate_midpoints:
         flags.append("--gate-midpoints " + ",".join(f"{m:g}" for m in config.gate_midpoints))
     return " ".join(["athena train opener", *flags])
