@@ -168,11 +168,9 @@ def opener(
 
     config = OpenerConfig() if agent_embedding else OpenerConfig.hand_features()
     options = _given(hidden_units=hidden_units, alpha=alpha, l2_c=l2_c, ensemble=ensemble)
-    config = replace(config, spec=replace(config.spec, **options, bootstrap=bootstrap))
+    config = replace(config, spec=replace(config.spec, **options, bootstrap=bootstrap), replay_int8=replay_int8)
     if continuity_bootstrap:
         config = replace(config, continuity=replace(config.continuity, bootstrap=True))
-    if replay_int8:
-        config = replace(config, replay_int8=True)
     if continuity_ensemble is not None:
         config = replace(config, continuity=replace(config.continuity, ensemble=continuity_ensemble))
     if gate_midpoints:

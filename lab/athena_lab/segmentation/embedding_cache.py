@@ -75,7 +75,7 @@ async def embed_utterances(
     # The eager encode: the committed artifacts and the cache were made with it (byte for byte).
     disk = DiskCachedEmbedder(LocalEmbedder(torchscript=False), default_cache_path()) if embedder is None else None
     chosen: Embedder = disk if disk is not None else embedder  # type: ignore[assignment]
-    await chosen.embed(list(dict.fromkeys(u.text for ds in dialogue_sets for d in ds for u in d.utterances)))
+    await chosen.embed(_utterance_texts(dialogue_sets))
     return chosen, disk
 
 
@@ -86,5 +86,10 @@ async def int8_replay_embedder(dialogue_sets: Sequence[Sequence[Dialogue]]) -> D
     disk = DiskCachedEmbedder(
         LocalEmbedder(torchscript=False, quantized=True), default_cache_path("all-MiniLM-L6-v2-int8")
     )
-    await disk.embed(list(dict.fromkeys(u.text for ds in dialogue_sets for d in ds for u in d.utterances)))
+    await disk.embed(_utterance_texts(dialogue_sets))
     return disk
+
+
+def _utterance_texts(dialogue_sets: Sequence[Sequence[Dialogue]]) -> list[str]:
+    """Every utterance text of the sets, each once, in order of first appearance."""
+    return list(dict.fromkeys(u.text for ds in dialogue_sets for d in ds for u in d.utterances))
