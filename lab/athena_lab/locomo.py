@@ -32,7 +32,7 @@ from athena.queue import TaskResult
 from athena_cli.demo import wait_until_processed
 from athena_client import AsyncAthenaClient, EventInput
 from athena_formation.search.lexicon import chain_lexicon, query_terms
-from athena_formation.search.query_period import query_periods, told_in_each
+from athena_formation.search.query_period import Named, query_periods, told_in_each
 from athena_formation.search.ranking import Ranking
 from athena_formation.store.lexical_index import LexiconRow, UserLexicon
 
@@ -40,11 +40,15 @@ __all__ = [
     "BaselineResult",
     "Conversation",
     "LocomoReport",
+    "RankedUnits",
     "chunk_baseline",
     "evidence_recall",
     "load_conversation",
+    "question_periods",
+    "rank_units",
     "replay_parts",
     "run_locomo",
+    "unit_vectors",
 ]
 
 _SESSION = re.compile(r"^session_(\d+)$")
@@ -119,6 +123,72 @@ def _chunks(n: int, size: int, offset: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in pairwise(cuts) if b > a]
 
 
+def question_periods(conv: Conversation, ranking: Ranking) -> list[list[Named]]:
+    """The dates each question names, as SearchMemory reads them ("yesterday": at the time of the search)."""
+    now = datetime.now(UTC)
+    return [query_periods(q["question"], now=now) if ranking.date_weight > 0 else [] for q in conv.questions]
+
+
+def unit_vectors(vectors: np.ndarray, units: Sequence[Sequence[int]]) -> np.ndarray:
+    """Each unit (turn indices) as the normalised mean of its turns' embeddings."""
+    mat = np.stack([vectors[list(u)].mean(axis=0) for u in units])
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    return mat
+
+
+@dataclass
+class RankedUnits:
+    recall: float
+    found: list[bool]
+    """Per question: all its evidence inside the top k units."""
+    turns_per_hit: list[float]
+    """Per question: the mean number of turns of its top k units."""
+
+
+def rank_units(
+    conv: Conversation,
+    units: Sequence[Sequence[int]],
+    matrix: np.ndarray,
+    question_vectors: np.ndarray,
+    *,
+    k: int,
+    ranking: Ranking,
+    periods: Sequence[Sequence[Named]],
+) -> RankedUnits:
+    """Units of the conversation's turns (each a sorted list of turn indices; `matrix` their vectors,
+    unit_vectors) ranked for each question the way SearchMemory ranks chains (ranking.py: cosine, the
+    unit's words, the dates the question names against its first and last turn's times, its size)."""
+    sets = [{conv.turns[i].dia_id for i in u} for u in units]
+    spans = np.array([(conv.turns[u[0]].timestamp.timestamp(), conv.turns[u[-1]].timestamp.timestamp()) for u in units])
+    lexicon = UserLexicon()
+    for j, u in enumerate(units):
+        lexicon.put(
+            LexiconRow(
+                chain_id=str(j), agent_id="", lexicon=chain_lexicon(conv.turns[i].text for i in u), event_count=len(u)
+            )
+        )
+    found: list[bool] = []
+    turns_per_hit: list[float] = []
+    for q, v, named in zip(conv.questions, question_vectors, periods):
+        sims = matrix @ v
+        lexical = lexicon.query(query_terms(q["question"]))
+        told = told_in_each(list(named), spans, unknown=False)
+        scores = [
+            ranking.rank(
+                chain_id=str(j),
+                similarity=float(sims[j]),
+                lexical=lexical.of(str(j)),
+                event_count=len(sets[j]),
+                told=bool(told[j]),
+            ).score
+            for j in range(len(units))
+        ]
+        top = np.argsort(-np.asarray(scores), kind="stable")[:k]
+        turns_per_hit.append(float(np.mean([len(sets[j]) for j in top])))
+        found.append(evidence_recall([sets[j] for j in top], set(q["evidence"])))
+    return RankedUnits(sum(found) / max(1, len(found)), found, turns_per_hit)
+
+
 @dataclass
 class BaselineResult:
     recall: float
@@ -151,55 +221,25 @@ async def chunk_baseline(
     ranking = ranking or Ranking()
     vecs = await embedder.embed([t.text for t in conv.turns])
     qv = await (query_embedder or embedder).embed([q["question"] for q in conv.questions])
-    query_terms_of = [query_terms(q["question"]) for q in conv.questions]
-    now = datetime.now(UTC)  # as SearchMemory reads "yesterday": at the time of the search
-    periods_of = [query_periods(q["question"], now=now) if ranking.date_weight > 0 else [] for q in conv.questions]
+    periods_of = question_periods(conv, ranking)
     recalls: list[float] = []
     hybrid_recalls: list[float] = []
     turns_per_hit = np.zeros(len(conv.questions))
     hybrid_turns_per_hit = np.zeros(len(conv.questions))
     for offset in range(size):
         chunks = _chunks(len(conv.turns), size, offset)
-        mat = np.stack([vecs[a:b].mean(axis=0) for a, b in chunks])
-        mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+        units = [list(range(a, b)) for a, b in chunks]
+        mat = unit_vectors(vecs, units)
         sets = [{t.dia_id for t in conv.turns[a:b]} for a, b in chunks]
-        spans = np.array(
-            [(conv.turns[a].timestamp.timestamp(), conv.turns[b - 1].timestamp.timestamp()) for a, b in chunks]
-        )
-        lexicon = UserLexicon()
-        for j, (a, b) in enumerate(chunks):
-            lexicon.put(
-                LexiconRow(
-                    chain_id=str(j),
-                    agent_id="",
-                    lexicon=chain_lexicon(t.text for t in conv.turns[a:b]),
-                    event_count=b - a,
-                )
-            )
-        recalled = hybrid_recalled = 0
+        recalled = 0
         for i, (q, v) in enumerate(zip(conv.questions, qv)):
-            sims = mat @ v
-            evidence = set(q["evidence"])
-            top = np.argsort(-sims)[:k]
+            top = np.argsort(-(mat @ v))[:k]
             turns_per_hit[i] += float(np.mean([len(sets[j]) for j in top])) / size
-            recalled += evidence_recall([sets[j] for j in top], evidence)
-            lexical = lexicon.query(query_terms_of[i])
-            told = told_in_each(periods_of[i], spans, unknown=False)
-            scores = [
-                ranking.rank(
-                    chain_id=str(j),
-                    similarity=float(sims[j]),
-                    lexical=lexical.of(str(j)),
-                    event_count=len(sets[j]),
-                    told=bool(told[j]),
-                ).score
-                for j in range(len(chunks))
-            ]
-            hybrid_top = np.argsort(-np.asarray(scores), kind="stable")[:k]
-            hybrid_turns_per_hit[i] += float(np.mean([len(sets[j]) for j in hybrid_top])) / size
-            hybrid_recalled += evidence_recall([sets[j] for j in hybrid_top], evidence)
+            recalled += evidence_recall([sets[j] for j in top], set(q["evidence"]))
         recalls.append(recalled / max(1, len(conv.questions)))
-        hybrid_recalls.append(hybrid_recalled / max(1, len(conv.questions)))
+        ranked = rank_units(conv, units, mat, qv, k=k, ranking=ranking, periods=periods_of)
+        hybrid_turns_per_hit += np.asarray(ranked.turns_per_hit) / size
+        hybrid_recalls.append(ranked.recall)
     return BaselineResult(
         recall=float(np.mean(recalls)),
         recall_aligned_at_start=recalls[0],

@@ -1,4 +1,4 @@
-"""`athena eval ...`: measure components on public labelled data (`segmentation` here, `locomo` in locomo_cmd)."""
+"""`athena eval ...`: measure components on public labelled data (`segmentation` here, `locomo` and `locomo-overlap` in locomo_cmd)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from athena_lab.commands.locomo_cmd import locomo
+from athena_lab.commands.locomo_cmd import locomo, locomo_overlap
 
 __all__ = ["app"]
 
@@ -171,3 +171,4 @@ def segmentation(
 
 
 app.command("locomo")(locomo)
+app.command("locomo-overlap")(locomo_overlap)
