@@ -63,6 +63,18 @@ def test_a_bad_value_stops_start_up_with_the_variable_named(
         load_settings()
 
 
+def test_a_force_flush_keeps_half_its_size_unless_told_and_zero_is_the_seeds_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("STM_FLUSH_KEEP_EVENTS", raising=False)
+    monkeypatch.delenv("STM_MAX_EVENTS_BEFORE_FLUSH", raising=False)
+    assert load_settings().flush_keep_events == 10
+    monkeypatch.setenv("STM_MAX_EVENTS_BEFORE_FLUSH", "6")
+    assert load_settings().flush_keep_events == 3
+    monkeypatch.setenv("STM_FLUSH_KEEP_EVENTS", "0")
+    assert load_settings().flush_keep_events == 0
+
+
 def test_readme_configuration_table_matches_the_settings() -> None:
     readme = (ROOT / "README.md").read_text()
     assert settings_markdown() in readme, "regenerate the table with `athena config --markdown`"

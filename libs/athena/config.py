@@ -50,6 +50,7 @@ SEED_DEPARTURES: dict[str, str] = {
     "chain_scorer": "default continuity (a learned model), not the seed's cosine of two user messages (pair_cosine)",
     "chain_sim_high": "a probability under the default scorer, default 0.80 (seed: a cosine, 0.72)",
     "chain_sim_low": "a probability under the default scorer, default 0.50 (seed: a cosine, 0.52)",
+    "stm_flush_keep_events": "default half of STM_MAX_EVENTS_BEFORE_FLUSH: the force flush cuts before the user message nearest to keeping that many events (seed: at the new message, 0)",
     "topic_analysis_min_confidence": "drops subtopics only: the main topic is kept below it",
     "stm_idle_flush_seconds": "not in the seed: an idle window is flushed into a segment",
     "stm_session_gap_seconds": "not in the seed: a long silence before a user message cuts the segment",
@@ -145,8 +146,8 @@ class Settings(BaseSettings):
     """Hard cap of a scope's short-term window; beyond it the oldest events fall out of the window (they stay in the durable log). With workers on, cognition cuts the window long before (force flush), so the cap only bites on a stalled backlog; keep it well above STM_MAX_EVENTS_BEFORE_FLUSH."""
     stm_max_events_before_flush: int = Field(default=20, ge=2)
     """Cognition partitions unconditionally once the window holds this many events (seed STM_MAX_EVENTS_BEFORE_FLUSH)."""
-    stm_flush_keep_events: int = Field(default=0, ge=0)
-    """How many of the newest events a force flush leaves in the window as the start of the next segment (the cut falls before the user message nearest to that); 0 cuts at the new message, as the seed does. Keep it below STM_MAX_EVENTS_BEFORE_FLUSH."""
+    stm_flush_keep_events: int | None = Field(default=None, ge=0)
+    """How many of the newest events a force flush leaves in the window as the start of the next segment (the cut falls before the user message nearest to that); unset: half of STM_MAX_EVENTS_BEFORE_FLUSH (10 at its default), which on LoCoMo found more with smaller hits than the seed's cut (docs/formation.md); 0 cuts at the new message, as the seed does. Below STM_MAX_EVENTS_BEFORE_FLUSH."""
     stm_min_chain_events: int = Field(default=0, ge=0)
     """A topic break that would cut fewer events than this off the window is not cut: the short piece stays in the window and joins the next chain (time gaps, force flushes and window flushes always cut). 0: every topic break cuts, as the seed does."""
     stm_task_timeout: float = Field(default=300.0, gt=0)
@@ -315,6 +316,13 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     """Python log level of every service."""
 
+    @property
+    def flush_keep_events(self) -> int:
+        """STM_FLUSH_KEEP_EVENTS, or half of STM_MAX_EVENTS_BEFORE_FLUSH when it is unset."""
+        if self.stm_flush_keep_events is not None:
+            return self.stm_flush_keep_events
+        return self.stm_max_events_before_flush // 2
+
     @model_validator(mode="after")
     def _check_thresholds(self) -> Settings:
         if (
@@ -325,7 +333,7 @@ class Settings(BaseSettings):
             raise ValueError("CHAIN_SIM_LOW must not exceed CHAIN_SIM_HIGH")
         if self.queue_backoff_max_seconds < self.queue_backoff_base_seconds:
             raise ValueError("QUEUE_BACKOFF_MAX_SECONDS must be at least QUEUE_BACKOFF_BASE_SECONDS")
-        if self.stm_flush_keep_events >= self.stm_max_events_before_flush:
+        if self.stm_flush_keep_events is not None and self.stm_flush_keep_events >= self.stm_max_events_before_flush:
             raise ValueError("STM_FLUSH_KEEP_EVENTS must be below STM_MAX_EVENTS_BEFORE_FLUSH")
         if bool(self.grpc_tls_cert_file) != bool(self.grpc_tls_key_file):
             raise ValueError("GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE must be set together")

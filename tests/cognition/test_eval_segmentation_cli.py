@@ -93,3 +93,29 @@ def test_every_user_baseline_breaks_at_each_user_message(small_jsonl: Path) -> N
 def test_missing_file_fails(tmp_path: Path) -> None:
     result = runner.invoke(app, ["segmentation", "--data", str(tmp_path / "nope.jsonl")])
     assert result.exit_code != 0
+
+
+def test_a_force_flush_keeps_half_its_size_by_default_and_the_flag_changes_where_it_cuts(
+    small_jsonl: Path, tmp_path: Path
+) -> None:
+    def run(*extra: str) -> tuple[dict[str, object], list[list[int]]]:
+        preds = tmp_path / "preds.jsonl"
+        args = ["segmentation", "--data", str(small_jsonl), "--json", "--scorer", "pair_cosine", "--high", "-1"]
+        result = runner.invoke(
+            app, [*args, "--low", "-1", "--max-events", "6", "--predictions-out", str(preds), *extra]
+        )
+        assert result.exit_code == 0, result.output
+        rows = [json.loads(line)["starts"] for line in preds.read_text(encoding="utf-8").splitlines()]
+        return json.loads(result.stdout), rows
+
+    # A gate that never breaks: every boundary is a force flush's.
+    kept, kept_starts = run()
+    seed, seed_starts = run("--flush-keep-events", "0")
+
+    assert kept["flush_keep_events"] == 3 and seed["flush_keep_events"] == 0
+    assert kept["paths"].get("force_flush", 0) > 0  # type: ignore[union-attr]
+    assert kept_starts != seed_starts  # the seed cuts at the sixth event, the default before it
+    refused = runner.invoke(
+        app, ["segmentation", "--data", str(small_jsonl), "--max-events", "6", "--flush-keep-events", "6"]
+    )
+    assert refused.exit_code == 2 and "--flush-keep-events" in refused.output

@@ -67,6 +67,14 @@ def segmentation(
     max_events: Annotated[
         int | None, typer.Option("--max-events", min=2, help="Force-flush size (default STM_MAX_EVENTS_BEFORE_FLUSH).")
     ] = None,
+    keep_events: Annotated[
+        int | None,
+        typer.Option(
+            "--flush-keep-events",
+            min=0,
+            help="Events a force flush leaves in the window (default STM_FLUSH_KEEP_EVENTS: half the force-flush size).",
+        ),
+    ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Only the first N dialogues (after --split).")
     ] = None,
@@ -101,6 +109,10 @@ def segmentation(
         raise typer.Exit(code=2)
     thresholds = _thresholds(scorer_name, high, low)
     flush = max_events if max_events is not None else settings.stm_max_events_before_flush
+    if keep_events is None:
+        keep_events = settings.stm_flush_keep_events if settings.stm_flush_keep_events is not None else flush // 2
+    if keep_events >= flush:
+        raise typer.BadParameter(f"must be below the force-flush size ({flush})", param_hint="--flush-keep-events")
 
     dialogues = load_dialogues(data)
     if split is not SplitChoice.ALL:
@@ -129,6 +141,7 @@ def segmentation(
                 thresholds=thresholds,
                 arbiter=None,
                 max_events_before_flush=flush,
+                flush_keep_events=keep_events,
                 on_dialogue=lambda n: progress.advance(task, n),
             )
         )
@@ -150,6 +163,7 @@ def segmentation(
         "scorer": scorer_name,
         "thresholds": {"high": thresholds.high, "low": thresholds.low},
         "max_events": flush,
+        "flush_keep_events": keep_events,
         "data": str(data),
         "split": split.value,
         "placement": getattr(scorer_obj, "opener", None) is not None,

@@ -55,9 +55,11 @@ async def evaluate(
     thresholds: Thresholds,
     arbiter: Arbiter | None = None,
     max_events_before_flush: int,
+    flush_keep_events: int = 0,
     on_dialogue: Callable[[int], None] | None = None,
 ) -> EvaluationResult:
-    """Segment every dialogue with `replay()` (so `decide()`) and score against the references."""
+    """Segment every dialogue with `replay()` (so `decide()`) and score against the references.
+    `flush_keep_events`: the events a force flush leaves in the window (STM_FLUSH_KEEP_EVENTS)."""
     predictions: list[DialoguePrediction] = []
     paths: Counter[str] = Counter()
     for chunk_start in range(0, len(dialogues), PREFETCH_DIALOGUES):
@@ -73,6 +75,7 @@ async def evaluate(
                 thresholds=thresholds,
                 arbiter=arbiter,
                 max_events_before_flush=max_events_before_flush,
+                flush_keep_events=flush_keep_events,
             )
             prediction = DialoguePrediction(id=dialogue.id, starts=replayed.starts, decisions=replayed.decisions)
             predictions.append(prediction)

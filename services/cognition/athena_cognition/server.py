@@ -47,7 +47,7 @@ def detector_setup(settings: Settings, *, budget_redis: Redis | None = None) -> 
         thresholds=thresholds,
         arbiter=LLMArbiter(llm) if llm is not None else None,
         max_events_before_flush=settings.stm_max_events_before_flush,
-        flush_keep_events=settings.stm_flush_keep_events,
+        flush_keep_events=settings.flush_keep_events,
         min_chain_events=settings.stm_min_chain_events,
         session_gap_seconds=settings.stm_session_gap_seconds,
     )
