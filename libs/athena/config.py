@@ -22,6 +22,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "load_settings",
+    "resolve_flush_keep",
 ]
 
 
@@ -319,9 +320,7 @@ class Settings(BaseSettings):
     @property
     def flush_keep_events(self) -> int:
         """STM_FLUSH_KEEP_EVENTS, or half of STM_MAX_EVENTS_BEFORE_FLUSH when it is unset."""
-        if self.stm_flush_keep_events is not None:
-            return self.stm_flush_keep_events
-        return self.stm_max_events_before_flush // 2
+        return resolve_flush_keep(self.stm_flush_keep_events, max_events=self.stm_max_events_before_flush)
 
     @model_validator(mode="after")
     def _check_thresholds(self) -> Settings:
@@ -342,6 +341,12 @@ class Settings(BaseSettings):
         if self.internal_auth_token and self.internal_auth_token_file:
             raise ValueError("set INTERNAL_AUTH_TOKEN or INTERNAL_AUTH_TOKEN_FILE, not both")
         return self
+
+
+def resolve_flush_keep(keep: int | None, *, max_events: int) -> int:
+    """The events a force flush of `max_events` leaves in the window: `keep` (STM_FLUSH_KEEP_EVENTS),
+    or half of `max_events` when it is unset."""
+    return keep if keep is not None else max_events // 2
 
 
 def load_settings(**overrides: object) -> Settings:

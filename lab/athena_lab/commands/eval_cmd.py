@@ -95,7 +95,7 @@ def segmentation(
     Refuses (exit 2), as cognition does at start-up, a scorer that needs another embedding model
     than EMBEDDING_PROVIDER / EMBEDDING_MODEL give.
     """
-    from athena.config import load_settings
+    from athena.config import load_settings, resolve_flush_keep
     from athena.embeddings import make_embedder
     from athena_cognition.detector import embedding_mismatch, make_scorer
     from athena_lab.segmentation.evaluate import evaluate
@@ -110,7 +110,7 @@ def segmentation(
     thresholds = _thresholds(scorer_name, high, low)
     flush = max_events if max_events is not None else settings.stm_max_events_before_flush
     if keep_events is None:
-        keep_events = settings.stm_flush_keep_events if settings.stm_flush_keep_events is not None else flush // 2
+        keep_events = resolve_flush_keep(settings.stm_flush_keep_events, max_events=flush)
     if keep_events >= flush:
         raise typer.BadParameter(f"must be below the force-flush size ({flush})", param_hint="--flush-keep-events")
 
