@@ -109,14 +109,28 @@ def test_the_opener_command_passes_the_ensembles_the_bagging_and_the_gates_to_th
     monkeypatch.setattr(trainer, "train_opener", record_config)
     args = ["opener", "--out", str(tmp_path), "--ensemble", "3", "--continuity-ensemble", "2"]
     flags = ["--bootstrap", "--continuity-bootstrap", "--replay-int8", "--gate-midpoints", "0.5,0.7"]
+    flags += ["--thresholds", "0.2,0.25"]
     result = CliRunner().invoke(app, [*args, *flags])
 
     assert result.exit_code == 0, result.output
     (config,) = seen
     assert (config.spec.ensemble, config.continuity.ensemble, config.gate_midpoints) == (3, 2, (0.5, 0.7))
     assert config.spec.bootstrap and config.continuity.bootstrap and config.replay_int8
+    assert config.thresholds == (0.2, 0.25)
     assert trainer._command(config) == (
         "athena train opener --ensemble 3 --bootstrap --continuity-ensemble 2 --continuity-bootstrap"
-        " --replay-int8 --gate-midpoints 0.5,0.7"
+        " --replay-int8 --gate-midpoints 0.5,0.7 --thresholds 0.2,0.25"
     )
     assert trainer._command(OpenerConfig()) == "athena train opener"  # the defaults are the committed recipe
+
+
+@pytest.mark.parametrize("given", ["0.2,x", "0.2,1.5", ","])
+def test_the_opener_command_refuses_thresholds_that_are_not_probabilities(given: str, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from athena_lab.commands.train_cmd import app
+
+    result = CliRunner().invoke(app, ["opener", "--out", str(tmp_path), "--thresholds", given])
+
+    assert result.exit_code == 2
+    assert "--thresholds" in result.output

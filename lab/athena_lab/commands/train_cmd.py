@@ -155,6 +155,13 @@ def opener(
             "(reported; the artifact's threshold is still chosen under the committed gate).",
         ),
     ] = None,
+    thresholds: Annotated[
+        str | None,
+        typer.Option(
+            "--thresholds",
+            help="Comma-separated opener thresholds to cross-validate (default: 0.30 to 0.70 by 0.05).",
+        ),
+    ] = None,
 ) -> None:
     """Train the boundary-placement opener model; writes opener_v2.npz and opener_v2.record.json
     (opener_v1.* with --no-agent-embedding).
@@ -175,6 +182,16 @@ def opener(
         config = replace(config, continuity=replace(config.continuity, ensemble=continuity_ensemble))
     if gate_midpoints:
         config = replace(config, gate_midpoints=tuple(float(m) for m in gate_midpoints.split(",")))
+    if thresholds:
+        try:
+            swept = tuple(float(t) for t in thresholds.split(",") if t.strip())
+        except ValueError:
+            raise typer.BadParameter(
+                f"expected comma-separated numbers, got {thresholds!r}", param_hint="--thresholds"
+            ) from None
+        if not swept or not all(0.0 < t < 1.0 for t in swept):
+            raise typer.BadParameter("expected thresholds between 0 and 1", param_hint="--thresholds")
+        config = replace(config, thresholds=swept)
     record = asyncio.run(
         train_opener(
             out_dir=out or DETECTOR_DIR,

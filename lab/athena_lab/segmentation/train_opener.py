@@ -235,6 +235,8 @@ async def train_opener(
     tiage_train, tiage_val = sets.tiage_train, sets.tiage_validation
 
     embedder, disk = await embed_utterances((ss_train, ss_heldout, tiage_train, tiage_val), embedder)
+    if disk is not None:
+        disk.save()  # now: the hours of fitting after it never cost the embedding again
 
     rows = {
         d.id: await opener_examples([d], embedder, agent_embedding=config.agent_embedding)
@@ -351,6 +353,8 @@ def _command(config: OpenerConfig) -> str:
         flags.append("--replay-int8")
     if config.gate_midpoints:
         flags.append("--gate-midpoints " + ",".join(f"{m:g}" for m in config.gate_midpoints))
+    if config.thresholds != default.thresholds:
+        flags.append("--thresholds " + ",".join(f"{t:g}" for t in config.thresholds))
     return " ".join(["athena train opener", *flags])
 
 
