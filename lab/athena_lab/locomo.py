@@ -199,6 +199,8 @@ class BaselineResult:
     hybrid_recall: float
     """The same chunks ranked the way SearchMemory ranks chains (ranking.py), mean over the alignments."""
     hybrid_turns_per_hit: list[float]
+    hybrid_found: list[float] = field(default_factory=list)
+    """Per question: the share of the alignments whose hybrid-ranked top k hold all its evidence."""
 
 
 async def chunk_baseline(
@@ -226,6 +228,7 @@ async def chunk_baseline(
     hybrid_recalls: list[float] = []
     turns_per_hit = np.zeros(len(conv.questions))
     hybrid_turns_per_hit = np.zeros(len(conv.questions))
+    hybrid_found = np.zeros(len(conv.questions))
     for offset in range(size):
         chunks = _chunks(len(conv.turns), size, offset)
         units = [list(range(a, b)) for a, b in chunks]
@@ -239,6 +242,7 @@ async def chunk_baseline(
         recalls.append(recalled / max(1, len(conv.questions)))
         ranked = rank_units(conv, units, mat, qv, k=k, ranking=ranking, periods=periods_of)
         hybrid_turns_per_hit += np.asarray(ranked.turns_per_hit) / size
+        hybrid_found += np.asarray(ranked.found, dtype=np.float64) / size
         hybrid_recalls.append(ranked.recall)
     return BaselineResult(
         recall=float(np.mean(recalls)),
@@ -246,6 +250,7 @@ async def chunk_baseline(
         turns_per_hit=turns_per_hit.tolist(),
         hybrid_recall=float(np.mean(hybrid_recalls)),
         hybrid_turns_per_hit=hybrid_turns_per_hit.tolist(),
+        hybrid_found=hybrid_found.tolist(),
     )
 
 
@@ -271,6 +276,24 @@ class LocomoReport:
     """Questions with an evidence turn in no chain (the window is flushed, so: in a rejected segment)."""
     per_conversation: list[dict[str, Any]] = field(default_factory=list)
     """Each conversation's own figures, so a difference can be read against the spread between them."""
+    by_question: list[tuple[bool, bool, float]] = field(default_factory=list)
+    """Per question: its evidence spans several sessions, SearchMemory found it, the share of the
+    hybrid chunk baseline's alignments that found it."""
+
+    def by_evidence_sessions(self) -> dict[str, dict[str, Any]]:
+        """Recall of SearchMemory and of the hybrid-ranked chunks over the questions whose evidence was
+        told in one session and over those spanning several: where a cut inside a session can help,
+        and where only merging returning topics can bring the evidence together."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, several in (("one", False), ("several", True)):
+            rows = [(found, chunks) for spans, found, chunks in self.by_question if spans == several]
+            n = max(1, len(rows))
+            out[name] = {
+                "questions": len(rows),
+                "recall_at_k": round(sum(found for found, _ in rows) / n, 4),
+                "baseline_hybrid_recall_at_k": round(sum(chunks for _, chunks in rows) / n, 4),
+            }
+        return out
 
     def as_json(self) -> dict[str, Any]:
         q = max(1, self.questions)
@@ -297,6 +320,7 @@ class LocomoReport:
             "turns_left_in_short_term_window": self.unformed_turns,
             "evidence_in_rejected": self.evidence_in_rejected,
             "per_conversation": self.per_conversation,
+            "by_evidence_sessions": self.by_evidence_sessions(),
         }
 
 
@@ -409,10 +433,12 @@ async def run_locomo(
             report.chains += len(chains)
             report.chain_sizes.extend(c.event_count for c in chains)
             recalled_before, hits_before = report.recalled, len(report.turns_per_hit)
+            found: list[bool] = []
             for i, q in enumerate(conv.questions):
                 hits = await client.search_memory(scope, q["question"], limit=k)
                 sets = [{event_to_dia.get(e, "") for e in h.chain.event_ids} for h in hits]
-                report.recalled += evidence_recall(sets, set(q["evidence"]))
+                found.append(evidence_recall(sets, set(q["evidence"])))
+                report.recalled += found[-1]
                 if sets:
                     report.turns_per_hit.append(float(np.mean([len(s) for s in sets])))
                 if progress:
@@ -429,6 +455,10 @@ async def run_locomo(
             report.baseline_hybrid_recalled += base.hybrid_recall * len(conv.questions)
             report.baseline_hybrid_turns_per_hit.extend(base.hybrid_turns_per_hit)
             report.baseline_chunk_sizes.append(size)
+            report.by_question += [  # a dia_id names its session: "D8:6" is the 6th turn of session 8
+                (len({e.split(":")[0] for e in q["evidence"]}) > 1, hit, chunks)
+                for q, hit, chunks in zip(conv.questions, found, base.hybrid_found)
+            ]
             n, own_hits = max(1, len(conv.questions)), report.turns_per_hit[hits_before:]
             report.per_conversation.append(
                 {

@@ -31,6 +31,7 @@ REPORT_KEYS = {
     "turns_left_in_short_term_window",
     "evidence_in_rejected",
     "per_conversation",
+    "by_evidence_sessions",
 }
 
 
@@ -76,6 +77,13 @@ async def test_the_eval_replays_eight_sessions_and_recalls_above_its_floor_besid
         "baseline_hybrid_mean_turns_per_hit",
     ):
         assert own[key] == result[key]
+    # The questions split by where their evidence was told add up to the totals.
+    one, several = result["by_evidence_sessions"]["one"], result["by_evidence_sessions"]["several"]
+    spanning = sum(1 for q in conv.questions if len({e.split(":")[0] for e in q["evidence"]}) > 1)
+    assert (one["questions"], several["questions"]) == (result["questions"] - spanning, spanning)
+    for key in ("recall_at_k", "baseline_hybrid_recall_at_k"):
+        pooled = (one[key] * one["questions"] + several[key] * several["questions"]) / result["questions"]
+        assert pooled == pytest.approx(result[key], abs=1e-3)
     chained = {t for c in dumped[0]["chains"] for t in c["turns"]}  # type: ignore[index,union-attr]
     assert chained <= {t.dia_id for t in conv.turns}
     # Closed with FlushWindow: nothing is left in the window, every unchained turn was rejected.

@@ -116,13 +116,18 @@ def locomo(
     table.add_column("measure")
     table.add_column("value")
     for key, value in result.items():
-        if key != "per_conversation":
+        if key not in ("per_conversation", "by_evidence_sessions"):
             table.add_row(key, str(value))
     for conv in result["per_conversation"]:
         table.add_row(
             f"{conv['conversation']}: recall / turns per hit (hybrid chunks)",
             f"{conv['recall_at_k']} / {conv['mean_turns_per_hit']} "
             f"({conv['baseline_hybrid_recall_at_k']} / {conv['baseline_hybrid_mean_turns_per_hit']})",
+        )
+    for name, part in result["by_evidence_sessions"].items():
+        table.add_row(
+            f"evidence in {name} session(s): questions, recall (hybrid chunks)",
+            f"{part['questions']}, {part['recall_at_k']} ({part['baseline_hybrid_recall_at_k']})",
         )
     Console().print(table)
 
