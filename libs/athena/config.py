@@ -56,7 +56,7 @@ SEED_DEPARTURES: dict[str, str] = {
     "stm_idle_flush_seconds": "not in the seed: an idle window is flushed into a segment",
     "stm_session_gap_seconds": "not in the seed: a long silence before a user message cuts the segment",
     "memory_os_mtm_quality_mode": "fast and balanced store a stated personal fact with a well-formed summary",
-    "session_merge_max_chain_events": "a merge may not grow a chain past 20 events (seed: no limit; 0 restores it)",
+    "session_merge_max_chain_events": "a merge may not grow a chain past 18 events (seed: no limit; 0 restores it)",
     "search_lexical_weight": "SearchMemory is hybrid (words and embedding; seed: the embedding; 0 restores it)",
     "search_size_prior": "shorter chains first among equals (seed: no size prior; 0 restores it)",
     "search_size_prior_min_events": "the size prior stops at 5 events (seed: no size prior)",
@@ -241,9 +241,11 @@ class Settings(BaseSettings):
     belongs to each agent whose segment it holds); false: only the segment's own agent's chains."""
     session_merge_min_confidence: Fraction = 0.7
     """Merge only if MergeConfidence reaches this (seed SESSION_MERGE_MIN_CONFIDENCE)."""
-    session_merge_max_chain_events: int = Field(default=20, ge=0)
+    session_merge_max_chain_events: int = Field(default=18, ge=0)
     """A merge may not grow a chain beyond this many events: a returning topic whose chain is full starts
-    a new chain linked to it (continues_chain_id) and warms the old one. 0: no limit (the seed's rule)."""
+    a new chain linked to it (continues_chain_id) and warms the old one. 0: no limit (the seed's rule).
+    18 rather than a full window's 20: with the force flush keeping half the window, two segments of
+    about 10 events no longer merge into a hit twice their size (docs/formation.md)."""
     session_similarity_threshold: Fraction = 0.6
     """Merge only if SimilarityScore reaches this (seed SESSION_SIMILARITY_THRESHOLD)."""
 
