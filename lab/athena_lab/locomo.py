@@ -432,7 +432,7 @@ async def run_locomo(
                 )
             report.chains += len(chains)
             report.chain_sizes.extend(c.event_count for c in chains)
-            recalled_before, hits_before = report.recalled, len(report.turns_per_hit)
+            hits_before = len(report.turns_per_hit)
             found: list[bool] = []
             for i, q in enumerate(conv.questions):
                 hits = await client.search_memory(scope, q["question"], limit=k)
@@ -464,7 +464,7 @@ async def run_locomo(
                 {
                     "conversation": conv.name,
                     "questions": len(conv.questions),
-                    "recall_at_k": round((report.recalled - recalled_before) / n, 4),
+                    "recall_at_k": round(sum(found) / n, 4),
                     "mean_turns_per_hit": round(float(np.mean(own_hits)), 2) if own_hits else 0.0,
                     "baseline_hybrid_recall_at_k": round(base.hybrid_recall, 4),
                     "baseline_hybrid_mean_turns_per_hit": round(float(np.mean(base.hybrid_turns_per_hit)), 2)

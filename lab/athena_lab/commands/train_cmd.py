@@ -46,6 +46,17 @@ def _given(**options: float | None) -> dict[str, Any]:
     return {name: value for name, value in options.items() if value is not None}
 
 
+def _fractions(text: str, option: str) -> tuple[float, ...]:
+    """A comma-separated list of numbers strictly between 0 and 1 (thresholds, gate midpoints)."""
+    try:
+        values = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected comma-separated numbers, got {text!r}", param_hint=option) from None
+    if not values or not all(0.0 < v < 1.0 for v in values):
+        raise typer.BadParameter("expected numbers between 0 and 1", param_hint=option)
+    return values
+
+
 @app.callback()
 def _train() -> None:
     """Training commands."""
@@ -181,17 +192,9 @@ def opener(
     if continuity_ensemble is not None:
         config = replace(config, continuity=replace(config.continuity, ensemble=continuity_ensemble))
     if gate_midpoints:
-        config = replace(config, gate_midpoints=tuple(float(m) for m in gate_midpoints.split(",")))
+        config = replace(config, gate_midpoints=_fractions(gate_midpoints, "--gate-midpoints"))
     if thresholds:
-        try:
-            swept = tuple(float(t) for t in thresholds.split(",") if t.strip())
-        except ValueError:
-            raise typer.BadParameter(
-                f"expected comma-separated numbers, got {thresholds!r}", param_hint="--thresholds"
-            ) from None
-        if not swept or not all(0.0 < t < 1.0 for t in swept):
-            raise typer.BadParameter("expected thresholds between 0 and 1", param_hint="--thresholds")
-        config = replace(config, thresholds=swept)
+        config = replace(config, thresholds=_fractions(thresholds, "--thresholds"))
     record = asyncio.run(
         train_opener(
             out_dir=out or DETECTOR_DIR,
