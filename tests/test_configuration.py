@@ -20,7 +20,6 @@ SEED_DEFAULTS = {
     "topic_analysis_min_confidence": 0.6,
     "topic_analysis_llm_timeout": 20.0,
     "mtm_quality_min_score": 0.5,
-    "session_max_age_hours": 72.0,
     "session_max_chains_per_user": 100,
     "session_merge_min_confidence": 0.7,
     "session_similarity_threshold": 0.6,

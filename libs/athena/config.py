@@ -54,9 +54,10 @@ SEED_DEPARTURES: dict[str, str] = {
     "stm_flush_keep_events": "default half of STM_MAX_EVENTS_BEFORE_FLUSH: the force flush cuts before the user message nearest to keeping that many events (seed: at the new message, 0)",
     "topic_analysis_min_confidence": "drops subtopics only: the main topic is kept below it",
     "stm_idle_flush_seconds": "not in the seed: an idle window is flushed into a segment",
-    "stm_session_gap_seconds": "not in the seed: a long silence before a user message cuts the segment",
+    "stm_session_gap_seconds": "not in the seed: a long silence cuts the segment, before the user message or the agent turn that resumes",
     "memory_os_mtm_quality_mode": "fast and balanced store a stated personal fact with a well-formed summary",
-    "session_merge_max_chain_events": "a merge may not grow a chain past 18 events (seed: no limit; 0 restores it)",
+    "session_max_age_hours": "merge candidates from the last year, 8760 hours (seed: 72): a topic returning weeks later continues its chain",
+    "session_merge_max_chain_events": "a merge may not grow a chain past 14 events (seed: no limit; 0 restores it)",
     "search_lexical_weight": "SearchMemory is hybrid (words and embedding; seed: the embedding; 0 restores it)",
     "search_size_prior": "shorter chains first among equals (seed: no size prior; 0 restores it)",
     "search_size_prior_min_events": "the size prior stops at 5 events (seed: no size prior)",
@@ -156,7 +157,7 @@ class Settings(BaseSettings):
     stm_idle_flush_seconds: float = Field(default=900.0, ge=0)
     """A scope whose newest event is older than this is flushed (as MemoryService.FlushWindow does): a conversation that simply stops is still formed into a chain. 0 disables the idle flush."""
     stm_session_gap_seconds: float = Field(default=3600.0, ge=0)
-    """A user message whose timestamp is more than this after the previous event of the window closes the segment before it (path `time_gap`), so a backfilled history is cut at its sessions. 0 disables."""
+    """More than this between two events of the window since the previous user message closes the segment before the silence at the next user message (path `time_gap`); the first event after it, the user's message or the agent turn that resumed the conversation, opens the next segment. So a backfilled history is cut at its sessions. 0 disables."""
 
     # --- queue -----------------------------------------------------------------------------------
     queue_max_attempts: int = Field(default=3, ge=1)
@@ -232,8 +233,11 @@ class Settings(BaseSettings):
     """A chain is stored only if its OverallScore reaches this (seed MTM_QUALITY_MIN_SCORE)."""
     memory_os_mtm_quality_mode: QualityMode = QualityMode.BALANCED
     """fast | balanced | thorough: permissive, balanced or strict validation (seed MEMORY_OS_MTM_QUALITY_MODE)."""
-    session_max_age_hours: float = Field(default=72.0, gt=0)
-    """Merge candidates: the user's chains active within this many hours (seed SESSION_MAX_AGE_HOURS)."""
+    session_max_age_hours: float = Field(default=8760.0, gt=0)
+    """Merge candidates: the user's chains active within this many hours (seed SESSION_MAX_AGE_HOURS,
+    72). A year rather than three days: a topic a user returns to a week later continues its chain
+    instead of starting another, and questions whose evidence spans sessions find it in one hit
+    (docs/formation.md). The candidates stay capped by SESSION_MAX_CHAINS_PER_USER."""
     session_max_chains_per_user: int = Field(default=100, ge=1)
     """Most merge candidates considered, most recent first (seed SESSION_MAX_CHAINS_PER_USER)."""
     session_merge_across_agents: bool = True
@@ -241,11 +245,12 @@ class Settings(BaseSettings):
     belongs to each agent whose segment it holds); false: only the segment's own agent's chains."""
     session_merge_min_confidence: Fraction = 0.7
     """Merge only if MergeConfidence reaches this (seed SESSION_MERGE_MIN_CONFIDENCE)."""
-    session_merge_max_chain_events: int = Field(default=18, ge=0)
+    session_merge_max_chain_events: int = Field(default=14, ge=0)
     """A merge may not grow a chain beyond this many events: a returning topic whose chain is full starts
     a new chain linked to it (continues_chain_id) and warms the old one. 0: no limit (the seed's rule).
-    18 rather than a full window's 20: with the force flush keeping half the window, two segments of
-    about 10 events no longer merge into a hit twice their size (docs/formation.md)."""
+    14 rather than a full window's 20: with the force flush keeping half the window, two segments of
+    about 10 events no longer merge into a hit twice their size, while a short return still joins its
+    topic (docs/formation.md)."""
     session_similarity_threshold: Fraction = 0.6
     """Merge only if SimilarityScore reaches this (seed SESSION_SIMILARITY_THRESHOLD)."""
 

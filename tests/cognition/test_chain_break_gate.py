@@ -211,6 +211,25 @@ async def test_a_user_message_long_after_the_event_before_it_closes_the_segment_
     ).path == "time_gap"  # a session boundary holds inside a workflow too
 
 
+async def test_a_conversation_the_agent_resumes_after_a_silence_starts_a_segment_at_the_agent_turn() -> None:
+    # The agent speaks first after two days (a greeting, a reminder) and the user answers it: the
+    # silence is before the agent turn, which opens the new segment with the user's answer.
+    window = [
+        at(CONVERSATION[0], 1000.0),
+        at(CONVERSATION[1], 1010.0),
+        at(agent("Good morning! How did the trip go?"), 1010.0 + 2 * 86400),
+        at(user("It went well, thanks."), 1020.0 + 2 * 86400),
+    ]
+    d = await run(window, 0.99, session_gap=3600)
+    assert d == Decision(is_break=True, path="time_gap", score=None, scorer="fixed", starts_at=2)
+    # The earliest silence since the previous user message decides: what came before it is finished.
+    twice = [*window[:3], at(agent("Still there?"), 1010.0 + 3 * 86400), at(user("Yes."), 1020.0 + 3 * 86400)]
+    assert (await run(twice, 0.99, session_gap=3600)).starts_at == 2
+    # A silence before the previous user message was that message's decision, not this one's.
+    later = [*window, at(agent("Glad to hear it."), 1030.0 + 2 * 86400), at(user("Me too."), 1040.0 + 2 * 86400)]
+    assert (await run(later, 0.99, session_gap=3600)).path == "high"
+
+
 async def test_no_time_gap_within_the_limit_without_times_or_when_turned_off() -> None:
     window = [at(CONVERSATION[0], 1000.0), at(CONVERSATION[1], 1010.0), at(CONVERSATION[2], 1010.0 + 3600)]
     assert (await run(window, 0.99, session_gap=3600)).path == "high"
@@ -482,6 +501,10 @@ async def test_replay_passes_the_session_gap_and_the_flush_size_to_decide() -> N
     ]
     kwargs = {"scorer": FixedScorer(0.99), "embedder": CountingEmbedder(), "thresholds": TH}
     gap = await replay(turns, max_events_before_flush=20, session_gap_seconds=3600, **kwargs)  # type: ignore[arg-type]
+    assert [d.path for _, d in gap.decisions] == ["first_message", "time_gap", "high"] and gap.starts == (0, 0, 1, 0, 0)
+    # The agent resumes the conversation: the next segment starts at its turn, not at the user's answer.
+    resumed = [turns[0], turns[1], at(agent("c"), 5000.0), at(user("d"), 5001.0), turns[4]]
+    gap = await replay(resumed, max_events_before_flush=20, session_gap_seconds=3600, **kwargs)  # type: ignore[arg-type]
     assert [d.path for _, d in gap.decisions] == ["first_message", "time_gap", "high"] and gap.starts == (0, 0, 1, 0, 0)
     flush = await replay(turns, max_events_before_flush=3, **kwargs)  # type: ignore[arg-type]
     assert [d.path for _, d in flush.decisions] == ["first_message", "force_flush", "force_flush"] and flush.starts == (

@@ -120,19 +120,27 @@ async def test_a_quiet_window_is_flushed_once_by_two_cognition_processes_across_
     assert await client.get_context(SCOPE) == []
 
 
-async def test_a_user_message_after_a_long_gap_closes_the_segment_before_it(
-    client: AsyncAthenaClient, formation, cognition, redis, fake_env: dict[str, str]
+@pytest.mark.parametrize(
+    "today",
+    [
+        [FACTS[2]],  # the user comes back: the same topic, after 20 hours
+        [("agent", "Good morning! Did the new plan work out?"), ("user", "It did, thanks.")],  # the agent does
+    ],
+    ids=["the user resumes", "the agent resumes"],
+)
+async def test_a_long_gap_closes_the_segment_before_it_and_the_first_event_after_it_opens_the_next(
+    client: AsyncAthenaClient, formation, cognition, redis, fake_env: dict[str, str], today: list[tuple[str, str]]
 ) -> None:
     servicer, _ = formation
     yesterday = datetime.now(UTC) - timedelta(hours=20)
     for k, (role, text) in enumerate(FACTS[:2]):
         await client.store_event(SCOPE, EventInput(role, text, timestamp=yesterday + timedelta(seconds=30 * k)))
-    later = await client.store_event(SCOPE, EventInput(*FACTS[2]))  # today: the same topic, after 20 hours
+    stored = [await client.store_event(SCOPE, EventInput(role, text)) for role, text in today]
 
     cognition(**fake_env)
-    result = await task_result(redis, later.task_id, timeout=90)
+    result = await task_result(redis, stored[-1].task_id, timeout=90)
 
     assert (result["decision"], result["path"]) == ("break", "time_gap")
     assert [[e.content for e in s.events] for s in servicer.calls] == [[text for _, text in FACTS[:2]]]
     assert servicer.calls[0].reason == formation_pb2.CUT_REASON_TIME_GAP
-    assert [e.content for e in await client.get_context(SCOPE)] == [FACTS[2][1]]
+    assert [e.content for e in await client.get_context(SCOPE)] == [text for _, text in today]

@@ -88,6 +88,30 @@ async def test_a_returning_topic_merges_into_its_chain_and_another_topic_does_no
     assert record is not None and record["merge"]["confidence"] >= 0.7 and record["merge"]["similarity"] >= 0.6
 
 
+@pytest.mark.parametrize(
+    ("max_age_hours", "outcome"),
+    [(None, formation_pb2.FORM_OUTCOME_MERGED), (72.0, formation_pb2.FORM_OUTCOME_CREATED)],
+    ids=["the default year", "the seed's 72 hours"],
+)
+async def test_a_topic_returning_a_week_later_continues_its_chain_within_the_merge_window(
+    formation: Formation, stub, max_age_hours: float | None, outcome: int
+) -> None:
+    if max_age_hours is not None:
+        formation.former.settings = formation.former.settings.model_copy(
+            update={"session_max_age_hours": max_age_hours}
+        )
+    a_week_ago = datetime.now(UTC) - timedelta(days=7)
+    kyoto = await stub.FormChain(
+        formation_pb2.FormChainRequest(segment=make_segment(KYOTO, start=a_week_ago)), timeout=60
+    )
+
+    again = await stub.FormChain(formation_pb2.FormChainRequest(segment=make_segment(KYOTO_AGAIN)), timeout=60)
+
+    assert again.outcome == outcome
+    assert (again.chain_id == kyoto.chain_id) == (outcome == formation_pb2.FORM_OUTCOME_MERGED)
+    assert await formation.store.chains.count_documents({}) == (1 if again.chain_id == kyoto.chain_id else 2)
+
+
 async def test_a_returning_topic_whose_chain_is_full_starts_a_new_chain_linked_to_it_and_warms_the_full_one(
     formation: Formation, stub
 ) -> None:

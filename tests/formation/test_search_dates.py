@@ -290,6 +290,9 @@ class _NarrowRanking(Ranking):
 
 
 async def test_a_chain_told_yesterday_is_a_candidate_whatever_its_words(formation: Formation, stub: Any) -> None:
+    # Three chains of the same words a week apart: with the seed's three-day merge window they stay
+    # three (the default year would merge them, which is not what this test is about).
+    formation.former.settings = formation.former.settings.model_copy(update={"session_max_age_hours": 72.0})
     now = datetime.now(UTC)
     running = [await _form(stub, SPRING_RUNS, MARCH_2024 + timedelta(days=d)) for d in (0, 7, 14)]
     cooking = await _form(stub, COOKING, now - timedelta(days=1))

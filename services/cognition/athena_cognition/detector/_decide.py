@@ -1,9 +1,11 @@
 """decide(): the one chain-break decision that both the cognition worker and the evaluation run.
 
 Order of checks (seed "Chain-break detection", steps 1-4, after a time gap):
-0. Time gap (not in the seed): the new user message came more than STM_SESSION_GAP_SECONDS after the
-   event before it: the conversation had stopped, so what came before is a finished segment
-   (`time_gap`, starts_at = new_index). Runs first: a session boundary holds whatever the topic.
+0. Time gap (not in the seed): more than STM_SESSION_GAP_SECONDS passed between two events since the
+   previous user message: the conversation had stopped, so what came before is a finished segment
+   (`time_gap`, starts_at = the first event after the silence: the new message, or the agent turn
+   that resumed the conversation; `session_start`). Runs first: a session boundary holds whatever
+   the topic.
 1. Fewer than two user messages up to the new one: nothing to compare, the chain continues.
    Both latest user messages carry the same non-empty workflow_id or execution_id: steps of one
    automated execution are never topic breaks, the check is skipped.
@@ -22,7 +24,8 @@ Order of checks (seed "Chain-break detection", steps 1-4, after a time gap):
    (the LLM); no arbiter or no answer: the fallback of `fallback_is_break`.
 
 `Decision.starts_at`: window index of the turn that opens the new segment when `is_break`
-(new_index, or new_index - 1 for `agent_opened`); None when the chain continues.
+(new_index, new_index - 1 for `agent_opened`, the first event after a silence for `time_gap`, an
+earlier user message for a force flush that keeps the newest events); None when the chain continues.
 """
 
 from __future__ import annotations
@@ -40,7 +43,16 @@ from athena_cognition.detector._placement import OpenerModel
 from athena_cognition.detector._scorers import Scorer
 from athena_cognition.detector._turns import Turn, is_user_message, user_message_indices
 
-__all__ = ["Arbiter", "Decision", "Path", "decide", "decision_texts", "flush_cut", "prefetch_embeddings"]
+__all__ = [
+    "Arbiter",
+    "Decision",
+    "Path",
+    "decide",
+    "decision_texts",
+    "flush_cut",
+    "prefetch_embeddings",
+    "session_start",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +85,9 @@ class Arbiter(Protocol):
 class Decision:
     """`starts_at`: when `is_break`, the window index where the new segment starts: `new_index`, or
     `new_index - 1` when the agent message right before the new user message opened the new topic
-    (path `agent_opened`), or an earlier user message for a force flush that keeps the newest events
-    (`flush_cut`). None when the chain continues."""
+    (path `agent_opened`), or the first event after a silence (`time_gap`, `session_start`), or an
+    earlier user message for a force flush that keeps the newest events (`flush_cut`). None when the
+    chain continues."""
 
     is_break: bool
     path: str
@@ -100,6 +113,23 @@ def _gap(before: Turn, after: Turn) -> float:
     if before.timestamp is None or after.timestamp is None:
         return 0.0
     return after.timestamp - before.timestamp
+
+
+def session_start(window: Sequence[Turn], new_index: int, *, gap_seconds: float) -> int | None:
+    """Where the conversation resumed after a silence of more than `gap_seconds`, among the events
+    since the user message before the new one (those before it were its decision's): the first event
+    after the earliest such gap, or None (no gap, `gap_seconds` 0, or the gap is before the window's
+    first event). The agent may speak first when a conversation resumes (a greeting, a reminder): the
+    gap is then before that agent turn, not before the user's message, and the agent turn opens the
+    new segment."""
+    if gap_seconds <= 0:
+        return None
+    earlier = [i for i in user_message_indices(window, new_index) if i < new_index]
+    first = earlier[-1] + 1 if earlier else 1
+    for j in range(first, new_index + 1):
+        if _gap(window[j - 1], window[j]) > gap_seconds:
+            return j
+    return None
 
 
 def flush_cut(window: Sequence[Turn], new_index: int, *, keep: int) -> int:
@@ -148,12 +178,9 @@ async def decide(
     if not is_user_message(window[new_index]):
         raise ValueError("decide() is called for user messages only")
     name = scorer.name
-    if (
-        session_gap_seconds > 0
-        and new_index > 0
-        and _gap(window[new_index - 1], window[new_index]) > session_gap_seconds
-    ):
-        return Decision(is_break=True, path=Path.TIME_GAP, score=None, scorer=name, starts_at=new_index)
+    resumed_at = session_start(window, new_index, gap_seconds=session_gap_seconds)
+    if resumed_at is not None:
+        return Decision(is_break=True, path=Path.TIME_GAP, score=None, scorer=name, starts_at=resumed_at)
 
     # The force flush holds "independently of similarity" (the seed), so before the first-message and
     # workflow checks too: a window of one automated execution is cut at the limit like any other.
