@@ -124,12 +124,13 @@ def session_start(window: Sequence[Turn], new_index: int, *, gap_seconds: float)
     new segment."""
     if gap_seconds <= 0:
         return None
-    earlier = [i for i in user_message_indices(window, new_index) if i < new_index]
-    first = earlier[-1] + 1 if earlier else 1
-    for j in range(first, new_index + 1):
+    resumed = None
+    for j in range(new_index, 0, -1):  # back to the previous user message, the earliest gap last
         if _gap(window[j - 1], window[j]) > gap_seconds:
-            return j
-    return None
+            resumed = j
+        if is_user_message(window[j - 1]):
+            break
+    return resumed
 
 
 def flush_cut(window: Sequence[Turn], new_index: int, *, keep: int) -> int:
