@@ -25,6 +25,7 @@ from athena.stm import ShortTermWindow
 from athena.tombstones import erased_at_now, write_redis_tombstone
 from athena_client import AsyncAthenaClient, EventInput
 from athena_client.memory.v1 import memory_pb2
+from athena_formation.search.open_events import OpenTurn, newest_turns
 from athena_ingest.open_events import newest_events
 
 WINDOW = memory_pb2.HIT_SOURCE_WINDOW
@@ -100,6 +101,37 @@ async def test_a_fact_stored_through_the_public_api_is_found_at_once_as_a_window
     assert "not in a chain yet" in first.why
 
 
+async def test_the_turn_just_told_is_found_at_once_by_a_question_that_shares_none_of_its_words(
+    stack: Stack,
+) -> None:
+    async with stack.client() as client:
+        await _store(client, TRAVEL, KYOTO)
+        dog = await _store(client, TRAVEL, DOG)
+        hits = await client.search_memory(TRAVEL, "Do I have any pets?")
+        chains = await client.list_chains(TRAVEL)
+
+    assert chains == []
+    first = hits[0]  # found by its embedding alone: the newest turns are embedded whatever their words
+    assert first.source == WINDOW and list(first.event_ids) == dog
+    assert list(first.matched_terms) == [] and first.lexical_score == 0 and first.similarity > 0.3
+
+
+def test_the_newest_turns_are_taken_by_their_last_events_time_newest_first_besides_those_already_taken() -> None:
+    def turn(*times: int | None) -> OpenTurn:
+        events = [memory_pb2.Event(id=f"ev{n}", content="x") for n in range(len(times))]
+        for event, at in zip(events, times, strict=True):
+            if at is not None:
+                event.timestamp.FromSeconds(at)
+        return OpenTurn(events=tuple(events), lexicon={})
+
+    # A parked segment's turns come before the window's in the request, and an untimed turn is the oldest.
+    turns = [turn(500, 600), turn(None), turn(100, 900), turn(700, 800), turn(None)]
+    assert newest_turns(turns, most=2) == [2, 3]
+    assert newest_turns(turns, most=3, besides=[2]) == [3, 0, 4]
+    assert newest_turns(turns, most=10) == [2, 3, 0, 4, 1]
+    assert newest_turns(turns, most=0) == []
+
+
 async def test_an_empty_agent_id_finds_the_open_events_of_every_agent_of_the_user(stack: Stack) -> None:
     async with stack.client() as client:
         kyoto = await _store(client, TRAVEL, KYOTO)
@@ -173,12 +205,13 @@ async def test_another_users_or_tenants_window_never_appears(stack: Stack) -> No
             globex, AsyncAthenaClient.scope("globex", "alice", "travel"), DOG
         )  # same user and agent ids, other tenant
         await _store(acme, AsyncAthenaClient.scope("acme", "bob", "travel"), DOG)  # same tenant, other user
-        await _store(acme, TRAVEL, CURRY)
+        curry = await _store(acme, TRAVEL, CURRY)
         mine = await acme.search_memory(TRAVEL, "my beagle Pepperoni", limit=10)
         all_mine = await acme.search_memory(ALL_AGENTS, "my beagle Pepperoni", limit=10)
         bobs = await acme.search_memory(AsyncAthenaClient.scope("acme", "bob", ""), "my beagle Pepperoni", limit=10)
 
-    assert mine == [] and all_mine == []
+    # Alice's own newest turn only (embedded as the newest, whatever its words), never the others' beagle.
+    assert [list(h.event_ids) for h in mine] == [curry] and [list(h.event_ids) for h in all_mine] == [curry]
     assert [h.chain.scope for h in bobs] == [AsyncAthenaClient.scope("acme", "bob", "travel")]
 
 

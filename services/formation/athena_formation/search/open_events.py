@@ -11,7 +11,8 @@ filtered like a chain (it holds an event with every metadata pair asked for), an
 scored by the same BM25 as the chains' lexicons, against the user's chain statistics with the turns
 added as further documents (`lexical_scores`), so the two kinds of hits are ranked on one scale
 (ranking.py). The cosine needs an embedding per turn, which costs a model call, so search_memory.py
-embeds only the few turns whose words score best.
+embeds only the few turns whose words score best, and the newest turns whatever their words: what the
+user said last is found by a paraphrase too.
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ from athena_formation.store.lexical_index import EMPTY_CORPUS, K1, B, Corpus
 
 __all__ = [
     "OPEN_EMBEDDED_TURNS",
+    "OPEN_NEWEST_TURNS",
     "EventTerms",
     "OpenTurn",
     "best_turns",
     "lexical_scores",
+    "newest_turns",
     "open_turns",
     "rank_turns",
     "turn_as_chain",
@@ -46,6 +49,13 @@ OPEN_EMBEDDED_TURNS = 5
 """Most turns embedded for one search (the best by their words): a turn not yet embedded costs a
 model call, and only a turn that is embedded can be a hit. Embeddings are cached by text, so a turn
 costs its call once (and once more when it grows, e.g. by the agent's reply)."""
+
+OPEN_NEWEST_TURNS = 2
+"""The newest turns embedded for a search besides the OPEN_EMBEDDED_TURNS best by their words, whether
+the query's words meet them or not: a fact the user just told is found by a question that words it
+differently ("do I have pets?" for "we adopted a beagle"), not only once its chain is formed. Two: the
+turn just finished and the one before it; each is embedded once (the cache), so a search after every
+new turn pays for about one new text."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +226,20 @@ def best_turns(
     ]
     scored.sort(key=lambda s: (-s[0], -s[1], s[2]))
     return [i for _, _, i in scored[: max(0, most)]]
+
+
+def newest_turns(turns: Sequence[OpenTurn], *, most: int, besides: Sequence[int] = ()) -> list[int]:
+    """The `most` newest turns not in `besides`, newest first: by their last event's time (a turn
+    without one counts as older than any with one), then by their place in `turns` (oldest first
+    within a window or segment)."""
+    taken = set(besides)
+    last = turn_spans(turns)[:, 1]
+    order = sorted(
+        (i for i in range(len(turns)) if i not in taken),
+        key=lambda i: (not np.isnan(last[i]), 0.0 if np.isnan(last[i]) else float(last[i]), i),
+        reverse=True,
+    )
+    return order[: max(0, most)]
 
 
 def rank_turns(

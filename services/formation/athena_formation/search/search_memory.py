@@ -24,10 +24,12 @@ from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
 from athena_formation.search.open_events import (
     OPEN_EMBEDDED_TURNS,
+    OPEN_NEWEST_TURNS,
     EventTerms,
     OpenTurn,
     best_turns,
     lexical_scores,
+    newest_turns,
     open_turns,
     rank_turns,
     turn_as_chain,
@@ -129,6 +131,7 @@ class Recall:
                 prefetch = HitPrefetch(self.store, guess)
             turn_lexical = lexical_scores(turns, query, lexical.corpus if lexical is not None else None)
             candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS, told=turn_told)
+            candidates += newest_turns(turns, most=OPEN_NEWEST_TURNS, besides=candidates)
             if candidates:  # embedded after the query (one model), while the chains' vectors are scanned
                 turn_embedding = asyncio.ensure_future(self.embedder.embed([turns[i].content for i in candidates]))
             query_vec = (await embedding)[0]
