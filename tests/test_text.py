@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from athena.text import found_words, latin_language, pieces, stem, stop_words, terms, tokens
+from athena.text import found_words, latin_language, latin_share, pieces, stem, stop_words, terms, tokens
 
 
 def test_cafe_stays_cafe_whether_typed_precomposed_or_with_a_combining_accent() -> None:
@@ -109,3 +109,10 @@ def test_pieces_keep_words_as_written_and_punctuation_apart() -> None:
         "北京",
         "。",
     ]
+
+
+def test_latin_share_is_the_share_of_letters_in_the_latin_script() -> None:
+    assert latin_share("Je suis végétarien") == 1.0
+    assert latin_share("我的生日是十月三日。") == 0.0 and latin_share("Мой любимый писатель") == 0.0
+    assert latin_share("ab 我的") == 0.5  # letters only: the space does not count
+    assert latin_share("12:30 👍") is None  # no letter at all

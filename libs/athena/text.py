@@ -44,6 +44,7 @@ __all__ = [
     "found_words",
     "is_cjk",
     "latin_language",
+    "latin_share",
     "pieces",
     "stem",
     "stop_words",
@@ -156,6 +157,8 @@ _WORD = regex.compile(rf"(?V1){_CJK_RUN}|{_WORD_BODY}")
 _PIECE = regex.compile(rf"(?V1){_CJK_RUN}|{_WORD_BODY}|[^\s\p{{L}}\p{{N}}\p{{M}}]")
 _IS_CJK = regex.compile(rf"(?V1)[{_CJK_CLASS}]+")
 _IS_LATIN = regex.compile(r"[\p{Latin}\p{N}\p{M}'\-_]+")
+_ANY_LETTER = regex.compile(r"\p{L}")
+_LATIN_LETTER = regex.compile(r"\p{Latin}")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
 _ELISIONS = frozenset("c d j l m n qu s t jusqu lorsqu puisqu".split())  # French: l'homme, qu'il, jusqu'à
 _KEPT_S = frozenset(w for w in _EN.split() if w.endswith("'s"))  # "it's", "let's": contractions, not possessives
@@ -210,6 +213,13 @@ def pieces(text: str) -> list[str]:
     """The text's words as written (case kept, NFC) and every other visible character on its own, in
     order: for a reader that needs to know where punctuation breaks a phrase."""
     return _PIECE.findall(unicodedata.normalize("NFC", text))
+
+
+def latin_share(text: str) -> float | None:
+    """The share of the text's letters that are of the Latin script (None: it has no letter): whether
+    a model that learned English can read it (the chain-break detector asks)."""
+    letters = len(_ANY_LETTER.findall(text))
+    return len(_LATIN_LETTER.findall(text)) / letters if letters else None
 
 
 # --- stop words of a text ---------------------------------------------------------------------------

@@ -37,6 +37,31 @@ async def test_a_topic_change_hands_the_finished_segment_to_formation(
     assert [e.content for e in await client.get_context(SCOPE)] == [PYTHON[1]]
 
 
+CHINESE_FACTS = [
+    ("user", "我的生日是十月三日。"),
+    ("agent", "好的，我记住了。"),
+    ("user", "我的狗叫旺财，它三岁了。"),
+    ("agent", "旺财是个好名字。"),
+    ("user", "明天我要去北京出差。"),
+]
+
+
+async def test_facts_told_in_a_script_the_model_cannot_read_are_handed_off_one_topic_at_a_time(
+    client: AsyncAthenaClient, formation, cognition, redis
+) -> None:
+    servicer, _ = formation
+    cognition()
+    responses = [await client.store_event(SCOPE, EventInput(role, text)) for role, text in CHINESE_FACTS]
+
+    second, third = [await task_result(redis, responses[i].task_id) for i in (2, 4)]
+
+    assert [(r["decision"], r["path"]) for r in (second, third)] == [("break", "unreadable")] * 2
+    assert [[e.content for e in s.events] for s in servicer.calls] == [
+        [t for _, t in CHINESE_FACTS[:2]],
+        [t for _, t in CHINESE_FACTS[2:4]],
+    ]
+
+
 async def test_a_topic_break_shorter_than_the_minimum_chain_is_decided_but_not_cut(
     client: AsyncAthenaClient, formation, cognition, redis
 ) -> None:

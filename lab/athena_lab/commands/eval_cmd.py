@@ -27,6 +27,7 @@ class ScorerChoice(str, Enum):
     CONTINUITY_AGNOSTIC = "continuity_agnostic"
     PAIR_COSINE = "pair_cosine"
     EVERY_USER = "every_user"  # baseline: break at every user message
+    LEXICAL_OVERLAP = "lexical_overlap"  # no embedding: the rule for text the model cannot read
 
 
 class SplitChoice(str, Enum):
@@ -60,7 +61,11 @@ def segmentation(
         Path | None, typer.Option("--predictions-out", help='Write one {"id", "starts"} JSON line per dialogue.')
     ] = None,
     scorer: Annotated[
-        ScorerChoice | None, typer.Option("--scorer", help="Scorer; default CHAIN_SCORER. every_user is a baseline.")
+        ScorerChoice | None,
+        typer.Option(
+            "--scorer",
+            help="Scorer; default CHAIN_SCORER. every_user is a baseline; lexical_overlap the rule for text the model cannot read.",
+        ),
     ] = None,
     high: Annotated[float | None, typer.Option("--high", help="Gate high threshold (default: the scorer's).")] = None,
     low: Annotated[float | None, typer.Option("--low", help="Gate low threshold (default: the scorer's).")] = None,

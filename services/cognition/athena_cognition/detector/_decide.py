@@ -16,6 +16,10 @@ Order of checks (seed "Chain-break detection", steps 1-4, after a time gap):
    message nearest to keeping that many of the newest events, which stay in the window as the start
    of the next segment (not in the seed: a cut at the newest message splits a live exchange, and
    leaves the session's last few turns to form a chain of their own; docs/formation.md).
+   Messages the embedding model cannot read (`scorer.reads`, the continuity scorer: either of the two
+   latest user messages mostly outside the Latin script): the arbiter decides if there is one, else
+   the lexical-overlap rule (`unreadable`: break unless the new message repeats 60% of the words of
+   the two messages before it), with no placement; the model's score would be noise there.
 3. Boundary placement, if the scorer carries an opener model (`scorer.opener`, continuity only):
    when the turn right before the new message is an agent message and the opener gives
    P(that agent turn opened a new topic) >= its threshold, break there (`agent_opened`,
@@ -40,7 +44,7 @@ import numpy as np
 from athena.embeddings import Embedder
 from athena_cognition.detector._gate import Thresholds, fallback_is_break, gate
 from athena_cognition.detector._placement import OpenerModel
-from athena_cognition.detector._scorers import Scorer
+from athena_cognition.detector._scorers import LEXICAL_OVERLAP_THRESHOLDS, LexicalOverlapScorer, Scorer
 from athena_cognition.detector._turns import Turn, is_user_message, user_message_indices
 
 __all__ = [
@@ -70,6 +74,7 @@ class Path:
     LLM_FALLBACK = "llm_fallback"
     AGENT_OPENED = "agent_opened"
     TIME_GAP = "time_gap"
+    UNREADABLE = "unreadable"
 
 
 @runtime_checkable
@@ -196,6 +201,10 @@ async def decide(
     if _same_run(previous, current):  # the skip spares one execution's steps the similarity check only
         return Decision(is_break=False, path=Path.WORKFLOW_SKIP, score=None, scorer=name)
 
+    reads = getattr(scorer, "reads", None)
+    if reads is not None and not (reads(previous.content) and reads(current.content)):
+        return await _unreadable(window, new_index, name=name, arbiter=arbiter, tenant_id=tenant_id)
+
     indices = scorer.needed_indices(window, new_index)
     rows = await embedder.embed([window[i].content for i in indices]) if indices else np.zeros((0, 0))
     vectors = {i: rows[k] for k, i in enumerate(indices)}
@@ -213,25 +222,59 @@ async def decide(
     if outcome == "low":
         return Decision(is_break=True, path=Path.LOW, score=score, scorer=name, starts_at=new_index)
 
-    verdict: bool | None = None
-    if arbiter is not None:
-        try:
-            if tenant_id is None:
-                verdict = await arbiter.same_topic(previous.content, current.content)
-            else:
-                verdict = await arbiter.same_topic(previous.content, current.content, tenant_id=tenant_id)
-        except Exception:  # an arbiter failure must not lose the decision: fall back instead
-            log.warning("gray-zone arbiter failed; using the fallback", exc_info=True)
-            verdict = None
-    if verdict is True:
-        return Decision(is_break=False, path=Path.LLM_TRUE, score=score, scorer=name)
-    if verdict is False:
-        return Decision(is_break=True, path=Path.LLM_FALSE, score=score, scorer=name, starts_at=new_index)
-    is_break = fallback_is_break(score, thresholds)
-    return Decision(
-        is_break=is_break,
-        path=Path.LLM_FALLBACK,
-        score=score,
-        scorer=name,
-        starts_at=new_index if is_break else None,
+    arbitrated = await _arbitrated(
+        previous, current, score=score, name=name, new_index=new_index, arbiter=arbiter, tenant_id=tenant_id
     )
+    if arbitrated is not None:
+        return arbitrated
+    return _at_new_message(fallback_is_break(score, thresholds), Path.LLM_FALLBACK, score, name, new_index)
+
+
+async def _unreadable(
+    window: Sequence[Turn], new_index: int, *, name: str, arbiter: Arbiter | None, tenant_id: str | None
+) -> Decision:
+    """The decision on messages the embedding model cannot read: the arbiter's (it reads any language),
+    else the lexical-overlap rule's, which needs no embedding."""
+    previous = window[user_message_indices(window, new_index)[-2]]
+    arbitrated = await _arbitrated(
+        previous, window[new_index], score=None, name=name, new_index=new_index, arbiter=arbiter, tenant_id=tenant_id
+    )
+    if arbitrated is not None:
+        return arbitrated
+    score = _LEXICAL_OVERLAP.score(window, new_index, {})
+    return _at_new_message(gate(score, LEXICAL_OVERLAP_THRESHOLDS) == "low", Path.UNREADABLE, score, name, new_index)
+
+
+def _at_new_message(is_break: bool, path: str, score: float | None, name: str, new_index: int) -> Decision:
+    """A decision whose break, if any, opens the next segment at the new message."""
+    return Decision(is_break=is_break, path=path, score=score, scorer=name, starts_at=new_index if is_break else None)
+
+
+async def _arbitrated(
+    previous: Turn,
+    current: Turn,
+    *,
+    score: float | None,
+    name: str,
+    new_index: int,
+    arbiter: Arbiter | None,
+    tenant_id: str | None,
+) -> Decision | None:
+    """The arbiter's decision on the two latest user messages (`llm_true` / `llm_false`); None without
+    an arbiter or an answer. A failing arbiter must not lose the decision: the caller falls back."""
+    if arbiter is None:
+        return None
+    try:
+        if tenant_id is None:
+            verdict = await arbiter.same_topic(previous.content, current.content)
+        else:
+            verdict = await arbiter.same_topic(previous.content, current.content, tenant_id=tenant_id)
+    except Exception:
+        log.warning("gray-zone arbiter failed; using the fallback", exc_info=True)
+        return None
+    if verdict is None:
+        return None
+    return _at_new_message(not verdict, Path.LLM_TRUE if verdict else Path.LLM_FALSE, score, name, new_index)
+
+
+_LEXICAL_OVERLAP = LexicalOverlapScorer()

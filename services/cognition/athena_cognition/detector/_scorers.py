@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from athena.text import latin_share, terms
 from athena_cognition.detector._classifier import Classifier, load_classifier, packaged_artifact, save_classifier
 from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_features, feature_names, hand_features
 from athena_cognition.detector._gate import Thresholds
@@ -20,10 +21,12 @@ from athena_cognition.detector._turns import Turn, message_indices, user_message
 __all__ = [
     "AGNOSTIC_ARTIFACT",
     "CONTINUITY_ARTIFACT",
+    "LEXICAL_OVERLAP_THRESHOLDS",
     "AgnosticContinuityScorer",
     "ContinuityModel",
     "ContinuityScorer",
     "EveryUserMessageScorer",
+    "LexicalOverlapScorer",
     "PairCosineScorer",
     "Scorer",
     "default_thresholds",
@@ -34,6 +37,11 @@ __all__ = [
 CONTINUITY_ARTIFACT = "continuity_v1.npz"
 AGNOSTIC_ARTIFACT = "continuity_agnostic_v1.npz"
 PAIR_COSINE_THRESHOLDS = Thresholds(high=0.72, low=0.52)  # the seed's CHAIN_SIM_HIGH / CHAIN_SIM_LOW
+LEXICAL_OVERLAP_THRESHOLDS = Thresholds(high=0.6, low=0.6)
+"""lexical_overlap breaks below 0.6 and has no gray zone: the best share of the grid measured on the
+training dialogues (docs/segmentation.md, "Languages")."""
+READABLE_LATIN_SHARE = 0.5
+"""A text is read by the English-trained model when at least this share of its letters is Latin."""
 
 
 @runtime_checkable
@@ -74,6 +82,27 @@ class EveryUserMessageScorer:
 
     def score(self, window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> float:
         return 0.0
+
+
+class LexicalOverlapScorer:
+    """No embedding: the share of the new user message's terms (athena.text.terms, any script) found in
+    the two messages before it in the segment, 1 for a message without terms ("ok", "thanks": an
+    answer continues). What decide() falls back to where the embedding model cannot read the messages
+    (`ContinuityScorer.reads`), and a scorer of its own to measure that rule."""
+
+    name = "lexical_overlap"
+    reads_embeddings = False  # lets the evaluation skip embedding work
+
+    def needed_indices(self, window: Sequence[Turn], new_index: int) -> list[int]:
+        return []
+
+    def score(self, window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> float:
+        new = set(terms(window[new_index].content))
+        if not new:
+            return 1.0
+        before = message_indices(window, new_index)[-3:-1]
+        seen = {t for i in before for t in terms(window[i].content)}
+        return len(new & seen) / len(new)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +191,14 @@ class ContinuityScorer:
     def model(self) -> ContinuityModel:
         return self._model
 
+    def reads(self, text: str) -> bool:
+        """Whether the embedding of `text` tells its topic. all-MiniLM-L6-v2 learned English: on text
+        mostly in other scripts (Chinese, Cyrillic, Hangul, Arabic...) its cosines are as high between
+        two topics as within one, and the model would never see a break (docs/segmentation.md,
+        "Languages"). The model-agnostic scorer runs with any embedding model, so it reads everything."""
+        share = latin_share(text)
+        return self.agnostic or share is None or share >= READABLE_LATIN_SHARE
+
     def needed_indices(self, window: Sequence[Turn], new_index: int) -> list[int]:
         return message_indices(window, new_index)
 
@@ -195,7 +232,8 @@ def _opener_for(model: ContinuityModel) -> OpenerModel | None:
 
 def make_scorer(name: str, *, placement: bool = True) -> Scorer:
     """ "continuity" (default), "continuity_agnostic" (any embedding model), "pair_cosine" (the seed's
-    rule) or "every_user" (a baseline for evaluation).
+    rule), "every_user" (a baseline for evaluation) or "lexical_overlap" (the rule for text the
+    embedding model cannot read, on its own for evaluation).
 
     `placement` (the continuity scorers): also load the committed opener model, so a break can open
     at the agent turn before the new message (`Decision.starts_at`); False reproduces the older
@@ -211,6 +249,8 @@ def make_scorer(name: str, *, placement: bool = True) -> Scorer:
         return PairCosineScorer()
     if key == "every_user":
         return EveryUserMessageScorer()
+    if key == "lexical_overlap":
+        return LexicalOverlapScorer()
     raise ValueError(f"unknown chain scorer {name!r}")
 
 
@@ -225,4 +265,6 @@ def default_thresholds(scorer_name: str) -> Thresholds:
         return load_continuity_model(agnostic=True).thresholds
     if key == "every_user":
         return Thresholds(high=1.0, low=1.0)
+    if key == "lexical_overlap":
+        return LEXICAL_OVERLAP_THRESHOLDS
     raise ValueError(f"unknown chain scorer {scorer_name!r}")
