@@ -1,8 +1,9 @@
-"""The quality gate in six languages: a stated fact becomes a chain, small talk does not.
+"""The quality gate in many languages: a stated fact becomes a chain, small talk does not.
 
 Greetings, thanks and goodbyes are small talk in every language the docs list (their words are in
-the small-talk lists, Chinese and Japanese phrases included); a personal fact (first person and
-something specific: an allergy, a family member, a date) passes in fast and balanced mode.
+the small-talk lists, Chinese, Japanese and Korean phrases included); a personal fact (first person
+and something specific: an allergy, a family member, a date, or enough content words) passes in fast
+and balanced mode.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ SMALL_TALK = {
     "zh-hello": [(U, "你好！最近怎么样？"), (A, "你好！我很好，谢谢。有什么可以帮你？")],
     "zh-bye": [(U, "谢谢，再见！"), (A, "不客气，再见！")],
     "en-hello": [(U, "hi, how are you?"), (A, "I'm good, thanks! How can I help?")],
+    "ko-hello": [(U, "안녕하세요! 잘 지내세요?"), (A, "안녕하세요! 무엇을 도와드릴까요?")],
+    "ar-hello": [(U, "مرحبا! كيف حالك؟"), (A, "أهلاً! بخير، شكرًا. كيف أساعدك؟")],
+    "hi-hello": [(U, "नमस्ते! आप कैसे हैं?"), (A, "नमस्ते! मैं ठीक हूँ। मैं आपकी कैसे मदद करूँ?")],
 }
 FACTS = {
     "es-allergy": [(U, "Soy alérgico a los cacahuetes."), (A, "Entendido, nada de cacahuetes.")],
@@ -42,6 +46,19 @@ FACTS = {
     "zh-allergy": [(U, "我对花生过敏。"), (A, "好的，我记住了，不放花生。")],
     "zh-birthday": [(U, "我女儿露西亚三月三日满七岁。"), (A, "好的，我记住了。")],
     "en-allergy": [(U, "I'm allergic to peanuts."), (A, "Noted, no peanuts.")],
+    "ja-allergy": [(U, "私はピーナッツアレルギーです。"), (A, "了解しました。")],
+    "ko-allergy": [(U, "저는 땅콩 알레르기가 있어요."), (A, "알겠습니다, 땅콩은 빼겠습니다.")],
+    "ko-home": [(U, "저는 서울에 살고 있어요."), (A, "알겠습니다.")],
+    "ar-work": [(U, "أنا أعمل مدرسًا في القاهرة."), (A, "رائع!")],
+    "he-allergy": [(U, "אני אלרגי לבוטנים."), (A, "הבנתי, בלי בוטנים.")],
+    "hi-allergy": [(U, "मुझे मूंगफली से एलर्जी है।"), (A, "ठीक है, मूंगफली नहीं।")],
+    "tr-allergy": [(U, "Benim fıstık alerjim var."), (A, "Anladım, fıstık yok.")],
+    "nl-allergy": [(U, "Ik ben allergisch voor pinda's."), (A, "Begrepen, geen pinda's.")],
+    "pl-allergy": [(U, "Mam alergię na orzeszki ziemne."), (A, "Rozumiem, bez orzeszków.")],
+    "id-allergy": [(U, "Saya alergi kacang tanah."), (A, "Baik, tanpa kacang.")],
+    "vi-allergy": [(U, "Tôi bị dị ứng đậu phộng."), (A, "Vâng, không có đậu phộng.")],
+    "it-allergy": [(U, "Sono allergico alle arachidi."), (A, "Capito, niente arachidi.")],
+    "pt-allergy": [(U, "Sou alérgica a amendoim."), (A, "Entendido, sem amendoim.")],
 }
 
 

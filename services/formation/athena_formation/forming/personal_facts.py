@@ -33,8 +33,10 @@ Small talk fails on 2 or 3: "Thanks, Maria! Your support means a lot." has no fi
 well, thanks for asking!" and "I really appreciate it" carry nothing specific.
 
 Language: numbers and capitalised names work in any Latin script; the pronoun, month, weekday and cue
-lists cover English, Spanish, French, German, Portuguese and Italian, with a few Chinese and Japanese
-words (the content-word count leaves CJK out: its character bigrams are not words). Words come from
+lists cover English, Spanish, French, German, Portuguese and Italian, with a few Chinese, Japanese and
+Korean words; the first-person words also Russian, Dutch, Polish, Turkish, Indonesian, Vietnamese,
+Hindi, Arabic and Hebrew, whose facts are then told by a number or by the content-word count (which
+leaves CJK out: its character bigrams are not words). Words come from
 athena.text, the one Unicode tokenizer, through the analysis's `content_words` and `split_sentences`.
 """
 
@@ -65,10 +67,22 @@ _SINGULAR = frozenset(
     eu meu minha meus minhas sou tenho moro
     io mio mia miei mie sono
     я меня мне мной мой моя моё мое мои моего моей моему мою моим моих моими
+    ik mijn mij
+    mój moja moje mojego mojej mnie mam jestem
+    benim bana
+    saya aku
+    tôi
+    मैं मेरा मेरी मेरे मुझे मुझको
+    أنا انا لي عندي
+    אני שלי
+    저는 제가 나는 내가 저의 제 내 저도 나도 저를 나를
     """.split()
 )
-"""Singular first-person words, casefolded (Spanish, Portuguese and Italian often drop the pronoun, so
-their commonest first-person verbs are here too: "soy", "tengo", "sou", "sono")."""
+"""Singular first-person words, casefolded (Spanish, Portuguese, Italian and Polish often drop the
+pronoun, so their commonest first-person verbs are here too: "soy", "tengo", "sou", "sono", "mam",
+"jestem"). Also Dutch, Turkish (not "ben" nor "beni", English names too), Indonesian, Vietnamese, Hindi,
+Arabic, Hebrew, and Korean as athena.text tokenizes it: a pronoun with its particle is one bigram
+("저는"), a lone "제" or "내" ("my") one token."""
 _PLURAL = frozenset(
     """
     we we're we've we'd we'll us our ours ourselves nosotros nosotras nuestro nuestra nuestros nuestras
@@ -145,6 +159,21 @@ _CJK_CUES = (
     "息子",
     "娘",
     "住んで",
+    "알레르기",
+    "이름",
+    "생일",
+    "살고",
+    "살아요",
+    "좋아해",
+    "싫어해",
+    "아내",
+    "남편",
+    "아들",
+    "딸",
+    "강아지",
+    "고양이",
+    "직업",
+    "일해요",
 )
 _PREFERENCE = re.compile(
     r"\b(?:don't|do not|doesn't|never)\s+(?:like|eat|drink|want)\b|\bi'?d\s+rather\b|\bcan't stand\b", re.IGNORECASE

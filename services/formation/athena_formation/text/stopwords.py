@@ -54,7 +54,8 @@ definitely totally agreed agree same too also again much very really so just day
 
 # The same in the other languages the docs list, as athena.text tokenizes them (casefolded, accents
 # kept, CJK as character bigrams): greetings, thanks, goodbyes, "how are you", "fine", generic offers
-# of help. Without them a greeting in Spanish or Chinese would count as content and pass the gate.
+# of help (Spanish, French, German, Russian, Chinese, Japanese; Dutch, Polish, Turkish, Indonesian,
+# Vietnamese, Hindi, Arabic, Hebrew). Without them a greeting would count as content and pass the gate.
 _SMALLTALK_OTHER = """
 hola buenas buenos días dias tardes noches gracias muchas muchísimas adiós adios hasta luego pronto vale
 bueno genial perfecto claro jaja jajaja qué que tal cómo como estás estas está esta bien muy todo placer
@@ -67,17 +68,31 @@ wiedersehen wie geht's gehts geht gut super toll klar okay prima gern gerne gesc
 как дела хорошо отлично ладно окей ок ага хаха чем помочь могу всё все нормально рад рада
 你好 您好 谢谢 多谢 再见 拜拜 好的 哈哈 早上 上好 晚安 晚上 不客 客气 怎么 么样 最近 我很 很好 还好 可以
 什么 有什 帮你 帮您 没事 没问 问题 嗯嗯 不错 こん んに にち ちは ござ ざい いま ます ありが りが がと とう
+hallo hoi goedemorgen goedemiddag goedenavond bedankt dankjewel dankuwel alsjeblieft gedaan ziens doei
+gaat het goed prima oké fijn helpen
+cześć dzień dobry dobrze wieczór dziękuję dzięki bardzo proszę widzenia jak się masz świetnie okej pomóc
+mogę
+merhaba selam günaydın akşamlar teşekkürler teşekkür ederim sağ nasılsın nasılsınız iyiyim iyi
+görüşürüz hoşça kal rica tamam yardımcı olabilirim
+halo hai selamat pagi siang malam terima kasih sama-sama apa kabar baik saja sampai jumpa oke bantu
+xin chào chào cảm ơn cám tạm biệt bạn khỏe không vâng dạ được giúp gì
+नमस्ते नमस्कार धन्यवाद शुक्रिया अलविदा फिर मिलेंगे आप कैसे कैसी हैं हूँ हूं ठीक अच्छा मदद करूँ करूं
+مرحبا مرحباً أهلا أهلاً اهلا السلام عليكم وعليكم كيف حالك بخير الحمد لله شكرا شكرًا شكراً جزيلا عفوا
+السلامة وداعا اللقاء أساعدك مساعدتك تمام حسنا حسنًا
+שלום היי תודה רבה בבקשה להתראות נשמע שלומך בסדר טוב אעזור לעזור
 """
 
 CJK_SMALLTALK_PHRASES: tuple[str, ...] = tuple(
     """
     有什么可以帮你 有什么可以帮您 有什么能帮你 我也很好 我很好 早上好 晚上好 大家好 不客气 没问题 怎么样
     你好 您好 谢谢 多谢 感谢 再见 拜拜 好的 哈哈 晚安 没事 最近 还好 不错 请问 こんにちは こんばんは
-    おはよう ありがとう ございます さようなら よろしく
+    おはよう ありがとう ございます さようなら よろしく 무엇을 도와드릴까요 도와드릴게요 안녕하세요 안녕히 안녕
+    감사합니다 고맙습니다 고마워요 천만에요 반갑습니다 지내세요 지내요 괜찮아요 알겠습니다 좋아요
     """.split()
 )
-"""Chinese and Japanese small-talk phrases, longest first: their character bigrams would otherwise
-read as content (a text has no spaces to say where a greeting ends)."""
+"""Chinese, Japanese and Korean small-talk phrases: their character bigrams would otherwise read as
+content (a Chinese or Japanese text has no spaces to say where a greeting ends, and Korean glues
+endings to its words)."""
 
 FUNCTION_WORDS: frozenset[str] = STOP_WORDS["en"]
 # Common verbs that head clauses, not topics ("convert FSGLI coverage", "wife enjoy"); with their -s

@@ -1,4 +1,4 @@
-"""What a user says is found at once and kept after the conversation stops, in six languages.
+"""What a user says is found at once and kept after the conversation stops, in nine languages.
 
 The whole local stack as real processes, with the idle flush at 3 s (STM_IDLE_FLUSH_SECONDS): each
 user greets, states a fact, gets it acknowledged and leaves. The fact is found by SearchMemory right
@@ -56,6 +56,23 @@ CONVERSATIONS = {
         [("user", "你好！最近怎么样？"), ("agent", "你好！我很好，谢谢。有什么可以帮你？")],
         [("user", "请记住，我对花生过敏。"), ("agent", "好的，我记住了，不放花生。")],
         "我对什么过敏？",
+    ),
+    # Scripts the local embedding model cannot read: the detector cuts them by their words, and the
+    # gate admits the fact by its first person ("أنا", "저는", "मुझे").
+    "ar": (
+        [("user", "مرحبا! كيف حالك؟"), ("agent", "أهلاً! بخير، شكرًا. كيف أساعدك؟")],
+        [("user", "أنا أعمل مدرسًا في القاهرة."), ("agent", "رائع، سأتذكر ذلك.")],
+        "أين أعمل؟",
+    ),
+    "ko": (
+        [("user", "안녕하세요! 잘 지내세요?"), ("agent", "안녕하세요! 무엇을 도와드릴까요?")],
+        [("user", "저는 땅콩 알레르기가 있어요."), ("agent", "알겠습니다, 땅콩은 빼겠습니다.")],
+        "저는 무슨 알레르기가 있어요?",
+    ),
+    "hi": (
+        [("user", "नमस्ते! आप कैसे हैं?"), ("agent", "नमस्ते! मैं ठीक हूँ। मैं आपकी कैसे मदद करूँ?")],
+        [("user", "मुझे मूंगफली से एलर्जी है।"), ("agent", "ठीक है, मूंगफली नहीं।")],
+        "मुझे किस चीज़ से एलर्जी है?",
     ),
 }
 SMALL_TALK_ONLY = [
