@@ -203,7 +203,7 @@ async def decide(
 
     reads = getattr(scorer, "reads", None)
     if reads is not None and not (reads(previous.content) and reads(current.content)):
-        return await _unreadable(window, new_index, name=name, arbiter=arbiter, tenant_id=tenant_id)
+        return await _unreadable(window, new_index, previous, current, name=name, arbiter=arbiter, tenant_id=tenant_id)
 
     indices = scorer.needed_indices(window, new_index)
     rows = await embedder.embed([window[i].content for i in indices]) if indices else np.zeros((0, 0))
@@ -231,13 +231,20 @@ async def decide(
 
 
 async def _unreadable(
-    window: Sequence[Turn], new_index: int, *, name: str, arbiter: Arbiter | None, tenant_id: str | None
+    window: Sequence[Turn],
+    new_index: int,
+    previous: Turn,
+    current: Turn,
+    *,
+    name: str,
+    arbiter: Arbiter | None,
+    tenant_id: str | None,
 ) -> Decision:
-    """The decision on messages the embedding model cannot read: the arbiter's (it reads any language),
-    else the lexical-overlap rule's, which needs no embedding."""
-    previous = window[user_message_indices(window, new_index)[-2]]
+    """The decision on messages the embedding model cannot read (`previous` and `current`, the two
+    latest user messages): the arbiter's (it reads any language), else the lexical-overlap rule's,
+    which needs no embedding."""
     arbitrated = await _arbitrated(
-        previous, window[new_index], score=None, name=name, new_index=new_index, arbiter=arbiter, tenant_id=tenant_id
+        previous, current, score=None, name=name, new_index=new_index, arbiter=arbiter, tenant_id=tenant_id
     )
     if arbitrated is not None:
         return arbitrated
