@@ -101,12 +101,12 @@ async def test_a_fact_stored_through_the_public_api_is_found_at_once_as_a_window
     assert "not in a chain yet" in first.why
 
 
-async def test_the_turn_just_told_is_found_at_once_by_a_question_that_shares_none_of_its_words(
+async def test_a_turn_just_told_is_found_at_once_by_a_question_that_shares_none_of_its_words(
     stack: Stack,
 ) -> None:
     async with stack.client() as client:
-        await _store(client, TRAVEL, KYOTO)
         dog = await _store(client, TRAVEL, DOG)
+        await _store(client, TRAVEL, KYOTO)  # two newer turns
         hits = await client.search_memory(TRAVEL, "Do I have any pets?")
         chains = await client.list_chains(TRAVEL)
 

@@ -50,12 +50,13 @@ OPEN_EMBEDDED_TURNS = 5
 model call, and only a turn that is embedded can be a hit. Embeddings are cached by text, so a turn
 costs its call once (and once more when it grows, e.g. by the agent's reply)."""
 
-OPEN_NEWEST_TURNS = 2
+OPEN_NEWEST_TURNS = 8
 """The newest turns embedded for a search besides the OPEN_EMBEDDED_TURNS best by their words, whether
 the query's words meet them or not: a fact the user just told is found by a question that words it
-differently ("do I have pets?" for "we adopted a beagle"), not only once its chain is formed. Two: the
-turn just finished and the one before it; each is embedded once (the cache), so a search after every
-new turn pays for about one new text."""
+differently ("do I have pets?" for "we adopted a beagle"), not only once its chain is formed. Eight:
+about a full window's turns (20 events). Each turn is embedded once (the cache), so a search after
+every new turn pays for one or two new texts whatever this is; only a search after many new turns
+pays for more, once (docs/formation.md, "Open events")."""
 
 
 @dataclass(frozen=True)
