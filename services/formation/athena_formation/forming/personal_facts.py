@@ -22,8 +22,11 @@ A sentence *states a personal fact* when all three hold:
      diet and health ("allergic", "vegetarian", "gluten"), preferences ("prefer", "favorite",
      "dislike", "I'd rather", "don't like"), identity, home and work ("name", "birthday", "born",
      "live", "moved", "job", "rent");
-   - a liking with an object: "like", "love", "enjoy" after "I"/"we" with a content word within the
-     next three words ("I like my coffee black", not "I love that!");
+   - a liking or a habit with an object: "like", "love", "enjoy", "use", "own", "drive", "play",
+     "speak", "wear" after "I"/"we" with a content word within the next three words ("I like my
+     coffee black", "I use vim", not "I love that!");
+   - a correction or a choice with a content word after it ("tea, not coffee", "instead of aisle
+     seats", "I said Tuesday"), or what the speaker is ("I am an engineer");
    - or at least FACT_MIN_CONTENT_WORDS content words (first names aside) in a sentence in the
      singular first person ("I had to shut down my bank account"). Plural "we"/"us"/"our" need one
      of the specifics above: alone they mostly make generic statements ("pushing boundaries is how we
@@ -178,8 +181,17 @@ _CJK_CUES = (
 _PREFERENCE = re.compile(
     r"\b(?:don't|do not|doesn't|never)\s+(?:like|eat|drink|want)\b|\bi'?d\s+rather\b|\bcan't stand\b", re.IGNORECASE
 )
-_LIKING = frozenset("like likes love loves enjoy enjoys adore".split())
+_LIKING = frozenset("like likes love loves enjoy enjoys adore use own drive play speak wear".split())
 _LIKING_SUBJECTS = frozenset(("i", "we"))
+_CORRECTION = re.compile(
+    r",\s*not\s+(\w[\w'-]*)|\b(?:rather than|instead of)\s+(\w[\w'-]*)|\bi\s+(?:said|meant)\s+(\w[\w'-]*)",
+    re.IGNORECASE,
+)
+"""A correction or a choice, with a content word after it: "tea, not coffee", "vim instead of emacs",
+"No, I said Tuesday" (not "fine, not great", "I said thanks")."""
+_IDENTITY = re.compile(r"\b(?:i'?m|i am)\s+(?:a|an)\s+(\w[\w-]*)", re.IGNORECASE)
+"""What the speaker is, when the word after "a" is a content word: "I am an engineer", "I'm a
+nurse" (not "I'm a bit tired" nor "I'm a big fan", and so not "I'm a night owl" either)."""
 _NAMING = re.compile(
     r"\b(?:name\s+is|name's|call\s+me|called|named|i\s+am|i'm|soy|me\s+llamo|je\s+m'appelle|ich\s+heiße|"
     r"mi\s+chiamo|me\s+chamo)\s+$",
@@ -249,6 +261,12 @@ def _likes(found: list[str]) -> bool:
     )
 
 
+def _content_after(pattern: re.Pattern[str], sentence: str) -> bool:
+    """Whether `pattern` matches with a content word among its groups: "tea, not coffee" and "I'm a
+    nurse" state something, "fine, not great" and "I'm a bit tired" do not."""
+    return any(any(w and is_content_word(w.lower()) for w in match.groups()) for match in pattern.finditer(sentence))
+
+
 def _has_cjk(word: str) -> bool:
     return any("\u3040" <= ch <= "\u30ff" or "\u3400" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" for ch in word)
 
@@ -270,6 +288,8 @@ def _specific(sentence: str, found: list[str]) -> bool:
         or any(cue in sentence for cue in _CJK_CUES)
         or bool(_RELATIVE_DATE.search(sentence) or _PREFERENCE.search(sentence))
         or _likes(found)
+        or _content_after(_CORRECTION, sentence)
+        or _content_after(_IDENTITY, sentence)
         or _named(sentence)
         or _enough_content(sentence, found)
     )
