@@ -1,4 +1,5 @@
-"""What a user says is found at once and kept after the conversation stops, in nine languages.
+"""What a user says is found at once and kept after the conversation stops, in nine languages, and a
+correction of what they said before.
 
 The whole local stack as real processes, with the idle flush at 3 s (STM_IDLE_FLUSH_SECONDS): each
 user greets, states a fact, gets it acknowledged and leaves. The fact is found by SearchMemory right
@@ -149,3 +150,28 @@ async def test_a_user_who_only_greets_forms_no_chain(stack: LocalStack) -> None:
             await asyncio.sleep(0.5)
         assert await client.get_context(scope) == []
         assert await client.list_chains(scope) == []
+
+
+async def test_a_correction_is_found_at_once_and_kept_when_the_user_leaves(stack: LocalStack) -> None:
+    scope = AsyncAthenaClient.scope(TENANT, "correcting", "assistant")
+    question = "Where do I live now?"
+    async with stack.client(tenant_id=TENANT) as client:
+        for role, text in [
+            ("user", "I live in Berlin, near Tempelhof."),
+            ("agent", "Got it, Berlin."),
+            ("user", "My favourite colour is blue."),
+            ("agent", "Blue it is."),
+        ]:
+            await client.store_event(scope, EventInput(role, text))
+        corrected = await client.store_event(
+            scope, EventInput("user", "Actually, correction: I moved last month, I now live in Munich, not Berlin.")
+        )
+        at_once = await client.search_memory(scope, question, limit=3)
+        await client.store_event(scope, EventInput("agent", "Thanks, updated: you live in Munich."))
+
+        formed = await _chained(client, scope, corrected.event_id)
+        at_the_end = await client.search_memory(scope, question, limit=3)
+
+    assert any(_holds(h, corrected.event_id) for h in at_once)
+    assert formed, "the correction was never formed into a chain"
+    assert any(_holds(h, corrected.event_id) and h.source == memory_pb2.HIT_SOURCE_CHAIN for h in at_the_end)
