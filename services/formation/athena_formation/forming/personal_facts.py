@@ -251,8 +251,8 @@ def _named(sentence: str) -> bool:
 
 
 def _likes(found: list[str]) -> bool:
-    """A liking verb after "I"/"we" (within three words: "I really don't like") with a content word in
-    the next three words."""
+    """A liking or habit verb ("like", "use", "speak", ...) after "I"/"we" (within three words: "I really
+    don't like") with a content word in the next three words."""
     return any(
         t in _LIKING
         and any(s in _LIKING_SUBJECTS for s in found[max(0, k - 3) : k])
