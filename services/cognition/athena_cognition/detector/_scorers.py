@@ -196,8 +196,10 @@ class ContinuityScorer:
         mostly in other scripts (Chinese, Cyrillic, Hangul, Arabic...) its cosines are as high between
         two topics as within one, and the model would never see a break (docs/segmentation.md,
         "Languages"). The model-agnostic scorer runs with any embedding model, so it reads everything."""
+        if self.agnostic:
+            return True
         share = latin_share(text)
-        return self.agnostic or share is None or share >= READABLE_LATIN_SHARE
+        return share is None or share >= READABLE_LATIN_SHARE
 
     def needed_indices(self, window: Sequence[Turn], new_index: int) -> list[int]:
         return message_indices(window, new_index)
