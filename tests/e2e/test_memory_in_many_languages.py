@@ -1,5 +1,5 @@
-"""What a user says is found at once and kept after the conversation stops, in nine languages, and a
-correction of what they said before.
+"""What a user says is found at once and kept after the conversation stops, in nine languages, a
+correction of what they said before, and short statements told in passing.
 
 The whole local stack as real processes, with the idle flush at 3 s (STM_IDLE_FLUSH_SECONDS): each
 user greets, states a fact, gets it acknowledged and leaves. The fact is found by SearchMemory right
@@ -175,3 +175,35 @@ async def test_a_correction_is_found_at_once_and_kept_when_the_user_leaves(stack
     assert any(_holds(h, corrected.event_id) for h in at_once)
     assert formed, "the correction was never formed into a chain"
     assert any(_holds(h, corrected.event_id) and h.source == memory_pb2.HIT_SOURCE_CHAIN for h in at_the_end)
+
+
+SHORT_STATEMENTS = [
+    ("I'm left-handed.", "Good to know.", "left-handed"),
+    ("From now on, keep your answers short.", "Will do.", "answers short"),
+    ("I go to the gym every morning.", "Nice routine!", "gym"),
+    ("Correction: it's Anna with two n's.", "Sorry about that, Anna.", "Anna"),
+]
+
+
+async def test_a_trait_a_habit_an_instruction_and_a_spelling_each_told_in_passing_are_kept(stack: LocalStack) -> None:
+    """Short statements with one content word and a bare acknowledgement: no exchange for the gate's
+    metrics to reward, each its own topic. Every one is in a chain once the user leaves."""
+    scope = AsyncAthenaClient.scope(TENANT, "in-passing", "assistant")
+    stated = {}
+    async with stack.client(tenant_id=TENANT) as client:
+        for role, text in [("user", "Hi!"), ("agent", "Hello! How can I help?")]:
+            await client.store_event(scope, EventInput(role, text))
+        for said, ack, words in SHORT_STATEMENTS:
+            stated[words] = (await client.store_event(scope, EventInput("user", said))).event_id
+            await client.store_event(scope, EventInput("agent", ack))
+        formed = {words: await _chained(client, scope, event_id, timeout=60) for words, event_id in stated.items()}
+        found = {
+            words: any(
+                _holds(h, event_id) and h.source == memory_pb2.HIT_SOURCE_CHAIN
+                for h in await client.search_memory(scope, words, limit=3)
+            )
+            for words, event_id in stated.items()
+        }
+
+    assert formed == dict.fromkeys(stated, True)
+    assert found == dict.fromkeys(stated, True)

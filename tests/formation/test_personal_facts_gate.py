@@ -133,6 +133,14 @@ async def test_the_agents_statements_count_only_when_the_user_said_something() -
         "I'm a bit tired, not gonna lie.",
         "I said thanks!",
         "I'm a big fan!",
+        "I'm so tired today.",
+        "I'm running late.",
+        "I'm off to bake some cakes.",
+        "No worries, Mel!",
+        "Actually, never mind.",
+        "Don't forget to stretch after running.",
+        "I'm always here for you, Mel!",
+        "I hope to visit it in the future.",
     ],
     ids=[
         "question",
@@ -144,6 +152,14 @@ async def test_the_agents_statements_count_only_when_the_user_said_something() -
         "a-bit",
         "said-thanks",
         "a-big-fan",
+        "passing-state",
+        "activity",
+        "off-to",
+        "no-worries-name",
+        "never-mind",
+        "advice",
+        "always-here",
+        "in-the-future",
     ],
 )
 def test_questions_forms_of_address_and_phatic_statements_are_not_facts(text: str) -> None:
@@ -170,6 +186,22 @@ def test_questions_forms_of_address_and_phatic_statements_are_not_facts(text: st
         "Ik woon in Utrecht.",
         "أنا أعمل مدرسًا في القاهرة.",
         "저는 서울에 살고 있어요.",
+        "I'm left-handed.",
+        "I'm a night owl.",
+        "I'm pretty introverted.",
+        "Soy zurdo.",
+        "我是左撇子。",
+        "I can't eat peanuts.",
+        "I work night shifts at the hospital.",
+        "I go to the gym every morning.",
+        "I always take the stairs.",
+        "I'm afraid of flying.",
+        "No, I meant the blue one.",
+        "Correction: it's Anna with two n's.",
+        "Actually, the meeting moved to Thursday.",
+        "Keep in mind that I'm on a tight budget.",
+        "From now on, answer in Spanish.",
+        "No como carne.",
     ],
     ids=[
         "allergy",
@@ -189,6 +221,22 @@ def test_questions_forms_of_address_and_phatic_statements_are_not_facts(text: st
         "nl",
         "ar",
         "ko",
+        "trait",
+        "trait-with-article",
+        "trait-with-degree",
+        "trait-es",
+        "trait-zh",
+        "cannot-eat",
+        "works-at",
+        "every-morning",
+        "always-does",
+        "fear",
+        "meant",
+        "correction-name",
+        "correction-date",
+        "keep-in-mind",
+        "standing-instruction",
+        "es-negated-diet",
     ],
 )
 def test_facts_preferences_and_plans_are_recognised_in_several_languages(text: str) -> None:
@@ -277,3 +325,21 @@ def test_thorough_mode_admits_no_small_talk_from_the_labelled_set(labelled: list
     passed = [assess_quality(i.events, i.analysis, mode="thorough").passed for i in labelled]
 
     assert rates(labelled, passed)[2] == 0
+
+
+# --- statements told in passing ------------------------------------------------------------------------
+
+TOLD_IN_PASSING = LABELLED.with_name("told_in_passing.json")
+# Floors a little below the rates measured when traits, habits and memory requests were added
+# (docs/formation.md): held out, 36 of 40 facts and none of the 25 small-talk lines.
+IN_PASSING_FLOORS = {"written": 0.88, "held_out": 0.85}
+
+
+@pytest.mark.parametrize("part", sorted(IN_PASSING_FLOORS))
+def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: str) -> None:
+    lines = json.loads(TOLD_IN_PASSING.read_text(encoding="utf-8"))[part]
+    recall = sum(states_personal_fact(t) for t in lines["facts"]) / len(lines["facts"])
+    admitted = [t for t in lines["small_talk"] if states_personal_fact(t)]
+    print(f"\ntold in passing, {part}: {recall:.3f} of {len(lines['facts'])} facts, small talk admitted {admitted}")
+    assert recall >= IN_PASSING_FLOORS[part]
+    assert admitted == []

@@ -24,13 +24,22 @@ A sentence *states a personal fact* when all three hold:
      "live", "moved", "job", "rent");
    - a liking or a habit with an object: "like", "love", "enjoy", "use", "own", "drive", "play",
      "speak", "wear" after "I"/"we" with a content word within the next three words ("I like my
-     coffee black", "I use vim", not "I love that!");
+     coffee black", "I use vim", not "I love that!"); a habit by its frequency ("I always take the
+     stairs", "every morning"); what the speaker does not do or where they work ("I can't eat
+     peanuts", "I work nights");
    - a correction or a choice with a content word after it ("tea, not coffee", "instead of aisle
-     seats", "I said Tuesday"), or what the speaker is ("I am an engineer");
+     seats", "I said Tuesday"), a fear ("afraid of flying");
+   - what the speaker is rather than how they feel ("I'm left-handed", "I'm a night owl", "I am an
+     engineer"; not "I'm so tired", "I'm a big fan", "I'm running late");
    - or at least FACT_MIN_CONTENT_WORDS content words (first names aside) in a sentence in the
      singular first person ("I had to shut down my bank account"). Plural "we"/"us"/"our" need one
      of the specifics above: alone they mostly make generic statements ("pushing boundaries is how we
      grow").
+
+Three kinds of sentence state a fact without a first person: a correction with a name, a number, a
+date or "X, not Y" ("Correction: it's Anna with two n's"), a memory request or standing instruction
+with a content word ("Keep in mind ...", "From now on, answer in Spanish"), and a negated diet or
+habit whose verb says its person ("No como carne").
 
 Small talk fails on 2 or 3: "Thanks, Maria! Your support means a lot." has no first person; "I'm doing
 well, thanks for asking!" and "I really appreciate it" carry nothing specific.
@@ -179,19 +188,89 @@ _CJK_CUES = (
     "일해요",
 )
 _PREFERENCE = re.compile(
-    r"\b(?:don't|do not|doesn't|never)\s+(?:like|eat|drink|want)\b|\bi'?d\s+rather\b|\bcan't stand\b", re.IGNORECASE
+    r"\b(?:don't|do not|doesn't|never|can't|cannot|can not|won't)\s+(?:like|eat|drink|want|drive|smoke|fly|use)\b"
+    r"|\bi'?d\s+rather\b|\bcan't stand\b|\bnot\s+a\s+(?:big\s+|huge\s+)?fan\s+of\b"
+    r"|\bi\s+work\s+(?:at|as|for|in|from|nights?|weekends|remotely|part-time|full-time|shifts?)\b",
+    re.IGNORECASE,
 )
+"""A dislike, a thing the speaker does not do, or where they work: "I can't eat peanuts", "I don't
+drive", "I'm not a fan of long emails", "I work nights"."""
+_FOREIGN_HABIT = re.compile(
+    r"\bno\s+(?:como|bebo|fumo|manejo|conduzco)\b|\bne\s+(?:mange|bois|fume|conduis)\s+pas\b"
+    r"|\bnão\s+(?:como|bebo|fumo)\b|\bnon\s+(?:mangio|bevo|fumo)\b",
+    re.IGNORECASE,
+)
+"""The same in Spanish, French, Portuguese and Italian, whose verb says its first person ("No como
+carne", "Je ne mange pas de viande")."""
 _LIKING = frozenset("like likes love loves enjoy enjoys adore use own drive play speak wear".split())
 _LIKING_SUBJECTS = frozenset(("i", "we"))
 _CORRECTION = re.compile(
-    r",\s*not\s+(\w[\w'-]*)|\b(?:rather than|instead of)\s+(\w[\w'-]*)|\bi\s+(?:said|meant)\s+(\w[\w'-]*)",
+    r",\s*not\s+(\w[\w'-]*)|\b(?:rather than|instead of)\s+(\w[\w'-]*)"
+    r"|\bi\s+(?:said|meant)\s+(?:the\s+|a\s+|an\s+)?(\w[\w'-]*)|\b(?:afraid|scared|terrified)\s+of\s+(\w[\w'-]*)",
     re.IGNORECASE,
 )
 """A correction or a choice, with a content word after it: "tea, not coffee", "vim instead of emacs",
-"No, I said Tuesday" (not "fine, not great", "I said thanks")."""
-_IDENTITY = re.compile(r"\b(?:i'?m|i am)\s+(?:a|an)\s+(\w[\w-]*)", re.IGNORECASE)
-"""What the speaker is, when the word after "a" is a content word: "I am an engineer", "I'm a
-nurse" (not "I'm a bit tired" nor "I'm a big fan", and so not "I'm a night owl" either)."""
+"No, I said Tuesday", "I meant the blue one"; and a fear: "afraid of flying" (not "fine, not great",
+"I said thanks", "afraid of that")."""
+_HABITUAL = re.compile(
+    r"\b(?:i|we)\s+(?:usually|always|never|often|normally|typically|rarely|seldom)\b"
+    r"|\bevery\s+(?:day|morning|night|evening|week|weekend|month|year)\b"
+    r"|\b(?:once|twice)\s+a\s+(?:day|week|month|year)\b|\bon\s+weekends\b",
+    re.IGNORECASE,
+)
+""""I usually", "every morning", "twice a week": with a first person and a content word, a habit ("I go
+to the gym every morning", "I always take the stairs"; not "I'm always here for you")."""
+_MEMORY_REQUEST = re.compile(
+    r"\bremember\s+(?:that|this|my|i|i'm|i've|we|our)\b|\b(?:don't|do not)\s+forget\s+(?:that|my|i|i'm|i've|we|our)\b"
+    r"|\b(?:keep|bear)\s+in\s+mind\b|\bnote\s+that\b|\bplease\s+note\b|\b(?:make|take)\s+a\s+note\b"
+    r"|\bfor\s+future\s+reference\b|\bfrom\s+now\s+on\b|\bgoing\s+forward\b|\bin\s+future\b|\bfyi\b"
+    r"|\bjust\s+so\s+you\s+know\b|\bfor\s+the\s+record\b",
+    re.IGNORECASE,
+)
+"""Asking to be remembered, or a standing instruction: "Remember that ...", "Keep in mind ...", "From
+now on, answer in Spanish". With a content word of its own, such a sentence is kept whoever it is
+about. Not advice ("don't forget to stretch") nor "in the future" ("I hope to go there in the
+future")."""
+_MEMORY_REQUEST_WORDS = frozenset("remember forget note future reference record mind forward fyi bear".split())
+_CORRECTION_OPENER = re.compile(
+    r"^\W*(?:correction\b|actually\b|no\s*,|nope\b|oops\b|wait\b|to clarify\b)", re.IGNORECASE
+)
+"""A sentence that corrects what was said before ("Correction: it's Anna with two n's", "Actually, the
+meeting moved to Thursday"): with a name, a number, a date or "X, not Y", a fact without a first
+person."""
+_SELF = re.compile(r"\b(?:i'?m|i’m|i am|soy|sou)\s+", re.IGNORECASE)
+""""I'm" or "I am", and the Spanish and Portuguese "soy"/"sou" (the copula of what one is, not of how
+one feels: that is "estoy"/"estou"), before what the speaker is (_describes_self)."""
+_SELF_FILLERS = frozenset(
+    """
+    a an so very really pretty quite totally completely currently now also still actually just kind sort of
+    super extremely fairly rather somewhat definitely originally technically both much even not un una um uma
+    """.split()
+)
+"""Words between "I'm" and what the speaker is: articles and degree words ("I'm a", "I'm pretty")."""
+_PASSING_STATES = frozenset(
+    """
+    tired sorry confused stuck curious starving bored hungry thirsty sleepy exhausted lost glad worried stressed
+    nervous scared upset annoyed frustrated angry mad sad thrilled delighted grateful thankful impressed
+    surprised amazed relieved disappointed overwhelmed home awake online offline away outside inside back here
+    there ready done fine good great okay ok well alright afraid sick ill cold hot full free busy serious
+    kidding joking certain positive sure aware excited happy proud honored honoured jealous embarrassed shocked
+    speechless intrigued fascinated touched blessed lucky anxious inspired motivated determined optimistic
+    hopeful confident energized pumped psyched stoked keen eager honest right wrong correct ecstatic overjoyed
+    content satisfied pleased moved humbled beat wiped fried swamped slammed drained bed fan bit lot little
+    mess fool glad late way yo happier better worse sadder busier unsure
+    """.split()
+)
+"""How one feels or where one is right now, not what one is: "I'm tired", "I'm so grateful", "I'm
+home", "I'm a big fan", "I'm a bit lost"."""
+_THINGS_IN_ING = frozenset(
+    "morning evening thing nothing something everything king ring spring string wedding building sibling darling".split()
+)
+"""Words in -ing that are not a verb's: "I'm a morning person" describes the speaker."""
+_CJK_SELF = re.compile(r"我是(?!说|不是|谁)[\u4e00-\u9fff]{2,}")
+"""Chinese "我是" and what the speaker is ("我是左撇子", "我是医生"), not "我是说" ("I mean")."""
+_SELF_WORDS = 3
+"""How many words after "I'm" (fillers included) may say what the speaker is."""
 _NAMING = re.compile(
     r"\b(?:name\s+is|name's|call\s+me|called|named|i\s+am|i'm|soy|me\s+llamo|je\s+m'appelle|ich\s+heiße|"
     r"mi\s+chiamo|me\s+chamo)\s+$",
@@ -250,6 +329,43 @@ def _named(sentence: str) -> bool:
     return False
 
 
+def _names_something(sentence: str) -> bool:
+    """A capitalised word after the first one that is not "I", a function word, small talk, or a
+    first name after a comma, as the person addressed is named ("No, Maria, ..."): in a correction a
+    first name is the fact ("it's Anna with two n's")."""
+    found = pieces(sentence)
+    words = [(k, p) for k, p in enumerate(found) if p[:1].isalpha()]
+    for k, piece in words[1:]:
+        lower = piece.lower()
+        if not piece[:1].isupper() or piece in _ADDRESSED_I or lower in SMALLTALK or lower in _FUNCTION_WORDS:
+            continue
+        if lower in FIRST_NAMES and found[k - 1] == ",":
+            continue
+        return True
+    return False
+
+
+def _corrects(sentence: str, found: list[str]) -> bool:
+    """A correction with something specific in it, first person or not."""
+    return bool(_CORRECTION_OPENER.search(sentence)) and (
+        any(ch.isdigit() for ch in sentence)
+        or any(t in _DATE_WORDS for t in found)
+        or _content_after(_CORRECTION, sentence)
+        or _names_something(sentence)
+    )
+
+
+def _asks_to_be_remembered(sentence: str) -> bool:
+    """A memory request or a standing instruction (_MEMORY_REQUEST) with a content word of its own."""
+    return bool(_MEMORY_REQUEST.search(sentence)) and any(
+        w not in _MEMORY_REQUEST_WORDS for w in content_words(sentence)
+    )
+
+
+def _habit(sentence: str) -> bool:
+    return bool(_HABITUAL.search(sentence)) and any(w not in FIRST_NAMES for w in content_words(sentence))
+
+
 def _likes(found: list[str]) -> bool:
     """A liking or habit verb ("like", "use", "speak", ...) after "I"/"we" (within three words: "I really
     don't like") with a content word in the next three words."""
@@ -265,6 +381,31 @@ def _content_after(pattern: re.Pattern[str], sentence: str) -> bool:
     """Whether `pattern` matches with a content word among its groups: "tea, not coffee" and "I'm a
     nurse" state something, "fine, not great" and "I'm a bit tired" do not."""
     return any(any(w and is_content_word(w.lower()) for w in match.groups()) for match in pattern.finditer(sentence))
+
+
+def _describes_self(sentence: str) -> bool:
+    """What the speaker is rather than how they feel: "I'm left-handed", "I'm a night owl", "I am an
+    engineer", "I'm pretty introverted", "Soy zurdo": a content word among the _SELF_WORDS words
+    after "I'm", within its clause, fillers skipped ("a", "pretty") and adjectives passed over ("a
+    big coffee drinker"). A passing state ("I'm so tired", "I'm a big fan"), a function word ("I'm off
+    to bake"), a verb in -ing ("I'm running late": an activity, not a trait) or a first name (the
+    naming cue's) ends the look."""
+    for match in _SELF.finditer(sentence):
+        for k, piece in enumerate(pieces(sentence[match.end() :])):
+            word = piece.lower()
+            if not any(ch.isalnum() for ch in piece) or k == _SELF_WORDS:
+                break
+            if word in _SELF_FILLERS:
+                continue
+            if word in _PASSING_STATES or word in _FUNCTION_WORDS or _activity(word) or word in FIRST_NAMES:
+                break
+            if is_content_word(word):
+                return True
+    return bool(_CJK_SELF.search(sentence))
+
+
+def _activity(word: str) -> bool:
+    return word.endswith("ing") and word not in _THINGS_IN_ING
 
 
 def _has_cjk(word: str) -> bool:
@@ -289,7 +430,8 @@ def _specific(sentence: str, found: list[str]) -> bool:
         or bool(_RELATIVE_DATE.search(sentence) or _PREFERENCE.search(sentence))
         or _likes(found)
         or _content_after(_CORRECTION, sentence)
-        or _content_after(_IDENTITY, sentence)
+        or _describes_self(sentence)
+        or _habit(sentence)
         or _named(sentence)
         or _enough_content(sentence, found)
     )
@@ -302,7 +444,12 @@ def personal_fact_sentences(text: str) -> list[str]:
         if _is_question(sentence):
             continue
         found = tokens(sentence)
-        if _first_person(sentence, found) and _specific(sentence, found):
+        if (
+            (_first_person(sentence, found) and _specific(sentence, found))
+            or _corrects(sentence, found)
+            or _asks_to_be_remembered(sentence)
+            or _FOREIGN_HABIT.search(sentence)
+        ):
             out.append(sentence)
     return out
 
