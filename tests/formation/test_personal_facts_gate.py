@@ -141,6 +141,10 @@ async def test_the_agents_statements_count_only_when_the_user_said_something() -
         "Don't forget to stretch after running.",
         "I'm always here for you, Mel!",
         "I hope to visit it in the future.",
+        "I'm sooo tired lol.",
+        "Je suis désolée.",
+        "Ich bin so müde.",
+        "I appreciate your help.",
     ],
     ids=[
         "question",
@@ -160,6 +164,10 @@ async def test_the_agents_statements_count_only_when_the_user_said_something() -
         "advice",
         "always-here",
         "in-the-future",
+        "elongated",
+        "state-fr",
+        "state-de",
+        "thanks-verb",
     ],
 )
 def test_questions_forms_of_address_and_phatic_statements_are_not_facts(text: str) -> None:
@@ -202,6 +210,10 @@ def test_questions_forms_of_address_and_phatic_statements_are_not_facts(text: st
         "Keep in mind that I'm on a tight budget.",
         "From now on, answer in Spanish.",
         "No como carne.",
+        "Je suis médecin.",
+        "Ich bin Lehrerin.",
+        "I commute by bike.",
+        "I'm a recovering perfectionist.",
     ],
     ids=[
         "allergy",
@@ -237,6 +249,10 @@ def test_questions_forms_of_address_and_phatic_statements_are_not_facts(text: st
         "keep-in-mind",
         "standing-instruction",
         "es-negated-diet",
+        "trait-fr",
+        "trait-de",
+        "does",
+        "ing-after-article",
     ],
 )
 def test_facts_preferences_and_plans_are_recognised_in_several_languages(text: str) -> None:
@@ -331,8 +347,8 @@ def test_thorough_mode_admits_no_small_talk_from_the_labelled_set(labelled: list
 
 TOLD_IN_PASSING = LABELLED.with_name("told_in_passing.json")
 # Floors a little below the rates measured when traits, habits and memory requests were added
-# (docs/formation.md): held out, 36 of 40 facts and none of the 25 small-talk lines.
-IN_PASSING_FLOORS = {"written": 0.88, "held_out": 0.85}
+# (docs/formation.md): 61 of 65, 38 of 40 and 24 of 30 facts, and no small-talk line.
+IN_PASSING_FLOORS = {"written": 0.9, "held_out": 0.9, "held_out_2": 0.76}
 
 
 @pytest.mark.parametrize("part", sorted(IN_PASSING_FLOORS))

@@ -26,7 +26,7 @@ A sentence *states a personal fact* when all three hold:
      "speak", "wear" after "I"/"we" with a content word within the next three words ("I like my
      coffee black", "I use vim", not "I love that!"); a habit by its frequency ("I always take the
      stairs", "every morning"); what the speaker does not do or where they work ("I can't eat
-     peanuts", "I work nights");
+     peanuts", "I work nights"); "I" and a content verb with a content word ("I commute by bike");
    - a correction or a choice with a content word after it ("tea, not coffee", "instead of aisle
      seats", "I said Tuesday"), a fear ("afraid of flying");
    - what the speaker is rather than how they feel ("I'm left-handed", "I'm a night owl", "I am an
@@ -238,13 +238,16 @@ _CORRECTION_OPENER = re.compile(
 """A sentence that corrects what was said before ("Correction: it's Anna with two n's", "Actually, the
 meeting moved to Thursday"): with a name, a number, a date or "X, not Y", a fact without a first
 person."""
-_SELF = re.compile(r"\b(?:i'?m|i’m|i am|soy|sou)\s+", re.IGNORECASE)
-""""I'm" or "I am", and the Spanish and Portuguese "soy"/"sou" (the copula of what one is, not of how
-one feels: that is "estoy"/"estou"), before what the speaker is (_describes_self)."""
+_SELF = re.compile(r"\b(?:i'?m|i’m|i am|soy|sou|je suis|ich bin|sono)\s+", re.IGNORECASE)
+""""I'm" or "I am", the Spanish and Portuguese "soy"/"sou" (the copula of what one is, not of how one
+feels: that is "estoy"/"estou"), French "je suis", German "ich bin" and Italian "sono", before what the
+speaker is (_describes_self)."""
 _SELF_FILLERS = frozenset(
     """
     a an so very really pretty quite totally completely currently now also still actually just kind sort of
     super extremely fairly rather somewhat definitely originally technically both much even not un una um uma
+    très vraiment assez plutôt une pas sehr wirklich echt ganz ziemlich ein eine kein keine nicht molto davvero
+    proprio abbastanza uno
     """.split()
 )
 """Words between "I'm" and what the speaker is: articles and degree words ("I'm a", "I'm pretty")."""
@@ -259,6 +262,16 @@ _PASSING_STATES = frozenset(
     hopeful confident energized pumped psyched stoked keen eager honest right wrong correct ecstatic overjoyed
     content satisfied pleased moved humbled beat wiped fried swamped slammed drained bed fan bit lot little
     mess fool glad late way yo happier better worse sadder busier unsure
+    fatigué fatiguée désolé désolée contente heureux heureuse prêt prête là ici occupé occupée malade perdu
+    perdue sûr sûre ravi ravie fier fière triste crevé crevée épuisé épuisée surpris surprise déçu déçue inquiet
+    inquiète stressé stressée enchanté enchantée bien mal confus confuse curieux curieuse impatient impatiente
+    rentré rentrée d'accord accord
+    müde froh glücklich bereit fertig da hier zurück traurig krank sicher beschäftigt spät gespannt begeistert
+    dankbar stolz verwirrt unterwegs gleich erschöpft überrascht enttäuscht besorgt gestresst neugierig zuhause
+    daheim satt hungrig
+    stanco stanca felice pronto pronta contento contenta sicuro sicura occupato occupata malato malata qui
+    arrivato arrivata grato grata stufo stufa confuso confusa curioso curiosa bene sorpreso sorpresa deluso delusa
+    preoccupato preoccupata stressato stressata emozionato emozionata fiero fiera d'accordo accordo
     """.split()
 )
 """How one feels or where one is right now, not what one is: "I'm tired", "I'm so grateful", "I'm
@@ -269,6 +282,8 @@ _THINGS_IN_ING = frozenset(
 """Words in -ing that are not a verb's: "I'm a morning person" describes the speaker."""
 _CJK_SELF = re.compile(r"我是(?!说|不是|谁)[\u4e00-\u9fff]{2,}")
 """Chinese "我是" and what the speaker is ("我是左撇子", "我是医生"), not "我是说" ("I mean")."""
+_ELONGATED = re.compile(r"(\w)\1{2,}")
+"""A letter typed three times or more: "sooo" is "so"."""
 _SELF_WORDS = 3
 """How many words after "I'm" (fillers included) may say what the speaker is."""
 _NAMING = re.compile(
@@ -366,6 +381,20 @@ def _habit(sentence: str) -> bool:
     return bool(_HABITUAL.search(sentence)) and any(w not in FIRST_NAMES for w in content_words(sentence))
 
 
+def _does(found: list[str]) -> bool:
+    """ "I" and a content verb with a content word within the next three words ("I commute by bike", "I
+    teach high school chemistry"); the commonest verbs ("get", "run", "have") and those of small talk
+    ("appreciate", "hope", "miss") are not content words."""
+    return any(
+        t == "i"
+        and k + 1 < len(found)
+        and is_content_word(found[k + 1])
+        and not _activity(found[k + 1])
+        and any(is_content_word(w) and w not in FIRST_NAMES for w in found[k + 2 : k + 5])
+        for k, t in enumerate(found)
+    )
+
+
 def _likes(found: list[str]) -> bool:
     """A liking or habit verb ("like", "use", "speak", ...) after "I"/"we" (within three words: "I really
     don't like") with a content word in the next three words."""
@@ -387,15 +416,19 @@ def _describes_self(sentence: str) -> bool:
     """What the speaker is rather than how they feel: "I'm left-handed", "I'm a night owl", "I am an
     engineer", "I'm pretty introverted", "Soy zurdo": a content word among the _SELF_WORDS words
     after "I'm", within its clause, fillers skipped ("a", "pretty") and adjectives passed over ("a
-    big coffee drinker"). A passing state ("I'm so tired", "I'm a big fan"), a function word ("I'm off
-    to bake"), a verb in -ing ("I'm running late": an activity, not a trait) or a first name (the
-    naming cue's) ends the look."""
+    big coffee drinker"), letters typed thrice read once ("sooo"). A passing state ("I'm so tired",
+    "I'm a big fan"), a function word ("I'm off to bake"), a verb in -ing ("I'm running late": an
+    activity, not a trait; after an article it is an adjective, "a recovering perfectionist") or a
+    first name (the naming cue's) ends the look. Also French "je suis", German "ich bin" and Italian
+    "sono", with their passing states."""
     for match in _SELF.finditer(sentence):
+        previous = ""
         for k, piece in enumerate(pieces(sentence[match.end() :])):
-            word = piece.lower()
+            word = _ELONGATED.sub(r"\1", piece.lower())
             if not any(ch.isalnum() for ch in piece) or k == _SELF_WORDS:
                 break
-            if word in _SELF_FILLERS:
+            if word in _SELF_FILLERS or (previous in ("a", "an") and _activity(word)):
+                previous = word
                 continue
             if word in _PASSING_STATES or word in _FUNCTION_WORDS or _activity(word) or word in FIRST_NAMES:
                 break
@@ -432,6 +465,7 @@ def _specific(sentence: str, found: list[str]) -> bool:
         or _content_after(_CORRECTION, sentence)
         or _describes_self(sentence)
         or _habit(sentence)
+        or _does(found)
         or _named(sentence)
         or _enough_content(sentence, found)
     )
