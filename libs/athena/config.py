@@ -56,6 +56,7 @@ SEED_DEPARTURES: dict[str, str] = {
     "stm_idle_flush_seconds": "not in the seed: an idle window is flushed into a segment",
     "stm_session_gap_seconds": "not in the seed: a long silence cuts the segment, before the user message or the agent turn that resumes",
     "memory_os_mtm_quality_mode": "fast and balanced store a stated personal fact with a well-formed summary",
+    "archive_lasting_facts": "not in the seed: false keeps a chain with a lasting fact of the user out of the archiver, whatever its heat (true: the seed's heat and decay alone)",
     "session_max_age_hours": "merge candidates from the last year, 8760 hours (seed: 72): a topic returning weeks later continues its chain",
     "session_merge_max_chain_events": "a merge may not grow a chain past 14 events (seed: no limit; 0 restores it)",
     "search_lexical_weight": "SearchMemory is hybrid (words and embedding; seed: the embedding; 0 restores it)",
@@ -279,6 +280,8 @@ class Settings(BaseSettings):
     """The archiver archives active chains whose heat fell below this."""
     archive_min_age_hours: float = Field(default=24.0, ge=0)
     """Chains younger than this are never archived."""
+    archive_lasting_facts: bool = False
+    """false: a chain in which the user states a lasting fact about themselves (an allergy, a name, a preference, a habit, a correction, a request to remember: docs/formation.md, "What is kept") is never archived, so it stays searchable however long nobody recalls it. true: such chains cool and are archived like any other."""
     archiver_interval_seconds: float = Field(default=3600.0, gt=0)
     """How often formation's archiver looks for cold chains."""
 

@@ -18,7 +18,7 @@ import pytest
 
 from athena_client.memory.v1 import memory_pb2 as pb
 from athena_formation.forming.analysis import Analysis, analyze
-from athena_formation.forming.personal_facts import personal_fact_sentences, states_personal_fact
+from athena_formation.forming.personal_facts import personal_fact_sentences, states_lasting_fact, states_personal_fact
 from athena_formation.forming.quality_gate import QualityReport, assess_quality
 
 U, A = pb.ROLE_USER, pb.ROLE_AGENT
@@ -359,3 +359,42 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
     print(f"\ntold in passing, {part}: {recall:.3f} of {len(lines['facts'])} facts, small talk admitted {admitted}")
     assert recall >= IN_PASSING_FLOORS[part]
     assert admitted == []
+
+
+# --- lasting facts (kept by the archiver) --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm allergic to peanuts.",
+        "Call me Sam, not Samuel.",
+        "My wife's name is Ana.",
+        "I prefer answers in bullet points.",
+        "I'm left-handed.",
+        "I work night shifts at the hospital.",
+        "I go to the gym every morning.",
+        "Correction: it's Anna with two n's.",
+        "From now on, answer in Spanish.",
+        "Me llamo Lucía.",
+        "我对花生过敏。",
+    ],
+)
+def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
+    assert states_lasting_fact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm planning a trip to Kyoto in April.",
+        "My Python script crashes with KeyError: 'user_id' when parsing the webhook payload.",
+        "I had to shut down my bank account.",
+        "I went to a support group yesterday and it was so powerful.",
+        "I would like more information about driver licenses.",
+        "What am I allergic to?",
+    ],
+)
+def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str) -> None:
+    assert states_personal_fact(text) or text.endswith("?")
+    assert not states_lasting_fact(text)

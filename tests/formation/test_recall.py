@@ -11,6 +11,8 @@ from support.formation_data import COOKING, KYOTO, PYTHON_BUG, SCOPE, make_segme
 
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
+from athena_formation.lifecycle.archiver import Archiver
+from athena_formation.lifecycle.heat import HeatModel
 from athena_formation.server import Formation
 
 OTHER_TENANT = memory_pb2.Scope(tenant_id="globex", user_id="alice", agent_id="helper")
@@ -213,3 +215,48 @@ async def test_each_step_of_a_search_is_timed_on_the_metrics(stub) -> None:
 
     assert response.hits
     assert [after - b for after, b in zip(counts(), before, strict=True)] == [1.0] * len(steps)
+
+
+ALLERGY = [
+    ("user", "Please remember that I'm allergic to peanuts."),
+    ("agent", "Got it, I'll remember that."),
+]
+
+
+async def test_the_archiver_keeps_a_chain_in_which_the_user_states_a_lasting_fact(formation: Formation, stub) -> None:
+    """A fact told in passing scores low on the gate's metrics, so its heat starts near the threshold;
+    a trip plan is a fact of a moment. Both cold: the plan is archived, the allergy stays searchable,
+    unless ARCHIVE_LASTING_FACTS (an archiver that does not keep them)."""
+    allergy = await _form(stub, ALLERGY)
+    trip = await _form(stub, KYOTO)
+    now = datetime.now(UTC)
+    long_ago = (now - timedelta(days=365)).timestamp()
+    for chain_id in (allergy, trip):
+        await formation.store.set_fields(chain_id, {"created_at": long_ago, "last_accessed_at": long_ago})
+
+    assert await formation.archiver.run_once() == [trip]
+
+    kept = await stub.GetChain(memory_pb2.GetChainRequest(scope=SCOPE, chain_id=allergy), timeout=30)
+    assert kept.lasting_fact and kept.status == memory_pb2.CHAIN_STATUS_ACTIVE
+    heat = HeatModel().heat(
+        importance=kept.importance, recall_count=0, last_accessed_at=datetime.fromtimestamp(long_ago, UTC), now=now
+    )
+    assert heat < 0.05  # what the heat alone would have archived
+    hits = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="What am I allergic to?", limit=3)
+        ),
+        timeout=30,
+    )
+    assert hits.hits[0].chain.id == allergy
+
+    archiving_all = Archiver(
+        store=formation.store,
+        vectors=formation.vectors,
+        heat=HeatModel(),
+        threshold=0.05,
+        min_age_hours=24,
+        lexical=formation.lexical,
+        keep_lasting_facts=False,
+    )
+    assert await archiving_all.run_once() == [allergy]

@@ -104,6 +104,7 @@ async def build_formation(settings: Settings) -> Formation:
         threshold=settings.heat_archive_threshold,
         min_age_hours=settings.archive_min_age_hours,
         lexical=lexical,
+        keep_lasting_facts=not settings.archive_lasting_facts,
     )
     eraser = FormationEraser(
         tombstones=MongoTombstones(mongo, settings.mongodb_database),

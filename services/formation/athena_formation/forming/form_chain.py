@@ -40,6 +40,7 @@ from athena.tracing import tracer
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.forming.analysis import SMALL_TALK, Analysis, Entity, Topic, analyze
 from athena_formation.forming.merge import MergeCandidate, choose_merge, words
+from athena_formation.forming.personal_facts import states_lasting_fact
 from athena_formation.forming.quality_gate import QualityReport, assess_quality
 from athena_formation.lifecycle.heat import HeatModel, importance, lifecycle_of
 from athena_formation.search.lexicon import chain_lexicon, lexicon_length, merge_lexicons
@@ -323,6 +324,7 @@ class ChainFormer:
             "event_ids": [e.id for e in events],
             "analysis": _analysis_doc(analysis),
             "quality": _quality_doc(quality),
+            "lasting_fact": states_lasting_fact(_user_messages(events)),
             "created_at": epoch(datetime.now(UTC)),
         }
         if not quality.passed:
@@ -426,6 +428,7 @@ class ChainFormer:
                 "agent_ids": [segment.scope.agent_id],
                 **record["analysis"],
                 "quality": record["quality"],
+                "lasting_fact": bool(record.get("lasting_fact", False)),
                 "recall_count": 0,
                 "recall_strength": 0.0,
                 "status": "active",
@@ -546,6 +549,7 @@ class ChainFormer:
                 "agent_ids": agents,
                 "entities": entities,
                 "quality": quality,
+                "lasting_fact": bool(chain.get("lasting_fact")) or bool(record.get("lasting_fact", False)),
                 "embedding_state": "pending",
                 "updated_at": epoch(now),
                 "last_accessed_at": epoch(now),
@@ -624,6 +628,8 @@ class ChainFormer:
         fields = {
             **_analysis_doc(analysis),
             "quality": quality,
+            # What the erasure left decides whether the chain still states a lasting fact.
+            "lasting_fact": states_lasting_fact(_user_messages(events)),
             "event_ids": [e.id for e in events],
             "segment_ids": list(segment_ids),
             "event_count": len(events),
@@ -671,6 +677,10 @@ class ChainFormer:
             span=chain_span(fields),
         )
         return True
+
+
+def _user_messages(events: Sequence[memory_pb2.Event]) -> list[str]:
+    return [e.content for e in events if e.role == memory_pb2.ROLE_USER and e.type == memory_pb2.EVENT_TYPE_MESSAGE]
 
 
 def _agents_of(events: Sequence[memory_pb2.Event], *, first: str) -> list[str]:

@@ -41,6 +41,12 @@ date or "X, not Y" ("Correction: it's Anna with two n's"), a memory request or s
 with a content word ("Keep in mind ...", "From now on, answer in Spanish"), and a negated diet or
 habit whose verb says its person ("No como carne").
 
+A *lasting* fact (lasting_fact_sentences) is one whose specific tells what stays true of the speaker:
+a cue word, "call me", a liking or habit, what they are or do not do; or a correction, a memory
+request or standing instruction. A plan, an event or a situation told by a date, a number, a name or
+content words alone is a fact of a moment. Formation keeps chains with a lasting fact of the user out
+of the archiver (ARCHIVE_LASTING_FACTS).
+
 Small talk fails on 2 or 3: "Thanks, Maria! Your support means a lot." has no first person; "I'm doing
 well, thanks for asking!" and "I really appreciate it" carry nothing specific.
 
@@ -55,7 +61,7 @@ athena.text, the one Unicode tokenizer, through the analysis's `content_words` a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from athena.text import STOP_WORDS, pieces, tokens
 from athena_formation.text.calendar_words import MONTHS
@@ -63,7 +69,13 @@ from athena_formation.text.gazetteer import FIRST_NAMES
 from athena_formation.text.messages import content_words, split_sentences, strip_markup
 from athena_formation.text.stopwords import SMALLTALK, is_content_word
 
-__all__ = ["FACT_MIN_CONTENT_WORDS", "personal_fact_sentences", "states_personal_fact"]
+__all__ = [
+    "FACT_MIN_CONTENT_WORDS",
+    "lasting_fact_sentences",
+    "personal_fact_sentences",
+    "states_lasting_fact",
+    "states_personal_fact",
+]
 
 FACT_MIN_CONTENT_WORDS = 3
 """A sentence in the singular first person with this many content words states a fact without a cue,
@@ -204,6 +216,7 @@ _FOREIGN_HABIT = re.compile(
 carne", "Je ne mange pas de viande")."""
 _LIKING = frozenset("like likes love loves enjoy enjoys adore use own drive play speak wear".split())
 _LIKING_SUBJECTS = frozenset(("i", "we"))
+_WISHING = frozenset(("would", "i'd", "we'd", "id"))
 _CORRECTION = re.compile(
     r",\s*not\s+(\w[\w'-]*)|\b(?:rather than|instead of)\s+(\w[\w'-]*)"
     r"|\bi\s+(?:said|meant)\s+(?:the\s+|a\s+|an\s+)?(\w[\w'-]*)|\b(?:afraid|scared|terrified)\s+of\s+(\w[\w'-]*)",
@@ -292,6 +305,10 @@ _NAMING = re.compile(
     re.IGNORECASE,
 )
 """Words just before a name that make it a fact about the speaker: "my name is", "call me", "I'm"."""
+_CALLED = re.compile(
+    r"\bcall\s+me\b|\bme\s+llamo\b|\bje\s+m'appelle\b|\bich\s+heiße\b|\bmi\s+chiamo\b|\bme\s+chamo\b", re.IGNORECASE
+)
+"""What the speaker is called ("Call me Sam", "Me llamo Lucía"); "my name is" has its cue word."""
 _QUESTION_END = re.compile(r"[?？]\W*$")
 _QUESTION_START = re.compile(
     r"^(?:can|could|would|will|should|shall|do|does|did|is|are|am|was|were|have|has|how|what|when|where|why|who|which)\b",
@@ -397,10 +414,12 @@ def _does(found: list[str]) -> bool:
 
 def _likes(found: list[str]) -> bool:
     """A liking or habit verb ("like", "use", "speak", ...) after "I"/"we" (within three words: "I really
-    don't like") with a content word in the next three words."""
+    don't like") with a content word in the next three words; not a wish ("I would like more
+    information", "I'd love to")."""
     return any(
         t in _LIKING
         and any(s in _LIKING_SUBJECTS for s in found[max(0, k - 3) : k])
+        and not any(w in _WISHING for w in found[max(0, k - 3) : k])
         and any(is_content_word(w) for w in found[k + 1 : k + 4])
         for k, t in enumerate(found)
     )
@@ -454,41 +473,75 @@ def _enough_content(sentence: str, found: list[str]) -> bool:
     return len(counted) >= FACT_MIN_CONTENT_WORDS
 
 
-def _specific(sentence: str, found: list[str]) -> bool:
-    """Condition 3 of the module docstring."""
+def _lasting(sentence: str, found: list[str]) -> bool:
+    """The specifics of condition 3 that tell what stays true of the speaker: family and pets,
+    health and diet, preferences, home and work, likings and habits, what they are."""
     return (
-        any(ch.isdigit() for ch in sentence)
-        or any(t in _DATE_WORDS or t in _CUES for t in found)
+        any(t in _CUES for t in found)
         or any(cue in sentence for cue in _CJK_CUES)
-        or bool(_RELATIVE_DATE.search(sentence) or _PREFERENCE.search(sentence))
+        or bool(_PREFERENCE.search(sentence) or _CALLED.search(sentence))
         or _likes(found)
         or _content_after(_CORRECTION, sentence)
         or _describes_self(sentence)
         or _habit(sentence)
         or _does(found)
+    )
+
+
+def _specific(sentence: str, found: list[str]) -> bool:
+    """Condition 3 of the module docstring."""
+    return (
+        any(ch.isdigit() for ch in sentence)
+        or any(t in _DATE_WORDS for t in found)
+        or bool(_RELATIVE_DATE.search(sentence))
+        or _lasting(sentence, found)
         or _named(sentence)
         or _enough_content(sentence, found)
     )
 
 
+def _without_first_person(sentence: str, found: list[str]) -> bool:
+    """The three kinds of sentence that state a fact without a first person."""
+    return _corrects(sentence, found) or _asks_to_be_remembered(sentence) or bool(_FOREIGN_HABIT.search(sentence))
+
+
 def personal_fact_sentences(text: str) -> list[str]:
     """The sentences of `text` that state a personal fact (see the module docstring)."""
+    return _stating(text, _specific)
+
+
+def lasting_fact_sentences(text: str) -> list[str]:
+    """The sentences of `text` that state a lasting personal fact: a first person with a specific of
+    `_lasting` ("I'm allergic to peanuts", "Call me Sam", "I'm left-handed", "I work nights"), a
+    correction, a memory request or standing instruction. Not a plan, an event or a situation told by
+    a date, a number, a name or its content words alone ("I'm flying to Kyoto in April", "My script
+    crashes with KeyError"): those are facts of a moment."""
+    return _stating(text, _lasting)
+
+
+def _stating(text: str, specific: Callable[[str, list[str]], bool]) -> list[str]:
+    """The statements of `text` in the first person with `specific`, or of the kinds that need none."""
     out = []
-    for sentence in split_sentences(strip_markup(text)):
-        if _is_question(sentence):
-            continue
+    for sentence in _statements(text):
         found = tokens(sentence)
-        if (
-            (_first_person(sentence, found) and _specific(sentence, found))
-            or _corrects(sentence, found)
-            or _asks_to_be_remembered(sentence)
-            or _FOREIGN_HABIT.search(sentence)
-        ):
+        if (_first_person(sentence, found) and specific(sentence, found)) or _without_first_person(sentence, found):
             out.append(sentence)
     return out
 
 
+def _statements(text: str) -> list[str]:
+    return [s for s in split_sentences(strip_markup(text)) if not _is_question(s)]
+
+
 def states_personal_fact(texts: str | Iterable[str]) -> bool:
     """Whether any of the texts states a personal fact."""
-    items = [texts] if isinstance(texts, str) else texts
-    return any(personal_fact_sentences(t) for t in items)
+    return any(personal_fact_sentences(t) for t in _texts(texts))
+
+
+def states_lasting_fact(texts: str | Iterable[str]) -> bool:
+    """Whether any of the texts states a lasting personal fact (lasting_fact_sentences)."""
+    return any(lasting_fact_sentences(t) for t in _texts(texts))
+
+
+def _texts(texts: str | Iterable[str]) -> Iterable[str]:
+    return [texts] if isinstance(texts, str) else texts

@@ -3,6 +3,10 @@
 Deleting the Milvus embedding first means a crash in between leaves an active chain without an
 embedding (which the next pass archives, and search never returns since nothing finds it), never an
 archived chain that search could still find.
+
+Pinned chains are never archived, nor, unless ARCHIVE_LASTING_FACTS, chains in which the user states
+a lasting fact about themselves: that is what a memory is for, and a fact told in passing scores low
+on the gate's metrics, so its heat would fall under the threshold within a day.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class Archiver:
         threshold: float,
         min_age_hours: float,
         lexical: LexicalIndex | None = None,
+        keep_lasting_facts: bool = True,
     ) -> None:
         self.store = store
         self.vectors = vectors
@@ -40,12 +45,16 @@ class Archiver:
         self.heat = heat
         self.threshold = threshold
         self.min_age = timedelta(hours=min_age_hours)
+        self.keep_lasting_facts = keep_lasting_facts
 
     async def run_once(self, *, now: datetime | None = None) -> list[str]:
         """Archive every active chain colder than the threshold; returns their ids."""
         now = now or datetime.now(UTC)
         archived = []
-        for doc in await self.store.cold_candidates(accessed_before=now - self.min_age):
+        candidates = await self.store.cold_candidates(
+            accessed_before=now - self.min_age, keep_lasting_facts=self.keep_lasting_facts
+        )
+        for doc in candidates:
             if from_epoch(doc["created_at"]) > now - self.min_age:
                 continue
             heat = self.heat.heat(

@@ -35,6 +35,7 @@ def chain_to_proto(doc: Mapping[str, Any]) -> memory_pb2.Chain:
         analysis_path=doc.get("analysis_path", ""),
         recall_count=int(doc.get("recall_count", 0)),
         pinned=bool(doc.get("pinned", False)),
+        lasting_fact=bool(doc.get("lasting_fact", False)),
         importance=float(doc.get("importance", 0.0)),
         edited_fields=doc.get("edited_fields", []),
         agent_ids=chain_agents(doc),

@@ -286,10 +286,19 @@ class ChainStore:
         with mongo_unavailable():
             return await self.chains.estimated_document_count()
 
-    async def cold_candidates(self, *, accessed_before: datetime, limit: int = 500) -> list[dict[str, Any]]:
+    async def cold_candidates(
+        self, *, accessed_before: datetime, keep_lasting_facts: bool = True, limit: int = 500
+    ) -> list[dict[str, Any]]:
         with mongo_unavailable():
-            # A pinned chain is never archived (UpdateChain).
-            query = {"status": "active", "pinned": {"$ne": True}, "last_accessed_at": {"$lt": epoch(accessed_before)}}
+            # A pinned chain is never archived (UpdateChain), nor one with a lasting fact of the user unless
+            # ARCHIVE_LASTING_FACTS: left out here, so that they never crowd the others out of `limit`.
+            query: dict[str, Any] = {
+                "status": "active",
+                "pinned": {"$ne": True},
+                "last_accessed_at": {"$lt": epoch(accessed_before)},
+            }
+            if keep_lasting_facts:
+                query["lasting_fact"] = {"$ne": True}
             cursor = self.chains.find(query).limit(limit)
             return [d async for d in cursor]
 

@@ -573,6 +573,7 @@ class Chain(_message.Message):
     IMPORTANCE_FIELD_NUMBER: _builtins.int
     EDITED_FIELDS_FIELD_NUMBER: _builtins.int
     AGENT_IDS_FIELD_NUMBER: _builtins.int
+    LASTING_FACT_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     topic: _builtins.str
     summary: _builtins.str
@@ -592,6 +593,12 @@ class Chain(_message.Message):
     importance: _builtins.float
     """In [0, 1]: the quality, entities and activity of the chain (Chain formation seed), or as set by
     UpdateChain. It weighs in its heat.
+    """
+    lasting_fact: _builtins.bool
+    """A user message of it states a lasting fact about the user: who they are, family, health, diet,
+    preferences, habits, a correction or a request to remember ("I'm allergic to peanuts", "Call me
+    Sam", "From now on, answer in Spanish"). Such a chain is kept: the archiver leaves it however
+    cold it grows, unless ARCHIVE_LASTING_FACTS is true.
     """
     @_builtins.property
     def scope(self) -> Global___Scope: ...
@@ -654,10 +661,11 @@ class Chain(_message.Message):
         importance: _builtins.float = ...,
         edited_fields: _abc.Iterable[_builtins.str] | None = ...,
         agent_ids: _abc.Iterable[_builtins.str] | None = ...,
+        lasting_fact: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "first_event_at", b"first_event_at", "last_accessed_at", b"last_accessed_at", "last_event_at", b"last_event_at", "quality", b"quality", "scope", b"scope", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_ids", b"agent_ids", "analysis_path", b"analysis_path", "created_at", b"created_at", "edited_fields", b"edited_fields", "entities", b"entities", "event_count", b"event_count", "event_ids", b"event_ids", "first_event_at", b"first_event_at", "heat_score", b"heat_score", "id", b"id", "importance", b"importance", "last_accessed_at", b"last_accessed_at", "last_event_at", b"last_event_at", "lifecycle", b"lifecycle", "merge_count", b"merge_count", "pinned", b"pinned", "quality", b"quality", "recall_count", b"recall_count", "recall_strength", b"recall_strength", "scope", b"scope", "status", b"status", "subtopics", b"subtopics", "summary", b"summary", "topic", b"topic", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_ids", b"agent_ids", "analysis_path", b"analysis_path", "created_at", b"created_at", "edited_fields", b"edited_fields", "entities", b"entities", "event_count", b"event_count", "event_ids", b"event_ids", "first_event_at", b"first_event_at", "heat_score", b"heat_score", "id", b"id", "importance", b"importance", "last_accessed_at", b"last_accessed_at", "last_event_at", b"last_event_at", "lasting_fact", b"lasting_fact", "lifecycle", b"lifecycle", "merge_count", b"merge_count", "pinned", b"pinned", "quality", b"quality", "recall_count", b"recall_count", "recall_strength", b"recall_strength", "scope", b"scope", "status", b"status", "subtopics", b"subtopics", "summary", b"summary", "topic", b"topic", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
