@@ -260,3 +260,34 @@ async def test_the_archiver_keeps_a_chain_in_which_the_user_states_a_lasting_fac
         keep_lasting_facts=False,
     )
     assert await archiving_all.run_once() == [allergy]
+
+
+async def test_a_lasting_fact_corrected_in_a_later_conversation_is_found_before_the_fact_it_corrects(stub) -> None:
+    """The older chain meets "Where do I live?" best in words and embedding; both are returned, the
+    correction first."""
+    month_ago = datetime.now(UTC) - timedelta(days=30)
+    berlin = await _form_at(
+        stub, [("user", "I live in Berlin, near Tempelhof."), ("agent", "Got it, Berlin.")], month_ago
+    )
+    munich = await _form_at(
+        stub, [("user", "I moved last month, I now live in Munich."), ("agent", "Noted, Munich.")], None
+    )
+
+    hits = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Where do I live?", limit=5)
+        ),
+        timeout=30,
+    )
+
+    order = [h.chain.id for h in hits.hits]
+    assert order[:2] == [munich, berlin]
+    assert hits.hits[0].score < hits.hits[1].score  # the ranking alone put Berlin first
+
+
+async def _form_at(stub, turns, start: datetime | None) -> str:
+    response = await stub.FormChain(
+        formation_pb2.FormChainRequest(segment=make_segment(turns, start=start)), timeout=60
+    )
+    assert response.outcome == formation_pb2.FORM_OUTCOME_CREATED
+    return response.chain_id

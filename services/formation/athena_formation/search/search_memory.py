@@ -22,6 +22,7 @@ from athena_formation.page_tokens import decode_offset, encode_offset
 from athena_formation.search.chain_message import chain_to_proto
 from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
+from athena_formation.search.newest_first import newest_first
 from athena_formation.search.open_events import (
     OPEN_EMBEDDED_TURNS,
     OPEN_NEWEST_TURNS,
@@ -182,7 +183,7 @@ class Recall:
         clock.mark("documents")
         open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec, turn_told)
         found: list[tuple[RankedChain, dict[str, Any] | OpenTurn]] = [*out, *open_hits]
-        best = sorted(found, key=lambda pair: -pair[0].score)[:limit]
+        best = await self._newest_first(scope, sorted(found, key=lambda pair: -pair[0].score)[:limit])
         SEARCH_HITS.observe(len(best))
         warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(UTC)))
         response = memory_pb2.SearchMemoryResponse()
@@ -221,6 +222,16 @@ class Recall:
             )
         clock.mark("answer")
         return response
+
+    async def _newest_first(
+        self, scope: memory_pb2.Scope, best: list[tuple[RankedChain, dict[str, Any] | OpenTurn]]
+    ) -> list[tuple[RankedChain, dict[str, Any] | OpenTurn]]:
+        """A later correction of a lasting fact before the fact it corrects (newest_first.py)."""
+        facts = [doc["_id"] for _, doc in best if isinstance(doc, dict) and doc.get("lasting_fact")]
+        if len(facts) < 2:
+            return best
+        vectors = await self.vectors.unit_vectors(facts, tenant_id=scope.tenant_id, user_id=scope.user_id)
+        return newest_first(best, lambda pair: pair[1] if isinstance(pair[1], dict) else None, vectors)
 
     def _open_hits(
         self,

@@ -87,6 +87,10 @@ class UserVectors:
         sims = self._buffer[[r for _, r in rows]].astype(np.float32) @ _unit(query)
         return {c: float(s) for (c, _), s in zip(rows, sims)}
 
+    def unit_vectors(self, chain_ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """The unit vectors of these chains that have a row, in float32."""
+        return {c: self._buffer[r].astype(np.float32) for c in chain_ids if (r := self._row.get(c)) is not None}
+
     def top(self, query: np.ndarray, *, agent_id: str | None, limit: int) -> list[tuple[str, float]]:
         """The `limit` most cosine-similar chains (of `agent_id` only, when given), best first.
 

@@ -334,6 +334,16 @@ class VectorIndex:
             for c, v in (await self.vectors(chain_ids)).items()
         }
 
+    async def unit_vectors(self, chain_ids: Sequence[str], *, tenant_id: str, user_id: str) -> dict[str, np.ndarray]:
+        """The unit embeddings of these chains of the user (from the user's cached vectors when formation
+        keeps them)."""
+        if not chain_ids:
+            return {}
+        if self._users is not None:
+            user = self._users.get((tenant_id, user_id)) or await self._loaded_user(tenant_id, user_id)
+            return user.unit_vectors(chain_ids)
+        return {c: v / (float(np.linalg.norm(v)) or 1.0) for c, v in (await self.vectors(chain_ids)).items()}
+
     async def _loaded_user(self, tenant_id: str, user_id: str) -> UserVectors:
         """The user's vectors, loading them once however many searches ask at the same time.
 

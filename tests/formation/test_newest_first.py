@@ -1,0 +1,49 @@
+"""Newest first among hits about one subject (search/newest_first.py): only the order of chains that
+both state a lasting fact and whose embeddings are close changes, each group in its own places."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from athena_formation.search.newest_first import newest_first
+
+
+def _unit(*xs: float) -> np.ndarray:
+    v = np.asarray(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _doc(chain_id: str, last_event_at: float, *, lasting: bool = True) -> dict[str, Any]:
+    return {"_id": chain_id, "last_event_at": last_event_at, "lasting_fact": lasting}
+
+
+HOME = _unit(1, 0, 0)
+HOME_AGAIN = _unit(0.9, 0.3, 0)
+JOB = _unit(0, 0, 1)
+
+
+def test_the_newer_chain_on_a_subject_takes_the_first_place_the_subject_won() -> None:
+    hits = [_doc("home-old", 100), _doc("job", 300), _doc("home-new", 500)]
+    vectors = {"home-old": HOME, "job": JOB, "home-new": HOME_AGAIN}
+
+    ordered = newest_first(hits, lambda d: d, vectors)
+
+    assert [d["_id"] for d in ordered] == ["home-new", "job", "home-old"]
+
+
+def test_chains_on_other_subjects_or_without_a_lasting_fact_keep_their_places() -> None:
+    hits = [_doc("home-old", 100), _doc("home-new", 500, lasting=False), _doc("job", 900)]
+    vectors = {"home-old": HOME, "home-new": HOME_AGAIN, "job": JOB}
+
+    assert newest_first(hits, lambda d: d, vectors) == hits
+
+
+def test_hits_that_are_not_chains_are_left_where_they_are() -> None:
+    hits: list[dict[str, Any] | str] = [_doc("home-old", 100), "open turn", _doc("home-new", 500)]
+    vectors = {"home-old": HOME, "home-new": HOME_AGAIN}
+
+    ordered = newest_first(hits, lambda h: h if isinstance(h, dict) else None, vectors)
+
+    assert ordered == [hits[2], "open turn", hits[0]]
