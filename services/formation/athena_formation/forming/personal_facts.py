@@ -63,11 +63,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from athena.text import STOP_WORDS, pieces, tokens
+from athena.text import pieces, tokens
+from athena_formation.forming.self_description import describes_self, is_activity
 from athena_formation.text.calendar_words import MONTHS
 from athena_formation.text.gazetteer import FIRST_NAMES
 from athena_formation.text.messages import content_words, split_sentences, strip_markup
-from athena_formation.text.stopwords import SMALLTALK, is_content_word
+from athena_formation.text.stopwords import LATIN_FUNCTION_WORDS, SMALLTALK, is_content_word
 
 __all__ = [
     "FACT_MIN_CONTENT_WORDS",
@@ -251,54 +252,6 @@ _CORRECTION_OPENER = re.compile(
 """A sentence that corrects what was said before ("Correction: it's Anna with two n's", "Actually, the
 meeting moved to Thursday"): with a name, a number, a date or "X, not Y", a fact without a first
 person."""
-_SELF = re.compile(r"\b(?:i'?m|i’m|i am|soy|sou|je suis|ich bin|sono)\s+", re.IGNORECASE)
-""""I'm" or "I am", the Spanish and Portuguese "soy"/"sou" (the copula of what one is, not of how one
-feels: that is "estoy"/"estou"), French "je suis", German "ich bin" and Italian "sono", before what the
-speaker is (_describes_self)."""
-_SELF_FILLERS = frozenset(
-    """
-    a an so very really pretty quite totally completely currently now also still actually just kind sort of
-    super extremely fairly rather somewhat definitely originally technically both much even not un una um uma
-    très vraiment assez plutôt une pas sehr wirklich echt ganz ziemlich ein eine kein keine nicht molto davvero
-    proprio abbastanza uno
-    """.split()
-)
-"""Words between "I'm" and what the speaker is: articles and degree words ("I'm a", "I'm pretty")."""
-_PASSING_STATES = frozenset(
-    """
-    tired sorry confused stuck curious starving bored hungry thirsty sleepy exhausted lost glad worried stressed
-    nervous scared upset annoyed frustrated angry mad sad thrilled delighted grateful thankful impressed
-    surprised amazed relieved disappointed overwhelmed home awake online offline away outside inside back here
-    there ready done fine good great okay ok well alright afraid sick ill cold hot full free busy serious
-    kidding joking certain positive sure aware excited happy proud honored honoured jealous embarrassed shocked
-    speechless intrigued fascinated touched blessed lucky anxious inspired motivated determined optimistic
-    hopeful confident energized pumped psyched stoked keen eager honest right wrong correct ecstatic overjoyed
-    content satisfied pleased moved humbled beat wiped fried swamped slammed drained bed fan bit lot little
-    mess fool glad late way yo happier better worse sadder busier unsure
-    fatigué fatiguée désolé désolée contente heureux heureuse prêt prête là ici occupé occupée malade perdu
-    perdue sûr sûre ravi ravie fier fière triste crevé crevée épuisé épuisée surpris surprise déçu déçue inquiet
-    inquiète stressé stressée enchanté enchantée bien mal confus confuse curieux curieuse impatient impatiente
-    rentré rentrée d'accord accord
-    müde froh glücklich bereit fertig da hier zurück traurig krank sicher beschäftigt spät gespannt begeistert
-    dankbar stolz verwirrt unterwegs gleich erschöpft überrascht enttäuscht besorgt gestresst neugierig zuhause
-    daheim satt hungrig
-    stanco stanca felice pronto pronta contento contenta sicuro sicura occupato occupata malato malata qui
-    arrivato arrivata grato grata stufo stufa confuso confusa curioso curiosa bene sorpreso sorpresa deluso delusa
-    preoccupato preoccupata stressato stressata emozionato emozionata fiero fiera d'accordo accordo
-    """.split()
-)
-"""How one feels or where one is right now, not what one is: "I'm tired", "I'm so grateful", "I'm
-home", "I'm a big fan", "I'm a bit lost"."""
-_THINGS_IN_ING = frozenset(
-    "morning evening thing nothing something everything king ring spring string wedding building sibling darling".split()
-)
-"""Words in -ing that are not a verb's: "I'm a morning person" describes the speaker."""
-_CJK_SELF = re.compile(r"我是(?!说|不是|谁)[\u4e00-\u9fff]{2,}")
-"""Chinese "我是" and what the speaker is ("我是左撇子", "我是医生"), not "我是说" ("I mean")."""
-_ELONGATED = re.compile(r"(\w)\1{2,}")
-"""A letter typed three times or more: "sooo" is "so"."""
-_SELF_WORDS = 3
-"""How many words after "I'm" (fillers included) may say what the speaker is."""
 _NAMING = re.compile(
     r"\b(?:name\s+is|name's|call\s+me|called|named|i\s+am|i'm|soy|me\s+llamo|je\s+m'appelle|ich\s+heiße|"
     r"mi\s+chiamo|me\s+chamo)\s+$",
@@ -315,8 +268,6 @@ _QUESTION_START = re.compile(
     re.IGNORECASE,
 )
 _STATEMENT_END = re.compile(r"[.!。！]\W*$")
-_FUNCTION_WORDS = frozenset().union(*(STOP_WORDS[lang] for lang in ("en", "es", "fr", "de")))
-"""Capitalised, these are not names: "Unfortunately We can't", "My HealtheVet"."""
 _ADDRESSED_I = frozenset(("I", "I'm", "I've", "I'd", "I'll"))
 
 
@@ -351,7 +302,13 @@ def _named(sentence: str) -> bool:
             continue
         first, seen_word = not seen_word, True
         lower = piece.lower()
-        if first or not piece[:1].isupper() or piece in _ADDRESSED_I or lower in SMALLTALK or lower in _FUNCTION_WORDS:
+        if (
+            first
+            or not piece[:1].isupper()
+            or piece in _ADDRESSED_I
+            or lower in SMALLTALK
+            or lower in LATIN_FUNCTION_WORDS
+        ):
             continue
         if _NAMING.search(" ".join(found[max(0, k - 3) : k]) + " "):
             return True
@@ -369,7 +326,7 @@ def _names_something(sentence: str) -> bool:
     words = [(k, p) for k, p in enumerate(found) if p[:1].isalpha()]
     for k, piece in words[1:]:
         lower = piece.lower()
-        if not piece[:1].isupper() or piece in _ADDRESSED_I or lower in SMALLTALK or lower in _FUNCTION_WORDS:
+        if not piece[:1].isupper() or piece in _ADDRESSED_I or lower in SMALLTALK or lower in LATIN_FUNCTION_WORDS:
             continue
         if lower in FIRST_NAMES and found[k - 1] == ",":
             continue
@@ -406,7 +363,7 @@ def _does(found: list[str]) -> bool:
         t == "i"
         and k + 1 < len(found)
         and is_content_word(found[k + 1])
-        and not _activity(found[k + 1])
+        and not is_activity(found[k + 1])
         and any(is_content_word(w) and w not in FIRST_NAMES for w in found[k + 2 : k + 5])
         for k, t in enumerate(found)
     )
@@ -431,35 +388,6 @@ def _content_after(pattern: re.Pattern[str], sentence: str) -> bool:
     return any(any(w and is_content_word(w.lower()) for w in match.groups()) for match in pattern.finditer(sentence))
 
 
-def _describes_self(sentence: str) -> bool:
-    """What the speaker is rather than how they feel: "I'm left-handed", "I'm a night owl", "I am an
-    engineer", "I'm pretty introverted", "Soy zurdo": a content word among the _SELF_WORDS words
-    after "I'm", within its clause, fillers skipped ("a", "pretty") and adjectives passed over ("a
-    big coffee drinker"), letters typed thrice read once ("sooo"). A passing state ("I'm so tired",
-    "I'm a big fan"), a function word ("I'm off to bake"), a verb in -ing ("I'm running late": an
-    activity, not a trait; after an article it is an adjective, "a recovering perfectionist") or a
-    first name (the naming cue's) ends the look. Also French "je suis", German "ich bin" and Italian
-    "sono", with their passing states."""
-    for match in _SELF.finditer(sentence):
-        previous = ""
-        for k, piece in enumerate(pieces(sentence[match.end() :])):
-            word = _ELONGATED.sub(r"\1", piece.lower())
-            if not any(ch.isalnum() for ch in piece) or k == _SELF_WORDS:
-                break
-            if word in _SELF_FILLERS or (previous in ("a", "an") and _activity(word)):
-                previous = word
-                continue
-            if word in _PASSING_STATES or word in _FUNCTION_WORDS or _activity(word) or word in FIRST_NAMES:
-                break
-            if is_content_word(word):
-                return True
-    return bool(_CJK_SELF.search(sentence))
-
-
-def _activity(word: str) -> bool:
-    return word.endswith("ing") and word not in _THINGS_IN_ING
-
-
 def _has_cjk(word: str) -> bool:
     return any("\u3040" <= ch <= "\u30ff" or "\u3400" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" for ch in word)
 
@@ -482,7 +410,7 @@ def _lasting(sentence: str, found: list[str]) -> bool:
         or bool(_PREFERENCE.search(sentence) or _CALLED.search(sentence))
         or _likes(found)
         or _content_after(_CORRECTION, sentence)
-        or _describes_self(sentence)
+        or describes_self(sentence)
         or _habit(sentence)
         or _does(found)
     )

@@ -14,7 +14,15 @@ from functools import lru_cache
 
 from athena.text import STOP_WORDS
 
-__all__ = ["CJK_SMALLTALK_PHRASES", "FUNCTION_WORDS", "SMALLTALK", "STOPWORDS", "VERB_FORMS", "is_content_word"]
+__all__ = [
+    "CJK_SMALLTALK_PHRASES",
+    "FUNCTION_WORDS",
+    "LATIN_FUNCTION_WORDS",
+    "SMALLTALK",
+    "STOPWORDS",
+    "VERB_FORMS",
+    "is_content_word",
+]
 
 
 # Verbs, adverbs, adjectives and nouns too general to name a topic on their own.
@@ -118,6 +126,9 @@ def _forms(base: str) -> tuple[str, ...]:
 VERB_FORMS: frozenset[str] = frozenset(form for base in _VERBS.split() for form in _forms(base))
 STOPWORDS: frozenset[str] = FUNCTION_WORDS | frozenset(_GENERAL.split()) | VERB_FORMS
 SMALLTALK: frozenset[str] = frozenset(_SMALLTALK.split()) | frozenset(_SMALLTALK_OTHER.split())
+LATIN_FUNCTION_WORDS: frozenset[str] = frozenset().union(*(STOP_WORDS[lang] for lang in ("en", "es", "fr", "de")))
+"""The stop words of English, Spanish, French and German: capitalised, they are not names ("Unfortunately
+We can't"); after "I'm" they end what the speaker is ("I'm off to bake")."""
 
 
 _CONTRACTIONS = ("'d", "'ll", "'re", "'ve", "n't", "'m")
