@@ -61,7 +61,7 @@ athena.text, the one Unicode tokenizer, through the analysis's `content_words` a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from athena.text import pieces, tokens
 from athena_formation.forming.self_description import describes_self, is_activity
@@ -269,6 +269,8 @@ _QUESTION_START = re.compile(
 )
 _STATEMENT_END = re.compile(r"[.!。！]\W*$")
 _ADDRESSED_I = frozenset(("I", "I'm", "I've", "I'd", "I'll"))
+_NOT_NAMES = SMALLTALK | LATIN_FUNCTION_WORDS
+"""Capitalised, these are not names: "LOL", "Unfortunately We can't"."""
 
 
 def _is_question(sentence: str) -> bool:
@@ -291,47 +293,35 @@ def _first_person(sentence: str, found: list[str]) -> bool:
     return _singular_first_person(sentence, found) or any(t in _PLURAL for t in found)
 
 
+def _capitalised(found: list[str]) -> Iterator[tuple[int, str]]:
+    """(index, casefolded word) of the capitalised words after the first word of `found` that are not
+    "I", small talk ("LOL") nor a function word ("Unfortunately We can't"): the candidates for a name."""
+    words = [(k, p) for k, p in enumerate(found) if p[:1].isalpha()]
+    for k, piece in words[1:]:
+        lower = piece.lower()
+        if piece[:1].isupper() and piece not in _ADDRESSED_I and lower not in _NOT_NAMES:
+            yield k, lower
+
+
 def _named(sentence: str) -> bool:
     """A capitalised word after the sentence's first word that names something rather than someone
     addressed: a first name counts only after a naming cue, a name right after a greeting or thanks
     ("Hey Gina", "Thanks Maria") does not, nor does a capitalised word of small talk ("LOL")."""
     found = pieces(sentence)
-    seen_word = False
-    for k, piece in enumerate(found):
-        if not piece[:1].isalpha():
-            continue
-        first, seen_word = not seen_word, True
-        lower = piece.lower()
-        if (
-            first
-            or not piece[:1].isupper()
-            or piece in _ADDRESSED_I
-            or lower in SMALLTALK
-            or lower in LATIN_FUNCTION_WORDS
-        ):
-            continue
+    for k, lower in _capitalised(found):
         if _NAMING.search(" ".join(found[max(0, k - 3) : k]) + " "):
             return True
-        if lower.removesuffix("'s") in FIRST_NAMES or (k > 0 and found[k - 1].lower() in SMALLTALK):
-            continue
-        return True
+        if lower.removesuffix("'s") not in FIRST_NAMES and found[k - 1].lower() not in SMALLTALK:
+            return True
     return False
 
 
 def _names_something(sentence: str) -> bool:
-    """A capitalised word after the first one that is not "I", a function word, small talk, or a
-    first name after a comma, as the person addressed is named ("No, Maria, ..."): in a correction a
-    first name is the fact ("it's Anna with two n's")."""
+    """A capitalised word after the first one, a first name included unless it follows a comma, as the
+    person addressed does ("No, Maria, ..."): in a correction a first name is the fact ("it's Anna
+    with two n's")."""
     found = pieces(sentence)
-    words = [(k, p) for k, p in enumerate(found) if p[:1].isalpha()]
-    for k, piece in words[1:]:
-        lower = piece.lower()
-        if not piece[:1].isupper() or piece in _ADDRESSED_I or lower in SMALLTALK or lower in LATIN_FUNCTION_WORDS:
-            continue
-        if lower in FIRST_NAMES and found[k - 1] == ",":
-            continue
-        return True
-    return False
+    return any(lower not in FIRST_NAMES or found[k - 1] != "," for k, lower in _capitalised(found))
 
 
 def _corrects(sentence: str, found: list[str]) -> bool:

@@ -35,38 +35,20 @@ def newest_first(
 
     `doc_of` gives a hit's chain document (None for a hit that is not a chain); `vectors` the unit
     embeddings of the chains."""
-    facts = [
-        k
+    facts: dict[int, Mapping[str, Any]] = {
+        k: doc
         for k, hit in enumerate(hits)
         if (doc := doc_of(hit)) is not None and doc.get("lasting_fact") and doc["_id"] in vectors
-    ]
-    group = {k: k for k in facts}
-
-    def root(k: int) -> int:
-        while group[k] != k:
-            k = group[k]
-        return k
-
-    for i, a in enumerate(facts):
-        for b in facts[i + 1 :]:
-            if float(vectors[_id(hits[a], doc_of)] @ vectors[_id(hits[b], doc_of)]) >= SAME_SUBJECT_COSINE:
-                group[root(b)] = root(a)
+    }
+    # A fact joins every earlier group with a fact on its subject, which become one.
+    groups: list[list[int]] = []
+    for k, doc in facts.items():
+        vector = vectors[doc["_id"]]
+        near = [g for g in groups if any(float(vectors[facts[j]["_id"]] @ vector) >= SAME_SUBJECT_COSINE for j in g)]
+        groups = [g for g in groups if g not in near] + [sorted([*(j for g in near for j in g), k])]
     out = list(hits)
-    members: dict[int, list[int]] = {}
-    for k in facts:
-        members.setdefault(root(k), []).append(k)
-    for places in members.values():
-        newest = sorted(places, key=lambda k: -float(_doc(hits[k], doc_of).get("last_event_at", 0.0)))
+    for places in groups:
+        newest = sorted(places, key=lambda k: -float(facts[k].get("last_event_at", 0.0)))
         for place, k in zip(places, newest):
             out[place] = hits[k]
     return out
-
-
-def _doc(hit: Hit, doc_of: Callable[[Hit], Mapping[str, Any] | None]) -> Mapping[str, Any]:
-    doc = doc_of(hit)
-    assert doc is not None
-    return doc
-
-
-def _id(hit: Hit, doc_of: Callable[[Hit], Mapping[str, Any] | None]) -> str:
-    return str(_doc(hit, doc_of)["_id"])
