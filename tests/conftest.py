@@ -22,6 +22,9 @@ SHARED = ROOT.parent / "shared"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# pytest-xdist's workers inherit COLUMNS=80, which rich reads once when the CLI's consoles are made, so
+# CLI tables would wrap there and nowhere else; without it rich measures the width at each print.
+os.environ.pop("COLUMNS", None)
 
 
 @pytest.fixture(scope="session")

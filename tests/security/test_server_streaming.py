@@ -129,7 +129,9 @@ async def test_a_stream_with_a_valid_credential_delivers_every_item_and_the_empt
 
 
 @pytest.mark.parametrize(
-    ("what", "key"), [("no credential", None), ("an unknown key", new_api_key()), ("a key's hash", "0" * 64)]
+    ("what", "key"),
+    [("no credential", None), ("an unknown key", new_api_key()), ("a key's hash", "0" * 64)],
+    ids=["no credential", "an unknown key", "a key's hash"],
 )
 async def test_a_stream_without_a_valid_credential_is_unauthenticated_before_its_first_item(
     gateway: tuple[ServiceHost, ExportOnly], what: str, key: str | None
