@@ -182,10 +182,14 @@ SHORT_STATEMENTS = [
     ("From now on, keep your answers short.", "Will do.", "answers short"),
     ("I go to the gym every morning.", "Nice routine!", "gym"),
     ("Correction: it's Anna with two n's.", "Sorry about that, Anna.", "Anna"),
+    ("Always reply in German.", "Alles klar.", "reply in German"),
+    ("我不吃猪肉。", "好的，记住了。", "猪肉"),
 ]
 
 
-async def test_a_trait_a_habit_an_instruction_and_a_spelling_each_told_in_passing_are_kept(stack: LocalStack) -> None:
+async def test_a_trait_a_habit_instructions_a_spelling_and_a_diet_each_told_in_passing_are_kept(
+    stack: LocalStack,
+) -> None:
     """Short statements with one content word and a bare acknowledgement: no exchange for the gate's
     metrics to reward, each its own topic. Every one is in a chain once the user leaves."""
     scope = AsyncAthenaClient.scope(TENANT, "in-passing", "assistant")

@@ -346,9 +346,9 @@ def test_thorough_mode_admits_no_small_talk_from_the_labelled_set(labelled: list
 # --- statements told in passing ------------------------------------------------------------------------
 
 TOLD_IN_PASSING = LABELLED.with_name("told_in_passing.json")
-# Floors a little below the rates measured when traits, habits and memory requests were added
-# (docs/formation.md): 61 of 65, 38 of 40 and 24 of 30 facts, and no small-talk line.
-IN_PASSING_FLOORS = {"written": 0.9, "held_out": 0.9, "held_out_2": 0.76}
+# Floors a little below the rates measured after the third round of rules (docs/formation.md): 61 of
+# 65, 39 of 40, 24 of 30, 50 of 52 and 39 of 42 facts, and no small-talk line.
+IN_PASSING_FLOORS = {"written": 0.9, "held_out": 0.9, "held_out_2": 0.76, "held_out_3": 0.92, "held_out_4": 0.88}
 
 
 @pytest.mark.parametrize("part", sorted(IN_PASSING_FLOORS))
@@ -378,6 +378,13 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "From now on, answer in Spanish.",
         "Me llamo Lucía.",
         "我对花生过敏。",
+        "我不吃猪肉。",
+        "Always reply in German.",
+        "Please stop using emojis.",
+        "Use Celsius, not Fahrenheit.",
+        "I have ADHD.",
+        "Trabajo desde casa.",
+        "I run every Sunday.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -392,6 +399,8 @@ def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_fact
         "I had to shut down my bank account.",
         "I went to a support group yesterday and it was so powerful.",
         "I would like more information about driver licenses.",
+        "I ran my first half marathon today, finished in one hour fifty-eight!",
+        "I bought a new home.",
         "What am I allergic to?",
     ],
 )

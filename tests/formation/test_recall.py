@@ -285,6 +285,26 @@ async def test_a_lasting_fact_corrected_in_a_later_conversation_is_found_before_
     assert hits.hits[0].score < hits.hits[1].score  # the ranking alone put Berlin first
 
 
+async def test_a_question_naming_when_a_fact_was_told_finds_that_fact_before_its_later_correction(stub) -> None:
+    """ "Where did I live in March 2025?" asks what was told then: newest first does not apply."""
+    berlin = await _form_at(
+        stub,
+        [("user", "I live in Berlin, near Tempelhof."), ("agent", "Got it, Berlin.")],
+        datetime(2025, 3, 12, 18, 0, tzinfo=UTC),
+    )
+    munich = await _form_at(stub, [("user", "I moved, I now live in Munich."), ("agent", "Noted, Munich.")], None)
+
+    hits = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Where did I live in March 2025?", limit=5)
+        ),
+        timeout=30,
+    )
+
+    assert [h.chain.id for h in hits.hits][:2] == [berlin, munich]
+    assert hits.hits[0].chain.lasting_fact and hits.hits[1].chain.lasting_fact
+
+
 async def _form_at(stub, turns, start: datetime | None) -> str:
     response = await stub.FormChain(
         formation_pb2.FormChainRequest(segment=make_segment(turns, start=start)), timeout=60

@@ -38,8 +38,9 @@ A sentence *states a personal fact* when all three hold:
 
 Three kinds of sentence state a fact without a first person: a correction with a name, a number, a
 date or "X, not Y" ("Correction: it's Anna with two n's"), a memory request or standing instruction
-with a content word ("Keep in mind ...", "From now on, answer in Spanish"), and a negated diet or
-habit whose verb says its person ("No como carne").
+with a content word ("Keep in mind ...", "From now on, answer in Spanish", "Always reply in German",
+"Use Celsius, not Fahrenheit"), and a negated diet or habit whose verb says its person ("No como
+carne").
 
 A *lasting* fact (lasting_fact_sentences) is one whose specific tells what stays true of the speaker:
 a cue word, "call me", a liking or habit, what they are or do not do; or a correction, a memory
@@ -64,7 +65,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 
 from athena.text import pieces, tokens
-from athena_formation.forming.self_description import describes_self, is_activity
+from athena_formation.forming.self_description import describes_self, is_activity, is_passing_state
 from athena_formation.text.calendar_words import MONTHS
 from athena_formation.text.gazetteer import FIRST_NAMES
 from athena_formation.text.messages import content_words, split_sentences, strip_markup
@@ -108,6 +109,13 @@ pronoun, so their commonest first-person verbs are here too: "soy", "tengo", "so
 "jestem"). Also Dutch, Turkish (not "ben" nor "beni", English names too), Indonesian, Vietnamese, Hindi,
 Arabic, Hebrew, and Korean as athena.text tokenizes it: a pronoun with its particle is one bigram
 ("저는"), a lone "제" or "내" ("my") one token."""
+_PRO_DROP_OPENER = re.compile(
+    r"^\W*(?:trabajo|vivo|trabalho|moro|lavoro|abito)\s+(?:en|de|desde|como|con|para|em|no|na|in|a|da|per|come)\b",
+    re.IGNORECASE,
+)
+"""Where the speaker lives or works, its person said by the verb alone, at the start of a sentence and
+before a preposition, where "trabajo" and "lavoro" are verbs rather than the noun "work": "Trabajo
+desde casa", "Vivo en Madrid", "Lavoro da remoto"."""
 _PLURAL = frozenset(
     """
     we we're we've we'd we'll us our ours ourselves nosotros nosotras nuestro nuestra nuestros nuestras
@@ -143,6 +151,8 @@ _CUES = frozenset(
     dog dogs cat cats puppy kitten pet pets
     allergic allergy allergies intolerant intolerance vegetarian vegan pescatarian gluten lactose kosher halal
     diabetes diabetic celiac pregnant diet
+    adhd autism autistic asthma asthmatic epilepsy epileptic arthritis migraine migraines insomnia dyslexia
+    dyslexic deaf blind wheelchair seasick carsick bipolar insulin medication medications
     prefer prefers preferred preference favorite favourite favorites favourites dislike hate
     name named called birthday born anniversary live lived moved job career employer salary landlord rent
     mortgage
@@ -151,20 +161,26 @@ _CUES = frozenset(
     cumpleaños vivo trabajo
     femme mari fils fille enfants mère père frère sœur chien chat allergique allergie végétarien végétarienne
     végane préfère préféré préférée appelle nom anniversaire habite travaille
-    frau mann sohn tochter kinder mutter vater bruder schwester hund katze allergisch allergie vegetarier
+    frau mann sohn tochter kinder mutter vater bruder schwester hund hunde katze katzen allergisch allergie vegetarier
     vegetarierin vegetarisch bevorzuge lieblings heiße geburtstag wohne arbeite
-    filho filha filhos mãe pai irmão irmã cachorro alérgica prefiro chamo nome aniversário
+    filho filha filhos mãe pai irmão irmã cachorro alérgica prefiro chamo nome aniversário trabalho moro
     moglie marito figlio figlia figli fratello sorella cane gatto allergico preferisco chiamo compleanno
     abito lavoro
     жена муж сын сына дочь дочери дочка дети ребёнок ребенок мама мать папа отец брат сестра собака кошка
     аллергия аллергии аллергик вегетарианец вегетарианка веган предпочитаю люблю любимый любимая зовут
-    имя рождения живу работаю
+    имя рождения живу работаю диабет диабетик
+    शाकाहारी एलर्जी मधुमेह पत्नी पति बेटा बेटी
+    نباتي نباتية حساسية السكري زوجتي زوجي ابني ابنتي أعيش أعمل
     """.split()
 )
-"""Cue words of the kinds of personal fact, casefolded."""
+"""Cue words of the kinds of personal fact, casefolded; in English also common lasting conditions
+("adhd", "asthma", "seasick"), and a few Russian, Hindi and Arabic words of health and family."""
 _CJK_CUES = (
     "过敏",
     "素食",
+    "不吃",
+    "不喝",
+    "糖尿病",
     "名字",
     "叫",
     "生日",
@@ -178,13 +194,20 @@ _CJK_CUES = (
     "住在",
     "アレルギー",
     "ベジタリアン",
+    "食べません",
+    "飲みません",
     "名前",
     "誕生日",
     "好き",
     "息子",
     "娘",
     "住んで",
+    "飼って",
     "알레르기",
+    "채식",
+    "안 먹",
+    "못 먹",
+    "당뇨",
     "이름",
     "생일",
     "살고",
@@ -228,7 +251,9 @@ _CORRECTION = re.compile(
 "I said thanks", "afraid of that")."""
 _HABITUAL = re.compile(
     r"\b(?:i|we)\s+(?:usually|always|never|often|normally|typically|rarely|seldom)\b"
-    r"|\bevery\s+(?:day|morning|night|evening|week|weekend|month|year)\b"
+    r"|\bevery\s+(?:day|morning|night|evening|week|weekend|month|year"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+    r"|\bon\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b"
     r"|\b(?:once|twice)\s+a\s+(?:day|week|month|year)\b|\bon\s+weekends\b",
     re.IGNORECASE,
 )
@@ -245,6 +270,28 @@ _MEMORY_REQUEST = re.compile(
 now on, answer in Spanish". With a content word of its own, such a sentence is kept whoever it is
 about. Not advice ("don't forget to stretch") nor "in the future" ("I hope to go there in the
 future")."""
+_STANDING_INSTRUCTION = re.compile(
+    r"^\W*(?:please\s*,?\s+)?(?:(?P<adverb>always|never)|(?:stop|quit)\s+\w+ing)\s+(\w[\w'-]*)(?:\s+(\w[\w'-]*))?",
+    re.IGNORECASE,
+)
+"""An instruction that holds from now on by its first words: "Always reply in German", "Always include
+sources", "Please stop using emojis": a content word in the two words after them, the first after
+"always" or "never" not a function word nor a passing state (not "Always a pleasure", "Never mind", "always hungry after a run",
+"Stop, that's enough")."""
+_INSTRUCTED_CHOICE = re.compile(
+    r"^\W*(?:please\s*,?\s+)?(?:use|write|reply|answer|respond|spell|call|address|format|send|give|show|list)\b",
+    re.IGNORECASE,
+)
+"""An instruction on how to answer which, with a correction or choice after it, is a preference:
+"Use Celsius, not Fahrenheit", "Write dates as day/month rather than month/day"."""
+_IRREGULAR_PAST = frozenset(
+    """
+    ate began bought broke brought built caught chose drank drove fell felt flew forgot fought found gave
+    grew heard hid held kept knew left lost met paid ran rode sang sat saw sent sold spent spoke stole stood
+    swam taught thought threw told took understood went woke won wore wrote
+    """.split()
+)
+"""Irregular past tenses: after "I", an event rather than a habit ("I ran a marathon today")."""
 _MEMORY_REQUEST_WORDS = frozenset("remember forget note future reference record mind forward fyi bear".split())
 _CORRECTION_OPENER = re.compile(
     r"^\W*(?:correction\b|actually\b|no\s*,|nope\b|oops\b|wait\b|to clarify\b)", re.IGNORECASE
@@ -259,9 +306,12 @@ _NAMING = re.compile(
 )
 """Words just before a name that make it a fact about the speaker: "my name is", "call me", "I'm"."""
 _CALLED = re.compile(
-    r"\bcall\s+me\b|\bme\s+llamo\b|\bje\s+m'appelle\b|\bich\s+heiße\b|\bmi\s+chiamo\b|\bme\s+chamo\b", re.IGNORECASE
+    r"\bcall\s+me\b(?!\s+(?:later|back|again|soon|now|tomorrow|tonight|when|if|at|on|in|after|before|anytime)\b)"
+    r"|\bme\s+llamo\b|\bje\s+m'appelle\b|\bich\s+heiße\b|\bmi\s+chiamo\b|\bme\s+chamo\b",
+    re.IGNORECASE,
 )
-"""What the speaker is called ("Call me Sam", "Me llamo Lucía"); "my name is" has its cue word."""
+"""What the speaker is called ("Call me Sam", "Me llamo Lucía"; not "Call me later"); "my name is" has
+its cue word."""
 _QUESTION_END = re.compile(r"[?？]\W*$")
 _QUESTION_START = re.compile(
     r"^(?:can|could|would|will|should|shall|do|does|did|is|are|am|was|were|have|has|how|what|when|where|why|who|which)\b",
@@ -286,7 +336,12 @@ def _elided_je(sentence: str) -> bool:
 
 
 def _singular_first_person(sentence: str, found: list[str]) -> bool:
-    return any(t in _SINGULAR for t in found) or _elided_je(sentence) or any(ch in sentence for ch in _CJK_FIRST_PERSON)
+    return (
+        any(t in _SINGULAR for t in found)
+        or _elided_je(sentence)
+        or any(ch in sentence for ch in _CJK_FIRST_PERSON)
+        or bool(_PRO_DROP_OPENER.match(sentence))
+    )
 
 
 def _first_person(sentence: str, found: list[str]) -> bool:
@@ -335,28 +390,54 @@ def _corrects(sentence: str, found: list[str]) -> bool:
 
 
 def _asks_to_be_remembered(sentence: str) -> bool:
-    """A memory request or a standing instruction (_MEMORY_REQUEST) with a content word of its own."""
-    return bool(_MEMORY_REQUEST.search(sentence)) and any(
-        w not in _MEMORY_REQUEST_WORDS for w in content_words(sentence)
+    """A memory request or a standing instruction (_MEMORY_REQUEST) with a content word of its own; an
+    instruction that holds by its first words (_STANDING_INSTRUCTION), or one on how to answer with a
+    choice in it (_INSTRUCTED_CHOICE)."""
+    return (
+        (
+            bool(_MEMORY_REQUEST.search(sentence))
+            and any(w not in _MEMORY_REQUEST_WORDS for w in content_words(sentence))
+        )
+        or _instructs(sentence)
+        or (bool(_INSTRUCTED_CHOICE.search(sentence)) and _content_after(_CORRECTION, sentence))
     )
+
+
+def _instructs(sentence: str) -> bool:
+    """A standing instruction by its first words (_STANDING_INSTRUCTION)."""
+    match = _STANDING_INSTRUCTION.search(sentence)
+    if match is None:
+        return False
+    first, second = match.group(2), match.group(3)
+    if match.group("adverb") and (first.lower() in LATIN_FUNCTION_WORDS or is_passing_state(first.lower())):
+        return False
+    return any(w and is_content_word(w.lower()) for w in (first, second))
 
 
 def _habit(sentence: str) -> bool:
     return bool(_HABITUAL.search(sentence)) and any(w not in FIRST_NAMES for w in content_words(sentence))
 
 
-def _does(found: list[str]) -> bool:
-    """ "I" and a content verb with a content word within the next three words ("I commute by bike", "I
-    teach high school chemistry"); the commonest verbs ("get", "run", "have") and those of small talk
-    ("appreciate", "hope", "miss") are not content words."""
+def _does(found: list[str], *, or_did: bool = False) -> bool:
+    """ "I" and a content verb in the present with a content word within the next three words ("I
+    commute by bike", "I teach high school chemistry"): what the speaker does. With `or_did`, also
+    what they did ("I bought a new home"): a fact, but an event, not a lasting one. The commonest verbs
+    ("get", "run", "have") and those of small talk ("appreciate", "hope", "miss") are not content
+    words."""
     return any(
         t == "i"
         and k + 1 < len(found)
         and is_content_word(found[k + 1])
         and not is_activity(found[k + 1])
+        and (or_did or not _past(found[k + 1]))
         and any(is_content_word(w) and w not in FIRST_NAMES for w in found[k + 2 : k + 5])
         for k, t in enumerate(found)
     )
+
+
+def _past(verb: str) -> bool:
+    """A verb in the past tense: regular in -ed ("finished"), or irregular ("ran", "bought")."""
+    return (verb.endswith("ed") and not verb.endswith("eed")) or verb in _IRREGULAR_PAST
 
 
 def _likes(found: list[str]) -> bool:
@@ -413,6 +494,7 @@ def _specific(sentence: str, found: list[str]) -> bool:
         or any(t in _DATE_WORDS for t in found)
         or bool(_RELATIVE_DATE.search(sentence))
         or _lasting(sentence, found)
+        or _does(found, or_did=True)
         or _named(sentence)
         or _enough_content(sentence, found)
     )

@@ -13,7 +13,7 @@ from athena.text import pieces
 from athena_formation.text.gazetteer import FIRST_NAMES
 from athena_formation.text.stopwords import LATIN_FUNCTION_WORDS, is_content_word
 
-__all__ = ["describes_self", "is_activity"]
+__all__ = ["describes_self", "is_activity", "is_passing_state"]
 
 _SELF = re.compile(r"\b(?:i'?m|i’m|i am|soy|sou|je suis|ich bin|sono)\s+", re.IGNORECASE)
 """"I'm" or "I am", the Spanish and Portuguese "soy"/"sou" (the copula of what one is, not of how one
@@ -83,7 +83,7 @@ def describes_self(sentence: str) -> bool:
             if word in _SELF_FILLERS or (previous in ("a", "an") and is_activity(word)):
                 previous = word
                 continue
-            if word in _PASSING_STATES or word in LATIN_FUNCTION_WORDS or is_activity(word) or word in FIRST_NAMES:
+            if is_passing_state(word) or word in LATIN_FUNCTION_WORDS or is_activity(word) or word in FIRST_NAMES:
                 break
             if is_content_word(word):
                 return True
@@ -93,3 +93,8 @@ def describes_self(sentence: str) -> bool:
 def is_activity(word: str) -> bool:
     """A verb in -ing ("running"), not a word that merely ends so ("morning")."""
     return word.endswith("ing") and word not in _THINGS_IN_ING
+
+
+def is_passing_state(word: str) -> bool:
+    """How one feels or where one is right now ("tired", "home"), casefolded: not what one is."""
+    return word in _PASSING_STATES

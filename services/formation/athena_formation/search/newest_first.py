@@ -6,7 +6,8 @@ words and its embedding), and an agent reading the first hit repeats what is no 
 the hits of one search, chains that both state a lasting fact of the user (`lasting_fact`) and whose
 embeddings are closer than SAME_SUBJECT_COSINE are one subject: they keep the places they won in the
 ranking, and the newest (by its last event) takes the first of them. Which hits are returned does
-not change, only their order.
+not change, only their order. A query that names a time ("What did I say in March?") is left in the
+ranking's order: it asks what was told then, not what holds now (search_memory.py).
 """
 
 from __future__ import annotations

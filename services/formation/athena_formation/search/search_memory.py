@@ -183,7 +183,9 @@ class Recall:
         clock.mark("documents")
         open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec, turn_told)
         found: list[tuple[RankedChain, dict[str, Any] | OpenTurn]] = [*out, *open_hits]
-        best = await self._newest_first(scope, sorted(found, key=lambda pair: -pair[0].score)[:limit])
+        best = sorted(found, key=lambda pair: -pair[0].score)[:limit]
+        if not periods:  # a question about a time asks what was told then, not what holds now
+            best = await self._newest_first(scope, best)
         SEARCH_HITS.observe(len(best))
         warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(UTC)))
         response = memory_pb2.SearchMemoryResponse()
