@@ -385,6 +385,8 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "I have ADHD.",
         "Trabajo desde casa.",
         "I run every Sunday.",
+        "I now work at Stripe.",
+        "I left Google, I'm at Stripe now.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -401,6 +403,7 @@ def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_fact
         "I would like more information about driver licenses.",
         "I ran my first half marathon today, finished in one hour fifty-eight!",
         "I bought a new home.",
+        "I left Anna a message about the meeting on Friday.",
         "What am I allergic to?",
     ],
 )

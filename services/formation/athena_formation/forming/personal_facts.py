@@ -226,11 +226,15 @@ _CJK_CUES = (
 _PREFERENCE = re.compile(
     r"\b(?:don't|do not|doesn't|never|can't|cannot|can not|won't)\s+(?:like|eat|drink|want|drive|smoke|fly|use)\b"
     r"|\bi'?d\s+rather\b|\bcan't stand\b|\bnot\s+a\s+(?:big\s+|huge\s+)?fan\s+of\b"
-    r"|\bi\s+work\s+(?:at|as|for|in|from|nights?|weekends|remotely|part-time|full-time|shifts?)\b",
+    r"|\bi\s+(?:now\s+|currently\s+|still\s+|also\s+)?work\s+"
+    r"(?:at|as|for|in|from|nights?|weekends|remotely|part-time|full-time|shifts?)\b",
     re.IGNORECASE,
 )
 """A dislike, a thing the speaker does not do, or where they work: "I can't eat peanuts", "I don't
-drive", "I'm not a fan of long emails", "I work nights"."""
+drive", "I'm not a fan of long emails", "I work nights", "I now work at Stripe"."""
+_EMPLOYER_CHANGE = re.compile(r"\b[Ii]\s+(?:just\s+)?(?:left|quit|joined)\s+([A-Z][\w&.-]*)")
+"""Leaving or joining a named employer or group: "I left Google", "I joined Stripe" (a capitalised name
+that is not a first name: not "I left Anna a message")."""
 _FOREIGN_HABIT = re.compile(
     r"\bno\s+(?:como|bebo|fumo|manejo|conduzco)\b|\bne\s+(?:mange|bois|fume|conduis)\s+pas\b"
     r"|\bnão\s+(?:como|bebo|fumo)\b|\bnon\s+(?:mangio|bevo|fumo)\b",
@@ -414,6 +418,11 @@ def _instructs(sentence: str) -> bool:
     return any(w and is_content_word(w.lower()) for w in (first, second))
 
 
+def _changes_employer(sentence: str) -> bool:
+    """_EMPLOYER_CHANGE, its name not a first name."""
+    return any(m.group(1).lower() not in FIRST_NAMES for m in _EMPLOYER_CHANGE.finditer(sentence))
+
+
 def _habit(sentence: str) -> bool:
     return bool(_HABITUAL.search(sentence)) and any(w not in FIRST_NAMES for w in content_words(sentence))
 
@@ -479,6 +488,7 @@ def _lasting(sentence: str, found: list[str]) -> bool:
         any(t in _CUES for t in found)
         or any(cue in sentence for cue in _CJK_CUES)
         or bool(_PREFERENCE.search(sentence) or _CALLED.search(sentence))
+        or _changes_employer(sentence)
         or _likes(found)
         or _content_after(_CORRECTION, sentence)
         or describes_self(sentence)
