@@ -63,15 +63,19 @@ class Ranking:
     """Exponent of the event count the relevance is divided by; 0 ignores the chain's size."""
     size_prior_min_events: int = 5
     """Chains shorter than this are counted as this long by the size prior (1: every size is lifted)."""
+    expansion_weight: float = 0.5
+    """Weight of a question's kind-of-fact words (fact_kinds.py) against a query word's; 0: none."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Ranking:
-        """The ranking SEARCH_LEXICAL_WEIGHT, SEARCH_SIZE_PRIOR and SEARCH_SIZE_PRIOR_MIN_EVENTS configure."""
+        """The ranking SEARCH_LEXICAL_WEIGHT, SEARCH_DATE_WEIGHT, SEARCH_SIZE_PRIOR,
+        SEARCH_SIZE_PRIOR_MIN_EVENTS and SEARCH_EXPANSION_WEIGHT configure."""
         return cls(
             lexical_weight=settings.search_lexical_weight,
             date_weight=settings.search_date_weight,
             size_prior=settings.search_size_prior,
             size_prior_min_events=settings.search_size_prior_min_events,
+            expansion_weight=settings.search_expansion_weight,
         )
 
     def candidates(self, limit: int) -> int:

@@ -20,6 +20,7 @@ from athena_formation.curation.owned import owned_chain
 from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_strength
 from athena_formation.page_tokens import decode_offset, encode_offset
 from athena_formation.search.chain_message import chain_to_proto
+from athena_formation.search.fact_kinds import expansion_terms
 from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
 from athena_formation.search.newest_first import newest_first
@@ -125,7 +126,16 @@ class Recall:
                     tenant_id=scope.tenant_id, user_id=scope.user_id, filters=dict(request.metadata_filters)
                 )
             lexicon = await lexicon_task
-            lexical = lexicon.query(query, agent_id=scope.agent_id or None) if lexicon is not None else None
+            lexical = (
+                lexicon.query(
+                    query,
+                    agent_id=scope.agent_id or None,
+                    expansion=expansion_terms(request.query, query),
+                    expansion_weight=self.ranking.expansion_weight,
+                )
+                if lexicon is not None
+                else None
+            )
             clock.mark("words")
             guess = self._likely_hits(lexical, lexicon, periods, limit=limit) if allowed is None else []
             if guess:  # their documents are read while the query is embedded and the vectors scanned

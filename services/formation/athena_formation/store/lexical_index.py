@@ -18,6 +18,9 @@ to [0, 1] by the most a chain could score, so it can be weighed against a cosine
     lexical = sum_{t in q} idf(t) x tf(t) (k1 + 1) / (tf(t) + k1 (1 - b + b len / avglen))
               / sum_{t in q} idf(t) (k1 + 1),      idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
 
+A question's expansion terms (search/fact_kinds.py) add their own terms of the numerator times
+SEARCH_EXPANSION_WEIGHT, not to the denominator; the score is then capped at 1.
+
 Memory: about 8 bytes per (chain, distinct term) pair; bounded by `max_chains` rows in all, past
 which the least recently searched users are dropped and read again on their next search.
 """
@@ -275,9 +278,18 @@ class UserLexicon:
                 postings[term] = (array("i", (r for r, _ in kept)), array("f", (c for _, c in kept)))
         self._postings = postings
 
-    def query(self, terms: Sequence[str], *, agent_id: str | None = None) -> LexicalScores:
+    def query(
+        self,
+        terms: Sequence[str],
+        *,
+        agent_id: str | None = None,
+        expansion: Sequence[str] = (),
+        expansion_weight: float = 0.0,
+    ) -> LexicalScores:
         """BM25 of every row for the query terms, scaled to [0, 1] (module docstring); dead rows
-        and, with `agent_id`, other agents' chains score 0."""
+        and, with `agent_id`, other agents' chains score 0. `expansion` terms (fact_kinds.py) count
+        `expansion_weight` of a query term and do not raise the ceiling: a chain holding only them
+        scores at most that fraction of one holding the query's words; the sum is capped at 1."""
         n = len(self.ids)
         scores: np.ndarray = np.zeros(n, dtype=np.float64)
         if not terms or not self._live:
@@ -289,26 +301,32 @@ class UserLexicon:
         matched: dict[str, np.ndarray] = {}
         frequency: dict[str, int] = {}
         weights: list[np.ndarray] = []
-        for term in dict.fromkeys(terms):
+        asked = dict.fromkeys(terms)
+        extra = [t for t in dict.fromkeys(expansion) if t not in asked] if expansion_weight > 0 else []
+        for term in [*asked, *extra]:
             posting = self._postings.get(term)
             rows = np.frombuffer(posting[0], dtype=np.int32) if posting else np.zeros(0, dtype=np.int32)
             live = alive[rows]
             df = frequency[term] = int(live.sum())
             idf = math.log(1.0 + (self._live - df + 0.5) / (df + 0.5))
-            ceiling += idf * (K1 + 1.0)
+            weight = 1.0 if term in asked else expansion_weight
+            if term in asked:
+                ceiling += idf * (K1 + 1.0)
             if not df:
                 continue
             rows = rows[live]
             matched[term] = rows  # rows are appended in order and compaction keeps it: ascending
             tf = np.frombuffer(posting[1], dtype=np.float32)[live].astype(np.float64)  # type: ignore[index]
             norm = K1 * (1.0 - B + B * lengths[rows] / avg_length)
-            weights.append(idf * tf * (K1 + 1.0) / (tf + norm))
+            weights.append(weight * idf * tf * (K1 + 1.0) / (tf + norm))
         if matched:
             # One bincount over every term's postings, not one full-length array per term added up:
             # bincount sums each row's weights in input order (term by term), so the floats are the same.
             scores = np.bincount(np.concatenate(list(matched.values())), weights=np.concatenate(weights), minlength=n)
         if ceiling > 0:
             scores /= ceiling
+            if extra:
+                np.minimum(scores, 1.0, out=scores)
         if agent_id and not self._agents.every(agent_id):  # a user of one agent has no rows to zero
             scores[~self._agents.mask(agent_id)] = 0.0
         return LexicalScores(self, scores, matched, Corpus(self._live, self._total_length, frequency))

@@ -1,0 +1,98 @@
+"""A user's question about themselves naming a kind of personal fact also searches the words such
+facts are told with (search/fact_kinds.py), at a fraction of a query word's weight
+(LexicalIndex.query)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from support.formation_data import SCOPE, make_segment
+
+from athena.internal.v1 import formation_pb2
+from athena_client.memory.v1 import memory_pb2
+from athena_formation.search.fact_kinds import expansion_terms
+from athena_formation.search.lexicon import chain_lexicon, query_terms, terms
+from athena_formation.search.ranking import Ranking
+from athena_formation.server import Formation
+from athena_formation.store.lexical_index import LexiconRow, UserLexicon
+
+
+def _expansion(query: str) -> list[str]:
+    return expansion_terms(query, query_terms(query))
+
+
+def test_a_users_question_naming_a_kind_of_fact_adds_the_words_such_facts_are_told_with() -> None:
+    assert {*terms("wife husband daughter")} <= set(_expansion("Who is my spouse?"))
+    assert {*terms("insulin asthma allergic")} <= set(_expansion("Do I have any medical conditions?"))
+    assert {*terms("dog cat")} <= set(_expansion("What pets do I have?"))
+
+
+def test_a_question_about_someone_else_or_naming_no_kind_adds_nothing_nor_repeats_its_own_words() -> None:
+    assert _expansion("What pets does Melanie have?") == []
+    assert _expansion("Which Kyoto temples do I need to book?") == []
+    family = "How are my kids and my wife?"
+    assert _expansion(family) and not set(_expansion(family)) & set(query_terms(family))
+
+
+def _index() -> UserLexicon:
+    index = UserLexicon()
+    for chain_id, text in [
+        ("wife", "My wife is called Priya."),
+        ("spouse", "What benefits does a spouse get after retirement?"),
+        ("kyoto", "Which temples in Kyoto need a reservation?"),
+    ]:
+        index.put(LexiconRow(chain_id=chain_id, agent_id="helper", lexicon=chain_lexicon([text]), event_count=2))
+    return index
+
+
+def test_an_expansion_word_counts_its_weight_and_leaves_the_query_words_scores_as_they_were() -> None:
+    index = _index()
+    query = query_terms("Who is my spouse?")
+    plain = index.query(query)
+    expanded = index.query(query, expansion=_expansion("Who is my spouse?"), expansion_weight=0.5)
+    off = index.query(query, expansion=_expansion("Who is my spouse?"), expansion_weight=0.0)
+
+    assert plain.of("wife") == 0.0 and 0.0 < expanded.of("wife") <= 0.5
+    assert expanded.of("spouse") == plain.of("spouse") > expanded.of("wife")
+    assert expanded.of("kyoto") == 0.0
+    assert off.scores.tolist() == plain.scores.tolist()
+
+
+# --- through formation (MongoDB-wire server, Milvus Lite) --------------------------------------------
+
+
+async def _form(stub: Any, turns: list[tuple[str, str]]) -> str:
+    response = await stub.FormChain(formation_pb2.FormChainRequest(segment=make_segment(turns)), timeout=60)
+    assert response.outcome == formation_pb2.FORM_OUTCOME_CREATED, response.reason
+    return response.chain_id
+
+
+SON_HAS_ASTHMA = [("user", "My son has asthma."), ("agent", "Thanks for telling me.")]
+FAMILY_TRIP = [
+    ("user", "We're planning a family trip to Lisbon in May, any tips?"),
+    ("agent", "Lisbon is great for a family trip: the tram 28, the Oceanarium and day trips to Sintra."),
+    ("user", "Is the Oceanarium worth it for the whole family?"),
+    ("agent", "Yes, it is one of the best in Europe; book tickets online to skip the queue."),
+]
+
+
+async def test_a_users_question_about_a_kind_of_fact_finds_a_fact_told_in_other_words(
+    formation: Formation, stub: Any
+) -> None:
+    """ "Does anyone in my family have a medical condition?" shares only "family" with a chat about
+    family benefits and no word with "My son has asthma": the kind's words find the fact first."""
+    asthma = await _form(stub, SON_HAS_ASTHMA)
+    trip = await _form(stub, FAMILY_TRIP)
+    request = formation_pb2.SearchRequest(
+        request=memory_pb2.SearchMemoryRequest(
+            scope=SCOPE, query="Does anyone in my family have a medical condition?", limit=2
+        )
+    )
+
+    expanded = await stub.SearchMemory(request, timeout=30)
+    formation.recall.ranking = Ranking(expansion_weight=0.0)
+    plain = await stub.SearchMemory(request, timeout=30)
+
+    assert [h.chain.id for h in plain.hits] == [trip, asthma]
+    assert [h.chain.id for h in expanded.hits] == [asthma, trip]
+    assert expanded.hits[0].lexical_score > 0 == plain.hits[1].lexical_score
