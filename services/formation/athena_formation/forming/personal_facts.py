@@ -280,8 +280,8 @@ _STANDING_INSTRUCTION = re.compile(
 )
 """An instruction that holds from now on by its first words: "Always reply in German", "Always include
 sources", "Please stop using emojis": a content word in the two words after them, the first after
-"always" or "never" not a function word nor a passing state (not "Always a pleasure", "Never mind", "always hungry after a run",
-"Stop, that's enough")."""
+"always" or "never" not a function word nor a passing state (not "Always a pleasure", "Never mind",
+"always hungry after a run", "Stop, that's enough")."""
 _INSTRUCTED_CHOICE = re.compile(
     r"^\W*(?:please\s*,?\s+)?(?:use|write|reply|answer|respond|spell|call|address|format|send|give|show|list)\b",
     re.IGNORECASE,
