@@ -1,4 +1,4 @@
-"""`athena eval ...`: measure components on public labelled data (`segmentation` here, `locomo` and `locomo-overlap` in locomo_cmd)."""
+"""`athena eval ...`: measure components on public labelled data (`segmentation` here, `locomo` and `locomo-overlap` in locomo_cmd, `told-facts` in told_facts_cmd)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from athena_lab.commands.locomo_cmd import locomo, locomo_overlap
+from athena_lab.commands.told_facts_cmd import told_facts
 
 __all__ = ["app"]
 
@@ -191,3 +192,4 @@ def segmentation(
 
 app.command("locomo")(locomo)
 app.command("locomo-overlap")(locomo_overlap)
+app.command("told-facts")(told_facts)

@@ -5,17 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
-import sys
-import tempfile
 from pathlib import Path
 from typing import cast
 from unittest import mock
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
+
+from athena_lab.commands._eval_run import eval_stack, measures_table, print_json, progress_bars
 
 __all__ = ["locomo", "locomo_overlap", "parse_env"]
 
@@ -55,7 +53,6 @@ def locomo(
     """Replay each conversation through a fresh local stack and measure what SearchMemory retrieves."""
     from athena.config import load_settings
     from athena.embeddings import make_embedder, make_query_embedder
-    from athena_cli.stack import LocalStack, StackPorts
     from athena_formation.search.ranking import Ranking
     from athena_lab.locomo import run_locomo
 
@@ -67,54 +64,34 @@ def locomo(
     if not files:
         raise typer.BadParameter(f"no *.json conversation files in {data}", param_hint="--data")
     err = Console(stderr=True)
-    data_dir = Path(tempfile.mkdtemp(prefix="athena-locomo-"))
-    stack = LocalStack(
-        data_dir=data_dir, ports=StackPorts.free(), env={"QUEUE_BACKOFF_BASE_SECONDS": "0.5", **overrides}
-    )
-    try:
-        with err.status("starting the local stack..."):
-            stack.start()
-        with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err, transient=True
-        ) as progress:
-            bars: dict[str, TaskID] = {}
-            dumped: list[dict[str, object]] = []
-
-            def update(label: str, done: int, total: int) -> None:
-                if label not in bars:
-                    bars[label] = progress.add_task(label, total=total)
-                progress.update(bars[label], completed=done)
-
-            report = asyncio.run(
-                run_locomo(
-                    stack.client,
-                    stack.redis_url,
-                    files,
-                    k=k,
-                    # The chunks embedded as the stack's formation embeds chains (EMBEDDING_INT8).
-                    embedder=(embedder := make_embedder(settings, small_batch_threads=None)),
-                    query_embedder=make_query_embedder(settings, embedder=embedder),
-                    timeout=timeout,
-                    progress=update,
-                    dump=dumped,
-                    ranking=ranking,
-                    agent_per_session=agent_per_session,
-                )
+    dumped: list[dict[str, object]] = []
+    with (
+        eval_stack(prefix="athena-locomo-", env=overrides, err=err, keep_data=keep_data) as stack,
+        progress_bars(err) as update,
+    ):
+        report = asyncio.run(
+            run_locomo(
+                stack.client,
+                stack.redis_url,
+                files,
+                k=k,
+                # The chunks embedded as the stack's formation embeds chains (EMBEDDING_INT8).
+                embedder=(embedder := make_embedder(settings, small_batch_threads=None)),
+                query_embedder=make_query_embedder(settings, embedder=embedder),
+                timeout=timeout,
+                progress=update,
+                dump=dumped,
+                ranking=ranking,
+                agent_per_session=agent_per_session,
             )
-        if chains_out is not None:
-            chains_out.write_text(json.dumps(dumped, indent=1))
-    finally:
-        stack.stop()
-        if not keep_data:
-            shutil.rmtree(data_dir, ignore_errors=True)
+        )
+    if chains_out is not None:
+        chains_out.write_text(json.dumps(dumped, indent=1))
     result = report.as_json()
     if as_json:
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(result)
         return
-    table = Table(title=f"LoCoMo evidence recall@{k}")
-    table.add_column("measure")
-    table.add_column("value")
+    table = measures_table(f"LoCoMo evidence recall@{k}")
     for key, value in result.items():
         if key not in ("per_conversation", "by_evidence_sessions"):
             table.add_row(key, str(value))
@@ -197,8 +174,7 @@ def locomo_overlap(
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--chains") from exc
     if as_json:
-        json.dump(report, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(report)
         return
     table = Table(title=f"LoCoMo recall@{k}, chains overlapping at {at} cuts, beside chunks of their mean size")
     for column in ("overlap", "recall / turns per hit", "hybrid chunks", "chains minus chunks", "per conversation"):

@@ -1,0 +1,117 @@
+"""`athena eval told-facts`: facts a user tells in passing among other topics, asked back in other words.
+
+Each user of the run tells the facts of `told_facts.json` one by one, each after two help-desk
+dialogues of a SuperDialseg file (eight turns each, the noise a real memory holds) and each
+acknowledged with "Noted."; the user then leaves (FlushWindow) and, once every check is processed,
+asks each fact's question ("Who is my spouse?" for "My wife is called Priya."). A fact is found at k
+when a top-k hit holds its event. Users take different dialogues, so their figures differ.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from athena import keys
+from athena_cli.demo import wait_until_processed
+from athena_client import AsyncAthenaClient, EventInput
+
+__all__ = ["PAIRS", "ToldFactsReport", "load_noise", "load_pairs", "noise_needed", "run_told_facts"]
+
+PAIRS = Path(__file__).with_name("told_facts.json")
+TENANT = "told-facts"
+AGENT = "assistant"
+NOISE_TURNS = 8
+"""Turns taken from each noise dialogue."""
+NOISE_PER_FACT = 2
+"""Noise dialogues told before each fact."""
+
+
+@dataclass
+class ToldFactsReport:
+    k: int
+    part: str
+    ranks: list[list[int | None]] = field(default_factory=list)
+    """Per user, per fact: the rank of the first hit holding the fact (1 is first), None past k."""
+
+    def as_dict(self) -> dict[str, Any]:
+        flat = [r for user in self.ranks for r in user]
+        asked = max(1, len(flat))
+        return {
+            "k": self.k,
+            "part": self.part,
+            "users": len(self.ranks),
+            "questions": len(flat),
+            "found_at_k": round(sum(r is not None for r in flat) / asked, 4),
+            "found_first": round(sum(r == 1 for r in flat) / asked, 4),
+            "ranks": self.ranks,
+        }
+
+
+def load_pairs(part: str, path: Path = PAIRS) -> list[tuple[str, str]]:
+    """(fact, question) pairs of one part of the file ("seen", "held_out"), or of both ("all")."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    parts = ["seen", "held_out"] if part == "all" else [part]
+    return [(fact, question) for name in parts for fact, question in doc[name]]
+
+
+def load_noise(path: Path) -> list[list[tuple[str, str]]]:
+    """The dialogues of a SuperDialseg (Def-DTS) jsonl file as (role, text) turns, boundaries dropped."""
+    dialogues = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        turns = [t for t in json.loads(line)["dialogue"].split("[NEWLINE]") if t and t != "[BOUNDARY]"]
+        dialogues.append([(role, text) for role, _, text in (t.partition(": ") for t in turns) if text])
+    return dialogues
+
+
+def noise_needed(pairs: int, users: int) -> int:
+    """How many noise dialogues `users` users telling `pairs` facts take (each user its own)."""
+    return users * (NOISE_PER_FACT * pairs + 1)
+
+
+async def run_told_facts(
+    connect: Callable[..., AsyncAthenaClient],
+    redis_url: str,
+    pairs: Sequence[tuple[str, str]],
+    noise: Sequence[Sequence[tuple[str, str]]],
+    *,
+    part: str,
+    users: int,
+    k: int,
+    timeout: float,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> ToldFactsReport:
+    """Tell, leave, wait, ask (module docstring). `connect(tenant_id=...)` as LocalStack.client."""
+    report = ToldFactsReport(k=k, part=part)
+    stride = noise_needed(len(pairs), 1)
+    if len(noise) < noise_needed(len(pairs), users):
+        raise ValueError(
+            f"{users} users need {noise_needed(len(pairs), users)} noise dialogues, the file has {len(noise)}"
+        )
+    async with connect(tenant_id=TENANT) as client:
+        for u in range(users):
+            user = f"user-{u}"
+            scope = client.scope(TENANT, user, AGENT)
+            fact_events: list[str] = []
+            task_ids: list[str] = []
+            for i, (fact, _) in enumerate(pairs):
+                first = u * stride + i * NOISE_PER_FACT
+                turns = [t for d in noise[first : first + NOISE_PER_FACT] for t in d[:NOISE_TURNS]]
+                turns += [("user", fact), ("agent", "Noted.")]
+                stored = await client.store_events(scope, [EventInput(role, text) for role, text in turns])
+                fact_events.append(stored.results[-2].event_id)
+                task_ids += [r.task_id for r in stored.results if r.task_id]
+                if progress:
+                    progress(f"user {u + 1} of {users} tells", i + 1, len(pairs))
+            flush = await client.flush_window(scope)
+            task_ids += [flush.task_id] if flush.task_id else []
+            await wait_until_processed(redis_url, keys.scope_id(TENANT, user, AGENT), task_ids, timeout=timeout)
+            ranks: list[int | None] = []
+            for (_, question), event_id in zip(pairs, fact_events):
+                hits = await client.search_memory(scope, question, limit=k)
+                ranks.append(next((n + 1 for n, h in enumerate(hits) if event_id in h.event_ids), None))
+            report.ranks.append(ranks)
+    return report
