@@ -26,6 +26,7 @@ from athena.tombstones import erased_at_now, write_redis_tombstone
 from athena_client import AsyncAthenaClient, EventInput
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.search.open_events import OpenTurn, newest_turns
+from athena_formation.search.ranking import Ranking
 from athena_ingest.open_events import newest_events
 
 WINDOW = memory_pb2.HIT_SOURCE_WINDOW
@@ -114,6 +115,22 @@ async def test_a_turn_just_told_is_found_at_once_by_a_question_that_shares_none_
     first = hits[0]  # found by its embedding alone: the newest turns are embedded whatever their words
     assert first.source == WINDOW and list(first.event_ids) == dog
     assert list(first.matched_terms) == [] and first.lexical_score == 0 and first.similarity > 0.3
+
+
+async def test_a_users_question_about_a_kind_of_fact_finds_a_turn_just_told_in_other_words(stack: Stack) -> None:
+    """The kind's words (fact_kinds.py) score the open turns as they score chains."""
+    async with stack.client() as client:
+        asthma = await _store(client, TRAVEL, [("user", "My son has asthma."), ("agent", "Thanks for telling me.")])
+        await _store(client, TRAVEL, KYOTO)
+        question = "Does anyone in my family have a medical condition?"
+        expanded = await client.search_memory(TRAVEL, question)
+        stack.formation.recall.ranking = Ranking(expansion_weight=0.0)
+        plain = await client.search_memory(TRAVEL, question)
+
+    [told] = [h for h in expanded if list(h.event_ids) == asthma]
+    [told_plain] = [h for h in plain if list(h.event_ids) == asthma]
+    assert told.source == WINDOW and expanded[0] == told
+    assert told_plain.lexical_score == 0 < told.lexical_score and told.score > told_plain.score
 
 
 def test_the_newest_turns_are_taken_by_their_last_events_time_newest_first_besides_those_already_taken() -> None:

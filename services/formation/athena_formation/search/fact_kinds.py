@@ -8,7 +8,7 @@ question in the first person naming a kind of personal fact (family, pets, healt
 work) adds the words such facts are told with to its lexical side, at SEARCH_EXPANSION_WEIGHT of a
 query word's weight (LexicalIndex.query). Questions about someone else ("What pets does Melanie
 have?") are left alone: on LoCoMo's, which all are, the same words lowered recall. Events in no
-chain yet (open_events.py) are scored on the query's own words. English only; words are terms of
+chain yet are scored with them too (open_events.lexical_scores). English only; words are terms of
 athena.text, as the lexicons hold them.
 """
 

@@ -132,9 +132,17 @@ def open_turns(
     return [t for t in turns if _passes(t, filters)] if filters else turns
 
 
-def lexical_scores(turns: Sequence[OpenTurn], query_terms: Sequence[str], corpus: Corpus | None) -> np.ndarray:
+def lexical_scores(
+    turns: Sequence[OpenTurn],
+    query_terms: Sequence[str],
+    corpus: Corpus | None,
+    *,
+    expansion: Sequence[str] = (),
+    expansion_weight: float = 0.0,
+) -> np.ndarray:
     """BM25 of each turn for the query terms, scaled to [0, 1] as lexical_index.py scales a chain's:
-    the turns are scored as further documents of the user's chain `corpus` (None: the turns alone)."""
+    the turns are scored as further documents of the user's chain `corpus` (None: the turns alone).
+    `expansion` terms (fact_kinds.py) count as LexicalIndex.query counts them."""
     scores = np.zeros(len(turns), dtype=np.float64)
     if not turns or not query_terms:
         return scores
@@ -143,15 +151,22 @@ def lexical_scores(turns: Sequence[OpenTurn], query_terms: Sequence[str], corpus
     lengths = [float(lexicon_length(t.lexicon)) for t in turns]
     average = max(1e-9, (corpus.total_length + sum(lengths)) / documents)
     ceiling = 0.0
-    for term in dict.fromkeys(query_terms):
+    asked = dict.fromkeys(query_terms)
+    extra = [t for t in dict.fromkeys(expansion) if t not in asked] if expansion_weight > 0 else []
+    for term in [*asked, *extra]:
+        weight = 1.0 if term in asked else expansion_weight
         counts = [t.lexicon.get(term, 0) for t in turns]
         df = corpus.document_frequency.get(term, 0) + sum(1 for c in counts if c)
         idf = math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
-        ceiling += idf * (K1 + 1.0)
+        if term in asked:
+            ceiling += idf * (K1 + 1.0)
         for i, tf in enumerate(counts):
             if tf:
-                scores[i] += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lengths[i] / average))
-    return scores / ceiling if ceiling > 0 else scores
+                scores[i] += weight * idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lengths[i] / average))
+    if ceiling <= 0:
+        return scores
+    scores /= ceiling
+    return np.minimum(scores, 1.0) if extra else scores
 
 
 def turn_as_chain(turn: OpenTurn) -> memory_pb2.Chain:

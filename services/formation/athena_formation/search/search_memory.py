@@ -109,6 +109,8 @@ class Recall:
         scope = request.scope
         limit = request.limit or 5
         query = query_terms(request.query)
+        expansion = expansion_terms(request.query, query)
+        weight = self.ranking.expansion_weight
         periods = query_periods(request.query, now=datetime.now(UTC)) if self.ranking.date_weight > 0 else []
         turns = open_turns(open_segments, scope, dict(request.metadata_filters), self.open_terms)
         turn_told = told_in_each(periods, turn_spans(turns), unknown=False) if periods else None
@@ -130,8 +132,8 @@ class Recall:
                 lexicon.query(
                     query,
                     agent_id=scope.agent_id or None,
-                    expansion=expansion_terms(request.query, query),
-                    expansion_weight=self.ranking.expansion_weight,
+                    expansion=expansion,
+                    expansion_weight=weight,
                 )
                 if lexicon is not None
                 else None
@@ -140,7 +142,13 @@ class Recall:
             guess = self._likely_hits(lexical, lexicon, periods, limit=limit) if allowed is None else []
             if guess:  # their documents are read while the query is embedded and the vectors scanned
                 prefetch = HitPrefetch(self.store, guess)
-            turn_lexical = lexical_scores(turns, query, lexical.corpus if lexical is not None else None)
+            turn_lexical = lexical_scores(
+                turns,
+                query,
+                lexical.corpus if lexical is not None else None,
+                expansion=expansion,
+                expansion_weight=weight,
+            )
             candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS, told=turn_told)
             candidates += newest_turns(turns, most=OPEN_NEWEST_TURNS, besides=candidates)
             if candidates:  # embedded after the query (one model), while the chains' vectors are scanned
