@@ -31,7 +31,7 @@ from opentelemetry import trace
 from athena.config import Settings
 from athena.embeddings import Embedder, adopt_event_embeddings
 from athena.errors import FieldViolation, InvalidArgument, RetryableError
-from athena.events import doc_to_event, timestamp_of
+from athena.events import doc_to_event, is_user_message, timestamp_of
 from athena.internal.v1 import formation_pb2
 from athena.llm import LLMClient
 from athena.metrics import CHAIN_HEAT, FORMATION_OUTCOMES, FORMATION_SECONDS
@@ -680,7 +680,7 @@ class ChainFormer:
 
 
 def _user_messages(events: Sequence[memory_pb2.Event]) -> list[str]:
-    return [e.content for e in events if e.role == memory_pb2.ROLE_USER and e.type == memory_pb2.EVENT_TYPE_MESSAGE]
+    return [e.content for e in events if is_user_message(e)]
 
 
 def _agents_of(events: Sequence[memory_pb2.Event], *, first: str) -> list[str]:

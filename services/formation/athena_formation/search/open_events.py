@@ -29,7 +29,7 @@ from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.search.lexicon import chain_lexicon, lexicon_length
 from athena_formation.search.ranking import RankedChain, Ranking
-from athena_formation.store.lexical_index import EMPTY_CORPUS, K1, B, Corpus
+from athena_formation.store.lexical_index import EMPTY_CORPUS, K1, B, Corpus, weighted_terms
 
 __all__ = [
     "OPEN_EMBEDDED_TURNS",
@@ -151,14 +151,12 @@ def lexical_scores(
     lengths = [float(lexicon_length(t.lexicon)) for t in turns]
     average = max(1e-9, (corpus.total_length + sum(lengths)) / documents)
     ceiling = 0.0
-    asked = dict.fromkeys(query_terms)
-    extra = [t for t in dict.fromkeys(expansion) if t not in asked] if expansion_weight > 0 else []
-    for term in [*asked, *extra]:
-        weight = 1.0 if term in asked else expansion_weight
+    weighted = weighted_terms(query_terms, expansion, expansion_weight)
+    for term, weight, asked in weighted:
         counts = [t.lexicon.get(term, 0) for t in turns]
         df = corpus.document_frequency.get(term, 0) + sum(1 for c in counts if c)
         idf = math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
-        if term in asked:
+        if asked:
             ceiling += idf * (K1 + 1.0)
         for i, tf in enumerate(counts):
             if tf:
@@ -166,7 +164,7 @@ def lexical_scores(
     if ceiling <= 0:
         return scores
     scores /= ceiling
-    return np.minimum(scores, 1.0) if extra else scores
+    return np.minimum(scores, 1.0) if any(not asked for _, _, asked in weighted) else scores
 
 
 def turn_as_chain(turn: OpenTurn) -> memory_pb2.Chain:

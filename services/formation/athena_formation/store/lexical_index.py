@@ -54,6 +54,7 @@ __all__ = [
     "UserLexicon",
     "chain_span",
     "row_from_doc",
+    "weighted_terms",
 ]
 
 log = logging.getLogger("athena.formation.lexical")
@@ -107,6 +108,17 @@ class LexiconSource(Protocol):
     def all_lexicon_rows(self) -> AsyncIterator[tuple[UserKey, LexiconRow]]: ...
 
     async def chain_count_estimate(self) -> int: ...
+
+
+def weighted_terms(
+    terms: Sequence[str], expansion: Sequence[str], expansion_weight: float
+) -> list[tuple[str, float, bool]]:
+    """(term, weight, asked) to score: the query's distinct terms at 1, then the expansion terms
+    (fact_kinds.py) not among them at `expansion_weight` (none at 0). Only asked terms raise BM25's
+    ceiling, so expansion terms never lower what the query's own words score."""
+    asked = dict.fromkeys(terms)
+    extra = [t for t in dict.fromkeys(expansion) if t not in asked] if expansion_weight > 0 else []
+    return [(t, 1.0, True) for t in asked] + [(t, expansion_weight, False) for t in extra]
 
 
 class LexicalScores:
@@ -301,16 +313,14 @@ class UserLexicon:
         matched: dict[str, np.ndarray] = {}
         frequency: dict[str, int] = {}
         weights: list[np.ndarray] = []
-        asked = dict.fromkeys(terms)
-        extra = [t for t in dict.fromkeys(expansion) if t not in asked] if expansion_weight > 0 else []
-        for term in [*asked, *extra]:
+        weighted = weighted_terms(terms, expansion, expansion_weight)
+        for term, weight, asked in weighted:
             posting = self._postings.get(term)
             rows = np.frombuffer(posting[0], dtype=np.int32) if posting else np.zeros(0, dtype=np.int32)
             live = alive[rows]
             df = frequency[term] = int(live.sum())
             idf = math.log(1.0 + (self._live - df + 0.5) / (df + 0.5))
-            weight = 1.0 if term in asked else expansion_weight
-            if term in asked:
+            if asked:
                 ceiling += idf * (K1 + 1.0)
             if not df:
                 continue
@@ -325,7 +335,7 @@ class UserLexicon:
             scores = np.bincount(np.concatenate(list(matched.values())), weights=np.concatenate(weights), minlength=n)
         if ceiling > 0:
             scores /= ceiling
-            if extra:
+            if any(not asked for _, _, asked in weighted):
                 np.minimum(scores, 1.0, out=scores)
         if agent_id and not self._agents.every(agent_id):  # a user of one agent has no rows to zero
             scores[~self._agents.mask(agent_id)] = 0.0

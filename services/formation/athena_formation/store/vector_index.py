@@ -329,10 +329,7 @@ class VectorIndex:
             return user.similarities(embedding, chain_ids)
         query = np.asarray(embedding, dtype=np.float32)
         query = query / (float(np.linalg.norm(query)) or 1.0)
-        return {
-            c: float(np.dot(v / (float(np.linalg.norm(v)) or 1.0), query))
-            for c, v in (await self.vectors(chain_ids)).items()
-        }
+        return {c: float(np.dot(v, query)) for c, v in (await self._stored_unit_vectors(chain_ids)).items()}
 
     async def unit_vectors(self, chain_ids: Sequence[str], *, tenant_id: str, user_id: str) -> dict[str, np.ndarray]:
         """The unit embeddings of these chains of the user (from the user's cached vectors when formation
@@ -342,6 +339,10 @@ class VectorIndex:
         if self._users is not None:
             user = self._users.get((tenant_id, user_id)) or await self._loaded_user(tenant_id, user_id)
             return user.unit_vectors(chain_ids)
+        return await self._stored_unit_vectors(chain_ids)
+
+    async def _stored_unit_vectors(self, chain_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The embeddings of these chains read from Milvus, scaled to unit length."""
         return {c: v / (float(np.linalg.norm(v)) or 1.0) for c, v in (await self.vectors(chain_ids)).items()}
 
     async def _loaded_user(self, tenant_id: str, user_id: str) -> UserVectors:
