@@ -19,7 +19,7 @@ from athena import keys
 from athena_cli.demo import wait_until_processed
 from athena_client import AsyncAthenaClient, EventInput
 
-__all__ = ["PAIRS", "ToldFactsReport", "load_noise", "load_pairs", "noise_needed", "run_told_facts"]
+__all__ = ["PAIRS", "PARTS", "ToldFactsReport", "load_noise", "load_pairs", "noise_needed", "run_told_facts"]
 
 PAIRS = Path(__file__).with_name("told_facts.json")
 TENANT = "told-facts"
@@ -47,14 +47,19 @@ class ToldFactsReport:
             "questions": len(flat),
             "found_at_k": round(sum(r is not None for r in flat) / asked, 4),
             "found_first": round(sum(r == 1 for r in flat) / asked, 4),
+            "mean_reciprocal_rank": round(sum(1 / r for r in flat if r is not None) / asked, 4),
             "ranks": self.ranks,
         }
 
 
+PARTS = ("seen", "held_out", "held_out_2")
+"""The parts of told_facts.json, in the order they were written (its "_about")."""
+
+
 def load_pairs(part: str, path: Path = PAIRS) -> list[tuple[str, str]]:
-    """(fact, question) pairs of one part of the file ("seen", "held_out"), or of both ("all")."""
+    """(fact, question) pairs of one part of the file (PARTS), or of every part ("all")."""
     doc = json.loads(path.read_text(encoding="utf-8"))
-    parts = ["seen", "held_out"] if part == "all" else [part]
+    parts = list(PARTS) if part == "all" else [part]
     return [(fact, question) for name in parts for fact, question in doc[name]]
 
 

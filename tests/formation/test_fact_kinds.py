@@ -22,9 +22,27 @@ def _expansion(query: str) -> list[str]:
 
 
 def test_a_users_question_naming_a_kind_of_fact_adds_the_words_such_facts_are_told_with() -> None:
-    assert {*terms("wife husband daughter")} <= set(_expansion("Who is my spouse?"))
+    assert {*terms("wife husband fiancée")} <= set(_expansion("Who is my spouse?"))
     assert {*terms("insulin asthma allergic")} <= set(_expansion("Do I have any medical conditions?"))
     assert {*terms("dog cat")} <= set(_expansion("What pets do I have?"))
+    assert {*terms("rabbits parrot retriever")} <= set(_expansion("Do I own any animals?"))
+
+
+def test_a_question_about_a_partner_or_about_children_adds_only_that_kinds_words() -> None:
+    married, children, family = (
+        set(_expansion(q)) for q in ("Am I married?", "How many children do I have?", "Who is in my family?")
+    )
+
+    assert {*terms("wife husband fiancée")} <= married and not {*terms("daughter son")} & married
+    assert {*terms("daughters sons grandchildren")} <= children and not {*terms("wife husband")} & children
+    assert {*terms("wife daughter mother")} <= family
+
+
+def test_asking_what_i_do_for_a_living_asks_for_work_and_where_i_am_living_for_home() -> None:
+    work, home = set(_expansion("What do I do for a living?")), set(_expansion("Where am I living these days?"))
+
+    assert {*terms("job pharmacist nurse teacher")} <= work and not {*terms("home apartment")} & work
+    assert {*terms("home apartment moved")} <= home and not {*terms("job pharmacist")} & home
 
 
 def test_a_question_about_someone_else_or_naming_no_kind_adds_nothing_nor_repeats_its_own_words() -> None:

@@ -15,8 +15,8 @@ def _unit(*xs: float) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def _doc(chain_id: str, last_event_at: float, *, lasting: bool = True) -> dict[str, Any]:
-    return {"_id": chain_id, "last_event_at": last_event_at, "lasting_fact": lasting}
+def _doc(chain_id: str, last_event_at: float, *, lasting: bool = True, updates: bool = True) -> dict[str, Any]:
+    return {"_id": chain_id, "last_event_at": last_event_at, "lasting_fact": lasting, "updates_fact": updates}
 
 
 HOME = _unit(1, 0, 0)
@@ -47,3 +47,29 @@ def test_hits_that_are_not_chains_are_left_where_they_are() -> None:
     ordered = newest_first(hits, lambda h: h if isinstance(h, dict) else None, vectors)
 
     assert ordered == [hits[2], "open turn", hits[0]]
+
+
+def test_a_newer_fact_on_the_subject_that_does_not_say_it_changed_keeps_its_place() -> None:
+    # "I'm allergic to shellfish", later "I'm allergic to penicillin": both hold.
+    hits = [_doc("shellfish", 100, updates=False), _doc("job", 300), _doc("penicillin", 500, updates=False)]
+    vectors = {"shellfish": HOME, "job": JOB, "penicillin": HOME_AGAIN}
+
+    assert newest_first(hits, lambda d: d, vectors) == hits
+
+
+def test_only_the_newer_fact_saying_it_changed_decides() -> None:
+    # The older fact's own word of change ("I now live in Berlin") does not put it before a newer one.
+    said_before = [_doc("home-old", 100, updates=True), _doc("home-new", 500, updates=False)]
+    said_after = [_doc("home-old", 100, updates=False), _doc("home-new", 500, updates=True)]
+    vectors = {"home-old": HOME, "home-new": HOME_AGAIN}
+
+    assert newest_first(said_before, lambda d: d, vectors) == said_before
+    assert [d["_id"] for d in newest_first(said_after, lambda d: d, vectors)] == ["home-new", "home-old"]
+
+
+def test_a_chain_formed_before_updates_were_recorded_orders_as_it_did() -> None:
+    old_style = [{"_id": "home-old", "last_event_at": 100, "lasting_fact": True}]
+    old_style.append({"_id": "home-new", "last_event_at": 500, "lasting_fact": True})
+    vectors = {"home-old": HOME, "home-new": HOME_AGAIN}
+
+    assert [d["_id"] for d in newest_first(old_style, lambda d: d, vectors)] == ["home-new", "home-old"]

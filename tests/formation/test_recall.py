@@ -13,6 +13,7 @@ from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.lifecycle.archiver import Archiver
 from athena_formation.lifecycle.heat import HeatModel
+from athena_formation.search.newest_first import SAME_SUBJECT_COSINE
 from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
 
@@ -288,6 +289,32 @@ async def test_a_lasting_fact_corrected_in_a_later_conversation_is_found_before_
     order = [h.chain.id for h in hits.hits]
     assert order[:2] == [munich, berlin]
     assert hits.hits[0].score < hits.hits[1].score  # the ranking alone put Berlin first
+
+
+async def test_a_later_fact_on_the_same_subject_that_does_not_say_it_changed_keeps_the_rankings_order(
+    formation: Formation, stub
+) -> None:
+    """Both allergies hold: the newer one, close in embedding but saying nothing changed, does not take
+    the first place the older one won for a question it answers."""
+    month_ago = datetime.now(UTC) - timedelta(days=30)
+    shellfish = await _form_at(stub, [("user", "I'm allergic to shellfish."), ("agent", "Noted.")], month_ago)
+    penicillin = await _form_at(stub, [("user", "I'm allergic to penicillin."), ("agent", "Noted.")], None)
+    stored = {c: await formation.store.get(c) for c in (shellfish, penicillin)}
+    vectors = await formation.vectors.unit_vectors(
+        [shellfish, penicillin], tenant_id=SCOPE.tenant_id, user_id=SCOPE.user_id
+    )
+
+    hits = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Can I eat shrimp?", limit=5)
+        ),
+        timeout=30,
+    )
+
+    assert all(doc is not None and doc["lasting_fact"] and not doc["updates_fact"] for doc in stored.values())
+    assert float(vectors[shellfish] @ vectors[penicillin]) >= SAME_SUBJECT_COSINE  # one subject by embedding
+    assert [h.chain.id for h in hits.hits][:2] == [shellfish, penicillin]
+    assert hits.hits[0].score > hits.hits[1].score
 
 
 async def test_a_question_naming_when_a_fact_was_told_finds_that_fact_before_its_later_correction(stub) -> None:

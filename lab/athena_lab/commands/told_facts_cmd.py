@@ -18,6 +18,7 @@ __all__ = ["told_facts"]
 class PartChoice(str, Enum):
     SEEN = "seen"
     HELD_OUT = "held_out"
+    HELD_OUT_2 = "held_out_2"
     ALL = "all"
 
 
@@ -64,7 +65,7 @@ def told_facts(
         print_json(result)
         return
     table = measures_table(f"Facts told in passing, asked in other words ({part.value}, top {k})")
-    for key in ("users", "questions", "found_at_k", "found_first"):
+    for key in ("users", "questions", "found_at_k", "found_first", "mean_reciprocal_rank"):
         table.add_row(key, str(result[key]))
     for n, ranks in enumerate(result["ranks"]):
         table.add_row(f"user {n}: rank of each fact", " ".join("-" if r is None else str(r) for r in ranks))

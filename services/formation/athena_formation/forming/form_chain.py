@@ -39,6 +39,7 @@ from athena.text import tokens
 from athena.tracing import tracer
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.forming.analysis import SMALL_TALK, Analysis, Entity, Topic, analyze
+from athena_formation.forming.fact_updates import states_updated_fact
 from athena_formation.forming.merge import MergeCandidate, choose_merge, words
 from athena_formation.forming.personal_facts import states_lasting_fact
 from athena_formation.forming.quality_gate import QualityReport, assess_quality
@@ -325,6 +326,7 @@ class ChainFormer:
             "analysis": _analysis_doc(analysis),
             "quality": _quality_doc(quality),
             "lasting_fact": states_lasting_fact(_user_messages(events)),
+            "updates_fact": states_updated_fact(_user_messages(events)),
             "created_at": epoch(datetime.now(UTC)),
         }
         if not quality.passed:
@@ -429,6 +431,7 @@ class ChainFormer:
                 **record["analysis"],
                 "quality": record["quality"],
                 "lasting_fact": bool(record.get("lasting_fact", False)),
+                "updates_fact": bool(record.get("updates_fact", False)),
                 "recall_count": 0,
                 "recall_strength": 0.0,
                 "status": "active",
@@ -550,6 +553,7 @@ class ChainFormer:
                 "entities": entities,
                 "quality": quality,
                 "lasting_fact": bool(chain.get("lasting_fact")) or bool(record.get("lasting_fact", False)),
+                "updates_fact": bool(chain.get("updates_fact")) or bool(record.get("updates_fact", False)),
                 "embedding_state": "pending",
                 "updated_at": epoch(now),
                 "last_accessed_at": epoch(now),
@@ -630,6 +634,7 @@ class ChainFormer:
             "quality": quality,
             # What the erasure left decides whether the chain still states a lasting fact.
             "lasting_fact": states_lasting_fact(_user_messages(events)),
+            "updates_fact": states_updated_fact(_user_messages(events)),
             "event_ids": [e.id for e in events],
             "segment_ids": list(segment_ids),
             "event_count": len(events),

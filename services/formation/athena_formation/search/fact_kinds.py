@@ -4,9 +4,9 @@ insulin twice a day".
 
 The local embedding model puts such a question and its answer far apart (cosines of 0.06 to 0.48
 measured on written pairs, docs/formation.md), and the question shares no word with the answer. A
-question in the first person naming a kind of personal fact (family, pets, health, diet, home,
-work) adds the words such facts are told with to its lexical side, at SEARCH_EXPANSION_WEIGHT of a
-query word's weight (LexicalIndex.query). Questions about someone else ("What pets does Melanie
+question in the first person naming a kind of personal fact (a partner, children, family, pets,
+health, diet, home, work) adds the words such facts are told with to its lexical side, at
+SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query). Questions about someone else ("What pets does Melanie
 have?") are left alone: on LoCoMo's, which all are, the same words lowered recall. Events in no
 chain yet are scored with them too (open_events.lexical_scores). English only; words are terms of
 athena.text, as the lexicons hold them.
@@ -14,6 +14,7 @@ athena.text, as the lexicons hold them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from athena.text import terms, tokens
@@ -24,26 +25,48 @@ _ABOUT_THE_USER = frozenset("i i'm im i've me my mine myself".split())
 """First-person words of a question a user asks about themselves ("Who is my spouse?", "Am I
 married?")."""
 
+_PARTNER_TOLD = "wife husband partner spouse married engaged fiancé fiancée boyfriend girlfriend"
+_CHILDREN_TOLD = (
+    "son sons daughter daughters kid kids child children baby grandchildren grandkids grandson granddaughter"
+)
+_PETS_TOLD = (
+    "dog dogs cat cats puppy kitten rabbit rabbits bunny hamster guinea parrot budgie bird birds fish goldfish "
+    "horse pony tortoise turtle lizard snake retriever labrador poodle terrier beagle spaniel bulldog"
+)
+_OCCUPATIONS = (
+    "accountant actor architect artist baker banker barber barista bartender builder butcher carpenter cashier "
+    "chef cleaner clerk coach consultant cook dentist designer developer doctor driver editor electrician "
+    "engineer farmer firefighter gardener hairdresser journalist lawyer lecturer librarian manager mechanic "
+    "midwife musician nurse paramedic pharmacist photographer physician physiotherapist pilot plumber "
+    "policeman policewoman professor programmer psychologist receptionist researcher scientist secretary "
+    "soldier surgeon teacher teach technician therapist translator tutor vet veterinarian waiter waitress "
+    "writer freelancer retired"
+)
 FACT_KINDS: dict[str, tuple[str, str]] = {
+    "partner": ("spouse married marriage partner wife husband boyfriend girlfriend fiancé fiancée", _PARTNER_TOLD),
+    "children": ("kids kid children child grandkids grandchildren sons daughters", _CHILDREN_TOLD),
     "family": (
-        "spouse married partner family kids children child relatives siblings parents",
-        "wife husband partner married fiancé fiancée boyfriend girlfriend son daughter sons daughters kids "
-        "children mom mum mother dad father brother sister parents",
+        "family relatives siblings parents",
+        f"{_PARTNER_TOLD} {_CHILDREN_TOLD} mom mum mother dad father brother sister parents",
     ),
-    "pets": ("pet pets animal animals", "dog dogs cat cats puppy kitten"),
+    "pets": ("pet pets animal animals", _PETS_TOLD),
     "health": (
-        "health medical condition conditions illness allergies medication medications medicine",
+        "health medical condition conditions illness allergies allergic medication medications medicine",
         "allergic allergy diabetic diabetes asthma insulin adhd migraines celiac epilepsy arthritis pregnant "
-        "medication deaf blind",
+        "medication deaf blind pressure",
     ),
     "diet": (
         "diet dietary food foods eat meal meals",
         "vegetarian vegan pescatarian allergic gluten lactose dairy kosher halal intolerant",
     ),
-    "home": ("live living based city town home address", "live moved home apartment house"),
-    "work": ("job work career profession occupation employer living", "work job employer company office"),
+    "home": ("live living based city town home address", "live moved home apartment house flat"),
+    "work": ("job work career profession occupation employer", f"work job employer company office {_OCCUPATIONS}"),
 }
 """Kind: (the words a question asks for it with, the words a fact of it is told with)."""
+
+_FOR_A_LIVING = re.compile(r"\bfor\s+a\s+living\b", re.IGNORECASE)
+""""What do I do for a living?" asks for work; "living" alone asks for home ("Where am I living?")."""
+_LIVING, _OCCUPATION = terms("living occupation")
 
 _ASKED: dict[str, frozenset[str]] = {kind: frozenset(terms(asked)) for kind, (asked, _) in FACT_KINDS.items()}
 _TOLD: dict[str, list[str]] = {kind: list(dict.fromkeys(terms(told))) for kind, (_, told) in FACT_KINDS.items()}
@@ -55,8 +78,9 @@ def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
     if _ABOUT_THE_USER.isdisjoint(tokens(query)):
         return []
     held = set(query_terms)
+    asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
     out: dict[str, None] = {}
     for kind, words in _ASKED.items():
-        if held & words:
+        if asked & words:
             out.update(dict.fromkeys(t for t in _TOLD[kind] if t not in held))
     return list(out)

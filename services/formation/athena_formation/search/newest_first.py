@@ -1,13 +1,16 @@
-"""Newest first among a user's lasting facts on one subject.
+"""Newest first among a user's lasting facts on one subject, when the newer says it changed.
 
 A user who corrects a fact in a later conversation ("I moved, I now live in Munich") leaves two
 chains about it; the older one often ranks first ("Where do I live?" meets "I live in Berlin" in its
 words and its embedding), and an agent reading the first hit repeats what is no longer true. Among
-the hits of one search, chains that both state a lasting fact of the user (`lasting_fact`) and whose
-embeddings are closer than SAME_SUBJECT_COSINE are one subject: they keep the places they won in the
-ranking, and the newest (by its last event) takes the first of them. Which hits are returned does
-not change, only their order. A query that names a time ("What did I say in March?") is left in the
-ranking's order: it asks what was told then, not what holds now (search_memory.py).
+the hits of one search, two chains that both state a lasting fact of the user (`lasting_fact`),
+whose embeddings are closer than SAME_SUBJECT_COSINE and the newer of which says its fact changed
+(`updates_fact`: "now", "moved", "no longer", forming/fact_updates.py) are one subject: they keep
+the places they won in the ranking, and the newest (by its last event) takes the first of them.
+Without such a word both facts mostly hold ("I'm allergic to shellfish", later "I'm allergic to
+penicillin") and keep the ranking's order. Which hits are returned does not change, only their
+order. A query that names a time ("What did I say in March?") is left in the ranking's order: it
+asks what was told then, not what holds now (search_memory.py).
 """
 
 from __future__ import annotations
@@ -41,15 +44,26 @@ def newest_first(
         for k, hit in enumerate(hits)
         if (doc := doc_of(hit)) is not None and doc.get("lasting_fact") and doc["_id"] in vectors
     }
-    # A fact joins every earlier group with a fact on its subject, which become one.
+
+    def replaces(j: int, k: int) -> bool:
+        """The newer of two facts says it changed, and they are on one subject."""
+        newer = max((facts[j], facts[k]), key=_told_at)
+        close = float(vectors[facts[j]["_id"]] @ vectors[facts[k]["_id"]]) >= SAME_SUBJECT_COSINE
+        # Chains formed before the field was kept are taken to say so, as every fact was then.
+        return close and bool(newer.get("updates_fact", True))
+
+    # A fact joins every earlier group with a fact it replaces or that replaces it; they become one.
     groups: list[list[int]] = []
-    for k, doc in facts.items():
-        vector = vectors[doc["_id"]]
-        near = [g for g in groups if any(float(vectors[facts[j]["_id"]] @ vector) >= SAME_SUBJECT_COSINE for j in g)]
+    for k in facts:
+        near = [g for g in groups if any(replaces(j, k) for j in g)]
         groups = [g for g in groups if g not in near] + [sorted([*(j for g in near for j in g), k])]
     out = list(hits)
     for places in groups:
-        newest = sorted(places, key=lambda k: -float(facts[k].get("last_event_at", 0.0)))
+        newest = sorted(places, key=lambda k: -_told_at(facts[k]))
         for place, k in zip(places, newest):
             out[place] = hits[k]
     return out
+
+
+def _told_at(doc: Mapping[str, Any]) -> float:
+    return float(doc.get("last_event_at", 0.0))
