@@ -45,6 +45,19 @@ def test_asking_what_i_do_for_a_living_asks_for_work_and_where_i_am_living_for_h
     assert {*terms("home apartment moved")} <= home and not {*terms("job pharmacist")} & home
 
 
+def test_a_question_in_spanish_french_german_italian_or_portuguese_adds_the_words_of_all_six() -> None:
+    assert {*terms("perro gato dog cat")} <= set(_expansion("¿Tengo mascotas?"))
+    assert {*terms("mari husband esposa")} <= set(_expansion("Qui est mon épouse ?"))
+    assert {*terms("töchter daughters")} <= set(_expansion("Wie viele Kinder habe ich?"))
+    assert {*terms("celiaca diabetic")} <= set(_expansion("Ho problemi di salute?"))
+    assert {*terms("lehrerin enfermera teacher")} <= set(_expansion("What do I do for work?"))
+
+
+def test_words_that_are_common_english_words_are_not_told_words_in_any_language() -> None:
+    every_kind = "Who is in my family and what pets, health issues, diet, home and job do I have?"
+    assert not {*terms("chat kind cane tier file fill")} & set(_expansion(every_kind))
+
+
 def test_a_question_about_someone_else_or_naming_no_kind_adds_nothing_nor_repeats_its_own_words() -> None:
     assert _expansion("What pets does Melanie have?") == []
     assert _expansion("Which Kyoto temples do I need to book?") == []

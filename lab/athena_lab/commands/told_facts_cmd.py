@@ -19,6 +19,8 @@ class PartChoice(str, Enum):
     SEEN = "seen"
     HELD_OUT = "held_out"
     HELD_OUT_2 = "held_out_2"
+    LANGUAGES = "languages"
+    LANGUAGES_2 = "languages_2"
     ALL = "all"
 
 

@@ -8,8 +8,8 @@ question in the first person naming a kind of personal fact (a partner, children
 health, diet, home, work) adds the words such facts are told with to its lexical side, at
 SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query). Questions about someone else ("What pets does Melanie
 have?") are left alone: on LoCoMo's, which all are, the same words lowered recall. Events in no
-chain yet are scored with them too (open_events.lexical_scores). English only; words are terms of
-athena.text, as the lexicons hold them.
+chain yet are scored with them too (open_events.lexical_scores). English, Spanish, French, German,
+Italian and Portuguese; words are terms of athena.text, as the lexicons hold them.
 """
 
 from __future__ import annotations
@@ -21,9 +21,18 @@ from athena.text import terms, tokens
 
 __all__ = ["FACT_KINDS", "expansion_terms"]
 
-_ABOUT_THE_USER = frozenset("i i'm im i've me my mine myself".split())
+_ABOUT_THE_USER = frozenset(
+    """
+    i i'm im i've me my mine myself
+    yo mi mis tengo estoy soy
+    je moi mon ma mes
+    ich mich mir mein meine meinen meinem meiner
+    io mio mia miei mie ho sono
+    eu meu minha meus minhas
+    """.split()
+)
 """First-person words of a question a user asks about themselves ("Who is my spouse?", "Am I
-married?")."""
+married?", "¿Tengo mascotas?": Spanish and Italian often say the person by the verb alone)."""
 
 _PARTNER_TOLD = "wife husband partner spouse married engaged fiancé fiancée boyfriend girlfriend"
 _CHILDREN_TOLD = (
@@ -62,14 +71,71 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
     "home": ("live living based city town home address", "live moved home apartment house flat"),
     "work": ("job work career profession occupation employer", f"work job employer company office {_OCCUPATIONS}"),
 }
-"""Kind: (the words a question asks for it with, the words a fact of it is told with)."""
+"""Kind: (the words a question asks for it with, the words a fact of it is told with), in English."""
+
+_PARTNER_OTHER = (
+    "esposa esposo marido casado casada pareja novio novia épouse époux mari femme mariée marié conjoint "
+    "ehefrau ehemann verheiratet partnerin freundin moglie marito sposato sposata fidanzato fidanzata "
+    "mulher namorado namorada"
+)
+_CHILDREN_OTHER = (
+    "hijos hijas hijo hija enfants enfant kinder sohn söhne tochter töchter figli figlio figlia figlie bambini "
+    "filhos filho filha filhas"
+)
+_OTHER_LANGUAGES: dict[str, tuple[str, str]] = {
+    "partner": (_PARTNER_OTHER, f"{_PARTNER_OTHER} frau mann"),
+    "children": (_CHILDREN_OTHER, _CHILDREN_OTHER),
+    "family": (
+        "familia famille familie famiglia família",
+        f"{_PARTNER_OTHER} {_CHILDREN_OTHER} madre padre hermano hermana mère père frère sœur mutter vater "
+        "bruder schwester fratello sorella mãe pai irmão irmã",
+    ),
+    "pets": (
+        "mascota mascotas animales animaux haustier haustiere tiere animali animais estimação",
+        "perro perros gato gatos chien chiens hund hunde katze katzen gatto gatti cachorro cão",
+    ),
+    "health": (
+        "salud santé gesundheit salute saúde alergias alergia allergien allergie allergia enfermedad maladie "
+        "krankheit malattia doença",
+        "alérgico alérgica alergia allergique allergie allergisch allergico allergica diabético diabética "
+        "diabétique diabetiker diabetico celíaco celíaca cœliaque zöliakie celiaco celiaca asma asthme insulina "
+        "insuline",
+    ),
+    "diet": (
+        "dieta régime ernährung diät alimentación comida nourriture cibo",
+        "vegano vegana vegetariano vegetariana végétarien végétarienne végane végétalien vegetarier vegetarierin "
+        "vegetarisch veganer veganerin lactosa lactose laktose lattosio glutenfrei",
+    ),
+    "home": (
+        "vivo vives ciudad casa dirección habite vis ville maison adresse wohne lebe stadt wohnort abito città "
+        "indirizzo moro cidade endereço",
+        "vivo vivimos mudé habite habitons déménagé wohne wohnen umgezogen abito trasferito moro mudei",
+    ),
+    "work": (
+        "trabajo profesión empleo oficio travail métier emploi beruf arbeit lavoro professione mestiere "
+        "trabalho profissão emprego",
+        "trabajo enfermera enfermero médico médica ingeniero ingeniera profesor profesora maestro maestra "
+        "travaille infirmière infirmier ingénieur professeur enseignant enseignante médecin arbeite ingenieur "
+        "ingenieurin lehrer lehrerin arzt ärztin krankenschwester lavoro infermiere infermiera ingegnere "
+        "insegnante trabalho enfermeira engenheiro engenheira",
+    ),
+}
+"""The same kinds in Spanish, French, German, Italian and Portuguese. A question in any of the six
+languages adds the telling words of all six: the local model is English, and a fact told in one
+language is asked after in another ("What do I do for work?" for "Ich bin Lehrerin."). Words that are
+also common English words are left out ("chat", "kind", "cane", "tier"), and so are those whose term
+is an English word's: "fils" and "fille" are "file" and "fill" to athena.text."""
 
 _FOR_A_LIVING = re.compile(r"\bfor\s+a\s+living\b", re.IGNORECASE)
 """"What do I do for a living?" asks for work; "living" alone asks for home ("Where am I living?")."""
 _LIVING, _OCCUPATION = terms("living occupation")
 
-_ASKED: dict[str, frozenset[str]] = {kind: frozenset(terms(asked)) for kind, (asked, _) in FACT_KINDS.items()}
-_TOLD: dict[str, list[str]] = {kind: list(dict.fromkeys(terms(told))) for kind, (_, told) in FACT_KINDS.items()}
+_ASKED: dict[str, frozenset[str]] = {
+    kind: frozenset(terms(f"{asked} {_OTHER_LANGUAGES[kind][0]}")) for kind, (asked, _) in FACT_KINDS.items()
+}
+_TOLD: dict[str, list[str]] = {
+    kind: list(dict.fromkeys(terms(f"{told} {_OTHER_LANGUAGES[kind][1]}"))) for kind, (_, told) in FACT_KINDS.items()
+}
 
 
 def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
