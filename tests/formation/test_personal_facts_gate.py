@@ -348,7 +348,7 @@ def test_thorough_mode_admits_no_small_talk_from_the_labelled_set(labelled: list
 TOLD_IN_PASSING = LABELLED.with_name("told_in_passing.json")
 # Floors a little below the rates measured after the third round of rules (docs/formation.md): 61 of
 # 65, 39 of 40, 24 of 30, 50 of 52 and 39 of 42 facts, and no small-talk line.
-IN_PASSING_FLOORS = {"written": 0.9, "held_out": 0.9, "held_out_2": 0.76, "held_out_3": 0.92, "held_out_4": 0.88}
+IN_PASSING_FLOORS = {"written": 0.9, "held_out": 0.9, "held_out_2": 0.83, "held_out_3": 0.92, "held_out_4": 0.95}
 
 
 @pytest.mark.parametrize("part", sorted(IN_PASSING_FLOORS))
@@ -387,6 +387,12 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "I run every Sunday.",
         "I now work at Stripe.",
         "I left Google, I'm at Stripe now.",
+        "I snore.",
+        "I have a bad knee.",
+        "I'm into rock climbing.",
+        "I'm on blood thinners.",
+        "Odio il coriandolo.",
+        "Adoro el café solo.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -409,4 +415,9 @@ def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_fact
 )
 def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str) -> None:
     assert states_personal_fact(text) or text.endswith("?")
+    assert not states_lasting_fact(text)
+
+
+@pytest.mark.parametrize("text", ["I'm into it.", "I'm into you.", "El odio es malo.", "I'm so into this song!"])
+def test_into_with_no_content_word_and_hatred_as_a_noun_are_not_lasting_facts(text: str) -> None:
     assert not states_lasting_fact(text)

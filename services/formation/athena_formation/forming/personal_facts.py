@@ -24,7 +24,8 @@ A sentence *states a personal fact* when all three hold:
      "live", "moved", "job", "rent");
    - a liking or a habit with an object: "like", "love", "enjoy", "use", "own", "drive", "play",
      "speak", "wear" after "I"/"we" with a content word within the next three words ("I like my
-     coffee black", "I use vim", not "I love that!"); a habit by its frequency ("I always take the
+     coffee black", "I use vim", not "I love that!"), or "I'm into" one ("I'm into rock climbing");
+   - a lasting condition of the body: "I have a bad knee", "I've got a weak heart"; a habit by its frequency ("I always take the
      stairs", "every morning"); what the speaker does not do or where they work ("I can't eat
      peanuts", "I work nights"); "I" and a content verb with a content word ("I commute by bike");
    - a correction or a choice with a content word after it ("tea, not coffee", "instead of aisle
@@ -110,12 +111,14 @@ pronoun, so their commonest first-person verbs are here too: "soy", "tengo", "so
 Arabic, Hebrew, and Korean as athena.text tokenizes it: a pronoun with its particle is one bigram
 ("저는"), a lone "제" or "내" ("my") one token."""
 _PRO_DROP_OPENER = re.compile(
-    r"^\W*(?:trabajo|vivo|trabalho|moro|lavoro|abito)\s+(?:en|de|desde|como|con|para|em|no|na|in|a|da|per|come)\b",
+    r"^\W*(?:trabajo|vivo|trabalho|moro|lavoro|abito)\s+(?:en|de|desde|como|con|para|em|no|na|in|a|da|per|come)\b"
+    r"|^\W*(?:odio|detesto|adoro|prefiero|prefiro|preferisco)\s+(?:el|la|los|las|il|lo|gli|le|o|os|as|l')\b",
     re.IGNORECASE,
 )
-"""Where the speaker lives or works, its person said by the verb alone, at the start of a sentence and
-before a preposition, where "trabajo" and "lavoro" are verbs rather than the noun "work": "Trabajo
-desde casa", "Vivo en Madrid", "Lavoro da remoto"."""
+"""Where the speaker lives or works, or what they hate, love or prefer, its person said by the verb
+alone, at the start of a sentence: before a preposition, where "trabajo" and "lavoro" are verbs rather
+than the noun "work" ("Trabajo desde casa", "Vivo en Madrid", "Lavoro da remoto"); before an article,
+where "odio" is "I hate" rather than "hatred" ("Odio il coriandolo", "Prefiero el té")."""
 _PLURAL = frozenset(
     """
     we we're we've we'd we'll us our ours ourselves nosotros nosotras nuestro nuestra nuestros nuestras
@@ -152,12 +155,14 @@ _CUES = frozenset(
     allergic allergy allergies intolerant intolerance vegetarian vegan pescatarian gluten lactose kosher halal
     diabetes diabetic celiac pregnant diet
     adhd autism autistic asthma asthmatic epilepsy epileptic arthritis migraine migraines insomnia dyslexia
-    dyslexic deaf blind wheelchair seasick carsick bipolar insulin medication medications
+    dyslexic deaf blind wheelchair seasick carsick bipolar insulin medication medications meds thinners
+    antidepressants statins chemo chemotherapy dialysis inhaler epipen pacemaker snore snoring sleepwalk
     prefer prefers preferred preference favorite favourite favorites favourites dislike hate
     name named called birthday born anniversary live lived moved job career employer salary landlord rent
     mortgage
     esposa esposo marido mujer hijo hija hijos hijas madre padre hermano hermana mascota perro gato
-    alérgico alérgica alergia vegetariano vegetariana vegano vegana prefiero favorito favorita llamo nombre
+    alérgico alérgica alergia vegetariano vegetariana vegano vegana prefiero favorito favorita llamo nombre odio
+    detesto adoro
     cumpleaños vivo trabajo
     femme mari fils fille enfants mère père frère sœur chien chat allergique allergie végétarien végétarienne
     végane préfère préféré préférée appelle nom anniversaire habite travaille
@@ -232,6 +237,14 @@ _PREFERENCE = re.compile(
 )
 """A dislike, a thing the speaker does not do, or where they work: "I can't eat peanuts", "I don't
 drive", "I'm not a fan of long emails", "I work nights", "I now work at Stripe"."""
+_INTO = re.compile(r"\bi'?m\s+(?:really\s+|very\s+|totally\s+|big\s+|so\s+)?into\s+(\w[\w'-]*)", re.IGNORECASE)
+"""A liking by "into" with a content word after it: "I'm into rock climbing" (not "I'm into it")."""
+_LASTING_CONDITION = re.compile(
+    r"\bi\s+(?:have|'ve\s+got|got)\s+(?:a\s+)?(?:bad|weak|dodgy|bum|chronic|trick)\s+"
+    r"(?:knee|knees|back|hip|hips|shoulder|ankle|wrist|neck|heart|eye|eyes|ear|ears)\b",
+    re.IGNORECASE,
+)
+"""A lasting condition of the body: "I have a bad knee", "I've got a weak heart"."""
 _EMPLOYER_CHANGE = re.compile(r"\b[Ii]\s+(?:just\s+)?(?:left|quit|joined)\s+([A-Z][\w&.-]*)")
 """Leaving or joining a named employer or group: "I left Google", "I joined Stripe" (a capitalised name
 that is not a first name: not "I left Anna a message")."""
@@ -487,7 +500,8 @@ def _lasting(sentence: str, found: list[str]) -> bool:
     return (
         any(t in _CUES for t in found)
         or any(cue in sentence for cue in _CJK_CUES)
-        or bool(_PREFERENCE.search(sentence) or _CALLED.search(sentence))
+        or bool(_PREFERENCE.search(sentence) or _CALLED.search(sentence) or _LASTING_CONDITION.search(sentence))
+        or _content_after(_INTO, sentence)
         or _changes_employer(sentence)
         or _likes(found)
         or _content_after(_CORRECTION, sentence)
