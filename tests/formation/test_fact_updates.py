@@ -14,6 +14,8 @@ SAYS_IT_CHANGED = [
     "I left Google, I'm at Stripe now.",
     "I'm no longer vegetarian.",
     "I don't eat meat anymore.",
+    "I no longer drink coffee, only tea now.",
+    "I switched to an iPhone.",
     "Ich wohne jetzt in Hamburg.",
     "Vivo en Sevilla ahora.",
     "Ya no como carne.",

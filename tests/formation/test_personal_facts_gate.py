@@ -393,6 +393,9 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "I'm on blood thinners.",
         "Odio il coriandolo.",
         "Adoro el café solo.",
+        "I no longer drink coffee.",
+        "I stopped eating meat.",
+        "I switched to an iPhone.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -418,6 +421,16 @@ def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str
     assert not states_lasting_fact(text)
 
 
-@pytest.mark.parametrize("text", ["I'm into it.", "I'm into you.", "El odio es malo.", "I'm so into this song!"])
-def test_into_with_no_content_word_and_hatred_as_a_noun_are_not_lasting_facts(text: str) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm into it.",
+        "I'm into you.",
+        "El odio es malo.",
+        "I'm so into this song!",
+        "It no longer works.",
+        "I stopped by the store.",
+    ],
+)
+def test_into_with_no_content_word_hatred_as_a_noun_and_changes_of_things_are_not_lasting_facts(text: str) -> None:
     assert not states_lasting_fact(text)

@@ -237,6 +237,13 @@ _PREFERENCE = re.compile(
 )
 """A dislike, a thing the speaker does not do, or where they work: "I can't eat peanuts", "I don't
 drive", "I'm not a fan of long emails", "I work nights", "I now work at Stripe"."""
+_CHANGED_HABIT = re.compile(
+    r"\bno\s+longer\s+\w+|\bi\s+(?:just\s+|recently\s+)?(?:stopped|quit|gave\s+up)\s+\w+ing\b"
+    r"|\bi\s+(?:just\s+|recently\s+)?(?:switched|converted)\s+(?:over\s+)?to\b",
+    re.IGNORECASE,
+)
+"""A habit or choice that changed, what now holds: "I no longer drink coffee", "I stopped eating
+meat", "I switched to an iPhone" (with the first person that every lasting fact needs)."""
 _INTO = re.compile(r"\bi'?m\s+(?:really\s+|very\s+|totally\s+|big\s+|so\s+)?into\s+(\w[\w'-]*)", re.IGNORECASE)
 """A liking by "into" with a content word after it: "I'm into rock climbing" (not "I'm into it")."""
 _LASTING_CONDITION = re.compile(
@@ -500,7 +507,7 @@ def _lasting(sentence: str, found: list[str]) -> bool:
     return (
         any(t in _CUES for t in found)
         or any(cue in sentence for cue in _CJK_CUES)
-        or bool(_PREFERENCE.search(sentence) or _CALLED.search(sentence) or _LASTING_CONDITION.search(sentence))
+        or any(p.search(sentence) for p in (_PREFERENCE, _CALLED, _LASTING_CONDITION, _CHANGED_HABIT))
         or _content_after(_INTO, sentence)
         or _changes_employer(sentence)
         or _likes(found)
