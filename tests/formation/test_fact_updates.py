@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from athena_formation.forming.fact_updates import states_updated_fact
+from athena_formation.forming.personal_facts import states_lasting_fact
 
 SAYS_IT_CHANGED = [
     "I live in Denver now.",
@@ -53,3 +54,29 @@ def test_a_word_of_change_outside_a_lasting_fact_does_not(text: str) -> None:
 
 def test_one_message_of_several_that_says_so_is_enough() -> None:
     assert states_updated_fact(["Thanks for the help.", "By the way, I now work at Stripe."])
+
+
+CORRECTIONS = [
+    ("I live in Berlin, near Tempelhof.", "I moved last month, I now live in Munich."),
+    ("I work at Google.", "I left Google, I'm at Stripe now."),
+    ("I work at Google as a designer.", "I now work at Stripe."),
+    ("I'm vegetarian.", "I'm vegan now."),
+    ("My favourite colour is blue.", "My favourite colour is green now."),
+    ("My son is 7.", "My son just turned 8, he's 8 now."),
+    ("I drive a Honda Civic.", "I switched to a Tesla, I drive a Model 3 now."),
+    ("I'm a nurse.", "I'm a midwife now."),
+    ("I live in Leeds.", "We moved to Manchester, I live there now."),
+    ("I'm single.", "I'm engaged now."),
+    ("I work from the office.", "I work from home now."),
+    ("I'm allergic to cats.", "Actually, I'm allergic to dogs, not cats."),
+    ("I drink coffee every morning.", "I no longer drink coffee, only tea now."),
+    ("Ich wohne in Köln.", "Ich wohne jetzt in Hamburg."),
+]
+"""Written pairs of a lasting fact and its later correction (docs/formation.md, "A correction before
+what it corrects")."""
+
+
+@pytest.mark.parametrize(("before", "after"), CORRECTIONS)
+def test_a_correction_of_a_lasting_fact_is_a_lasting_fact_that_says_it_changed(before: str, after: str) -> None:
+    assert states_lasting_fact(before) and not states_updated_fact([before])
+    assert states_lasting_fact(after) and states_updated_fact([after])
