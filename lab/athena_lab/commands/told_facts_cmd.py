@@ -21,6 +21,7 @@ class PartChoice(str, Enum):
     HELD_OUT_2 = "held_out_2"
     LANGUAGES = "languages"
     LANGUAGES_2 = "languages_2"
+    NEEDS = "needs"
     ALL = "all"
 
 
