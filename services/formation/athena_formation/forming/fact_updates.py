@@ -1,5 +1,5 @@
 """Does a lasting fact say it changed? "I now live in Munich", "I moved to Oslo", "I'm no longer
-vegan", "My new number is 555-0199", "Actually, I work at Stripe".
+vegan", "I switched to an iPhone", "Actually, I work at Stripe".
 
 Search puts the newest of a user's facts on one subject first (search/newest_first.py) only when the
 newer one says it replaces something: two facts on one subject told without such a word mostly both

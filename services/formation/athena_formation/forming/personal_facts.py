@@ -24,10 +24,12 @@ A sentence *states a personal fact* when all three hold:
      "live", "moved", "job", "rent");
    - a liking or a habit with an object: "like", "love", "enjoy", "use", "own", "drive", "play",
      "speak", "wear" after "I"/"we" with a content word within the next three words ("I like my
-     coffee black", "I use vim", not "I love that!"), or "I'm into" one ("I'm into rock climbing");
-   - a lasting condition of the body: "I have a bad knee", "I've got a weak heart"; a habit by its frequency ("I always take the
-     stairs", "every morning"); what the speaker does not do or where they work ("I can't eat
-     peanuts", "I work nights"); "I" and a content verb with a content word ("I commute by bike");
+     coffee black", "I use vim", not "I love that!"), or "I'm into" one ("I'm into rock climbing"); a
+     habit by its frequency ("I always take the stairs", "every morning"); what the speaker does not
+     do or where they work ("I can't eat peanuts", "I work nights"); "I" and a content verb with a
+     content word ("I commute by bike"); a habit or choice that changed ("I no longer drink coffee",
+     "I switched to an iPhone");
+   - a lasting condition of the body: "I have a bad knee", "I've got a weak heart";
    - a correction or a choice with a content word after it ("tea, not coffee", "instead of aisle
      seats", "I said Tuesday"), a fear ("afraid of flying");
    - what the speaker is rather than how they feel ("I'm left-handed", "I'm a night owl", "I am an

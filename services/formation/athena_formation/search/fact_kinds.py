@@ -6,10 +6,11 @@ The local embedding model puts such a question and its answer far apart (cosines
 measured on written pairs, docs/formation.md), and the question shares no word with the answer. A
 question in the first person naming a kind of personal fact (a partner, children, family, pets,
 health, diet, home, work) adds the words such facts are told with to its lexical side, at
-SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query). Questions about someone else ("What pets does Melanie
-have?") are left alone: on LoCoMo's, which all are, the same words lowered recall. Events in no
-chain yet are scored with them too (open_events.lexical_scores). English, Spanish, French, German,
-Italian and Portuguese; words are terms of athena.text, as the lexicons hold them.
+SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query). Questions about someone else
+("What pets does Melanie have?") are left alone: on LoCoMo's, which all are, the same words lowered
+recall. Events in no chain yet are scored with them too (open_events.lexical_scores). English,
+Spanish, French, German, Italian and Portuguese; words are terms of athena.text, as the lexicons hold
+them.
 """
 
 from __future__ import annotations
