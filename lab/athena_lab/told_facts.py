@@ -52,7 +52,7 @@ class ToldFactsReport:
         }
 
 
-PARTS = ("seen", "held_out", "held_out_2", "languages", "languages_2", "needs")
+PARTS = ("seen", "held_out", "held_out_2", "languages", "languages_2", "needs", "needs_2")
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 
 

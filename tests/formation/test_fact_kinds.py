@@ -58,6 +58,14 @@ def test_words_that_are_common_english_words_are_not_told_words_in_any_language(
     assert not {*terms("chat kind cane tier file fill")} & set(_expansion(every_kind))
 
 
+def test_a_request_naming_a_need_adds_the_words_of_the_facts_it_bears_on() -> None:
+    assert {*terms("vegan allergic gluten")} <= set(_expansion("Can you recommend a restaurant for tonight?"))
+    assert {*terms("asthma knee")} <= set(_expansion("Suggest a workout routine for me."))
+    assert {*terms("seasick afraid")} <= set(_expansion("Is a ferry a good way to get to the island, you think?"))
+    assert _expansion("Which restaurant did Caroline recommend?") == []  # about someone else
+    assert _expansion("Around which US holiday did Maria travel?") == []  # "US" is not "us"
+
+
 def test_a_question_about_someone_else_or_naming_no_kind_adds_nothing_nor_repeats_its_own_words() -> None:
     assert _expansion("What pets does Melanie have?") == []
     assert _expansion("Which Kyoto temples do I need to book?") == []

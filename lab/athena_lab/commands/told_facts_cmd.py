@@ -22,6 +22,7 @@ class PartChoice(str, Enum):
     LANGUAGES = "languages"
     LANGUAGES_2 = "languages_2"
     NEEDS = "needs"
+    NEEDS_2 = "needs_2"
     ALL = "all"
 
 

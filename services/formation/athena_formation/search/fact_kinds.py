@@ -11,6 +11,11 @@ SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query). Questions
 recall. Events in no chain yet are scored with them too (open_events.lexical_scores). English,
 Spanish, French, German, Italian and Portuguese; words are terms of athena.text, as the lexicons hold
 them.
+
+A request to the assistant that names a need such facts bear on ("Can you recommend a restaurant for
+tonight?", "Suggest a workout for me"; English) adds the words of those facts in the same way
+("vegan", "allergic"; "asthma", "knee"): an agent searches with the user's message, which seldom
+asks for the fact that should shape the answer.
 """
 
 from __future__ import annotations
@@ -139,15 +144,43 @@ _TOLD: dict[str, list[str]] = {
 }
 
 
+_NEEDS: dict[str, tuple[str, str]] = {
+    "food": (
+        "restaurant restaurants recipe recipes dinner lunch breakfast brunch meal meals snack snacks bake "
+        "cook cooking dessert pizza menu dish dishes wine beer cocktail drinks",
+        "vegetarian vegan pescatarian gluten lactose dairy kosher halal intolerant allergic allergy diabetic "
+        "diabetes celiac pregnant alcohol",
+    ),
+    "exercise": (
+        "workout exercise exercises running run hike hiking gym sport sports yoga training",
+        "asthma asthmatic knee back hip heart arthritis pregnant injury wheelchair",
+    ),
+    "travel": (
+        "travel trip flight flights fly ferry cruise boat vacation holiday museum tour",
+        "afraid flying seasick carsick wheelchair pregnant",
+    ),
+    "outings": ("movie movies gift gifts toys games playground", _CHILDREN_TOLD),
+    "local": ("weather nearby local around", "live moved"),
+}
+"""Need: (the words of a request a kind of fact bears on, the words such facts are told with): "Can you
+recommend a restaurant for tonight?" is answered with "I'm vegan." in mind."""
+_ADDRESSED = _ABOUT_THE_USER | frozenset("you your we our".split())
+"""A request to the assistant, or about the user: needs are read only then ("us" is also "US")."""
+_NEEDED: dict[str, frozenset[str]] = {need: frozenset(terms(asked)) for need, (asked, _) in _NEEDS.items()}
+_NEEDED_TOLD: dict[str, list[str]] = {need: list(dict.fromkeys(terms(told))) for need, (_, told) in _NEEDS.items()}
+
+
 def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
-    """The telling words of every kind the query's terms ask for, minus the query's own terms, when the
-    query is in the first person; else none."""
-    if _ABOUT_THE_USER.isdisjoint(tokens(query)):
+    """The telling words of every kind the query's terms ask for, when the query is in the first person,
+    and of every need they name, when it addresses the assistant or is about the user; minus the
+    query's own terms. Else none."""
+    found = tokens(query)
+    if _ADDRESSED.isdisjoint(found):
         return []
     held = set(query_terms)
-    asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
-    out: dict[str, None] = {}
-    for kind, words in _ASKED.items():
-        if asked & words:
-            out.update(dict.fromkeys(t for t in _TOLD[kind] if t not in held))
-    return list(out)
+    told: list[str] = []
+    if not _ABOUT_THE_USER.isdisjoint(found):
+        asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
+        told += [t for kind, words in _ASKED.items() if asked & words for t in _TOLD[kind]]
+    told += [t for need, words in _NEEDED.items() if held & words for t in _NEEDED_TOLD[need]]
+    return [t for t in dict.fromkeys(told) if t not in held]
