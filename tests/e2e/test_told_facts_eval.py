@@ -1,6 +1,6 @@
 """`athena eval told-facts` through the CLI and a whole local stack: one user tells the held-out facts
-(in English, and in five other languages) between help-desk dialogues, leaves, and asks each back in
-other words."""
+(in English, in five other languages, and facts that requests bear on) between help-desk dialogues,
+leaves, and asks each back in other words."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from athena_lab.told_facts import load_pairs
 pytestmark = pytest.mark.slow
 
 SUPERSEG = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "segmentation" / "superseg_validation.jsonl"
-FOUND_FLOORS = {"held_out": 0.75, "languages_2": 0.7}
-"""A little below what this user finds with the shipped settings: 15 and 13 of 16 (docs/formation.md)."""
+FOUND_FLOORS = {"held_out": 0.75, "languages_2": 0.7, "needs_2": 0.75}
+"""A little below what this user finds with the shipped settings: 15 and 13 of 16, 11 of 12
+(docs/formation.md)."""
 
 
 @pytest.mark.parametrize("part", sorted(FOUND_FLOORS))
@@ -28,12 +29,13 @@ def test_the_told_facts_eval_finds_most_held_out_facts_asked_in_other_words(part
 
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout[result.stdout.index("{") :])
-    assert report["users"] == 1 and report["questions"] == len(load_pairs(part)) == 16
+    asked = len(load_pairs(part))
+    assert report["users"] == 1 and report["questions"] == asked >= 12
     ranks = report["ranks"][0]
-    assert len(ranks) == 16 and all(r is None or 1 <= r <= 5 for r in ranks)
+    assert len(ranks) == asked and all(r is None or 1 <= r <= 5 for r in ranks)
     assert report["found_at_k"] >= FOUND_FLOORS[part]
-    assert report["found_first"] == sum(r == 1 for r in ranks) / 16
-    assert report["mean_reciprocal_rank"] == round(sum(1 / r for r in ranks if r) / 16, 4)
+    assert report["found_first"] == round(sum(r == 1 for r in ranks) / asked, 4)
+    assert report["mean_reciprocal_rank"] == round(sum(1 / r for r in ranks if r) / asked, 4)
 
 
 def test_the_told_facts_eval_refuses_more_users_than_the_noise_file_can_serve(tmp_path: Path) -> None:
