@@ -39,9 +39,8 @@ from athena.text import tokens
 from athena.tracing import tracer
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.forming.analysis import SMALL_TALK, Analysis, Entity, Topic, analyze
-from athena_formation.forming.fact_updates import states_updated_fact
+from athena_formation.forming.fact_updates import lasting_and_updated
 from athena_formation.forming.merge import MergeCandidate, choose_merge, words
-from athena_formation.forming.personal_facts import states_lasting_fact
 from athena_formation.forming.quality_gate import QualityReport, assess_quality
 from athena_formation.lifecycle.heat import HeatModel, importance, lifecycle_of
 from athena_formation.search.lexicon import chain_lexicon, lexicon_length, merge_lexicons
@@ -325,8 +324,7 @@ class ChainFormer:
             "event_ids": [e.id for e in events],
             "analysis": _analysis_doc(analysis),
             "quality": _quality_doc(quality),
-            "lasting_fact": states_lasting_fact(_user_messages(events)),
-            "updates_fact": states_updated_fact(_user_messages(events)),
+            **_fact_fields(events),
             "created_at": epoch(datetime.now(UTC)),
         }
         if not quality.passed:
@@ -633,8 +631,7 @@ class ChainFormer:
             **_analysis_doc(analysis),
             "quality": quality,
             # What the erasure left decides whether the chain still states a lasting fact.
-            "lasting_fact": states_lasting_fact(_user_messages(events)),
-            "updates_fact": states_updated_fact(_user_messages(events)),
+            **_fact_fields(events),
             "event_ids": [e.id for e in events],
             "segment_ids": list(segment_ids),
             "event_count": len(events),
@@ -684,8 +681,10 @@ class ChainFormer:
         return True
 
 
-def _user_messages(events: Sequence[memory_pb2.Event]) -> list[str]:
-    return [e.content for e in events if is_user_message(e)]
+def _fact_fields(events: Sequence[memory_pb2.Event]) -> dict[str, bool]:
+    """`lasting_fact` and `updates_fact` of what the user says in these events."""
+    lasting, updated = lasting_and_updated(e.content for e in events if is_user_message(e))
+    return {"lasting_fact": lasting, "updates_fact": updated}
 
 
 def _agents_of(events: Sequence[memory_pb2.Event], *, first: str) -> list[str]:

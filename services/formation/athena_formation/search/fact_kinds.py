@@ -21,7 +21,7 @@ asks for the fact that should shape the answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from athena.text import terms, tokens
 
@@ -136,12 +136,20 @@ _FOR_A_LIVING = re.compile(r"\bfor\s+a\s+living\b", re.IGNORECASE)
 """"What do I do for a living?" asks for work; "living" alone asks for home ("Where am I living?")."""
 _LIVING, _OCCUPATION = terms("living occupation")
 
-_ASKED: dict[str, frozenset[str]] = {
-    kind: frozenset(terms(f"{asked} {_OTHER_LANGUAGES[kind][0]}")) for kind, (asked, _) in FACT_KINDS.items()
-}
-_TOLD: dict[str, list[str]] = {
-    kind: list(dict.fromkeys(terms(f"{told} {_OTHER_LANGUAGES[kind][1]}"))) for kind, (_, told) in FACT_KINDS.items()
-}
+
+def _word_terms(words: Mapping[str, tuple[str, str]]) -> tuple[dict[str, frozenset[str]], dict[str, list[str]]]:
+    """Per key, the asking words' terms (a set) and the telling words' terms (in order, once each)."""
+    asking = {key: frozenset(terms(asked)) for key, (asked, _) in words.items()}
+    telling = {key: list(dict.fromkeys(terms(told))) for key, (_, told) in words.items()}
+    return asking, telling
+
+
+_ASKED, _TOLD = _word_terms(
+    {
+        kind: (f"{asked} {_OTHER_LANGUAGES[kind][0]}", f"{told} {_OTHER_LANGUAGES[kind][1]}")
+        for kind, (asked, told) in FACT_KINDS.items()
+    }
+)
 
 
 _NEEDS: dict[str, tuple[str, str]] = {
@@ -166,8 +174,7 @@ _NEEDS: dict[str, tuple[str, str]] = {
 recommend a restaurant for tonight?" is answered with "I'm vegan." in mind."""
 _ADDRESSED = _ABOUT_THE_USER | frozenset("you your we our".split())
 """A request to the assistant, or about the user: needs are read only then ("us" is also "US")."""
-_NEEDED: dict[str, frozenset[str]] = {need: frozenset(terms(asked)) for need, (asked, _) in _NEEDS.items()}
-_NEEDED_TOLD: dict[str, list[str]] = {need: list(dict.fromkeys(terms(told))) for need, (_, told) in _NEEDS.items()}
+_NEEDED, _NEEDED_TOLD = _word_terms(_NEEDS)
 
 
 def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
