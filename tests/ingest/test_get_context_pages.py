@@ -150,8 +150,9 @@ async def test_a_page_whose_anchor_left_the_window_is_empty_without_a_token(
 async def test_events_cut_or_stored_between_pages_leave_the_rest_of_the_selection_exactly_once(
     client: AsyncAthenaClient, redis: Any
 ) -> None:
-    ids = await _store(client, [f"message {i}" for i in range(20)])
+    ids = await _store(client, [f"message {i}" for i in range(30)])
     pages = [await client.get_context(SCOPE)]
+    assert 0 < len(pages[0]) < 13  # a page holds under 13: the 15+ left after it and the cut span 2+ pages
 
     await _store(client, [f"later {i}" for i in range(5)])  # after the selection: not part of it
     await redis.ltrim(WINDOW, 3, -1)  # a cut into a chain took the three oldest
