@@ -5,6 +5,9 @@ dialogues of a SuperDialseg file (eight turns each, the noise a real memory hold
 acknowledged with "Noted."; the user then leaves (FlushWindow) and, once every check is processed,
 asks each fact's question ("Who is my spouse?" for "My wife is called Priya."). A fact is found at k
 when a top-k hit holds its event. Users take different dialogues, so their figures differ.
+
+Each question is also sent as GetContext's query with the defaults an agent gets (3 relevant chains,
+a profile of 20): whether the fact's event is in `relevant_chains`, in `profile`, or in either.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ class ToldFactsReport:
     part: str
     ranks: list[list[int | None]] = field(default_factory=list)
     """Per user, per fact: the rank of the first hit holding the fact (1 is first), None past k."""
+    in_context: list[list[tuple[bool, bool]]] = field(default_factory=list)
+    """Per user, per fact: (in GetContext's relevant_chains, in its profile), with the question as query."""
 
     def as_dict(self) -> dict[str, Any]:
         flat = [r for user in self.ranks for r in user]
@@ -48,8 +53,15 @@ class ToldFactsReport:
             "found_at_k": round(sum(r is not None for r in flat) / asked, 4),
             "found_first": round(sum(r == 1 for r in flat) / asked, 4),
             "mean_reciprocal_rank": round(sum(1 / r for r in flat if r is not None) / asked, 4),
+            "context_relevant_chains": self._share(lambda chains, _: chains),
+            "context_profile": self._share(lambda _, profile: profile),
+            "context_either": self._share(lambda chains, profile: chains or profile),
             "ranks": self.ranks,
         }
+
+    def _share(self, counts: Callable[[bool, bool], bool]) -> float:
+        flat = [pair for user in self.in_context for pair in user]
+        return round(sum(counts(*pair) for pair in flat) / max(1, len(flat)), 4)
 
 
 PARTS = ("seen", "held_out", "held_out_2", "languages", "languages_2", "needs", "needs_2")
@@ -115,8 +127,17 @@ async def run_told_facts(
             task_ids += [flush.task_id] if flush.task_id else []
             await wait_until_processed(redis_url, keys.scope_id(TENANT, user, AGENT), task_ids, timeout=timeout)
             ranks: list[int | None] = []
+            in_context: list[tuple[bool, bool]] = []
             for (_, question), event_id in zip(pairs, fact_events):
                 hits = await client.search_memory(scope, question, limit=k)
                 ranks.append(next((n + 1 for n, h in enumerate(hits) if event_id in h.event_ids), None))
+                page = await client.get_context(scope, query=question)
+                in_context.append(
+                    (
+                        any(event_id in h.event_ids for h in page.relevant_chains),
+                        any(f.event_id == event_id for f in page.profile),
+                    )
+                )
             report.ranks.append(ranks)
+            report.in_context.append(in_context)
     return report

@@ -80,12 +80,15 @@ def test_context_page_is_the_list_of_its_events_with_the_chains_and_the_token() 
     response = pb.GetContextResponse(
         events=[pb.Event(id="e1"), pb.Event(id="e2")],
         relevant_chains=[pb.SearchHit(chain=pb.Chain(id="c1"), source=pb.HIT_SOURCE_CHAIN)],
+        profile=[pb.ProfileFact(text="I'm vegan.", event_id="e0", chain_id="c1")],
         next_page_token="next",
     )
     page = ContextPage.of(response)
     assert [e.id for e in page] == ["e1", "e2"] == [e.id for e in page.events]
     assert [h.chain.id for h in page.relevant_chains] == ["c1"] and page.next_page_token == "next"
+    assert [f.text for f in page.profile] == ["I'm vegan."]
     assert ContextPage() == [] and ContextPage().next_page_token == "" and ContextPage().relevant_chains == []
+    assert ContextPage().profile == []
 
 
 def test_the_credential_travels_as_the_server_reads_it() -> None:
@@ -121,6 +124,7 @@ def test_the_sync_and_async_clients_have_the_same_methods_and_arguments() -> Non
         "scope",
         "query",
         "chain_limit",
+        "profile_limit",
         "limit",
         "page_token",
     ]

@@ -169,6 +169,7 @@ def get_context_requests(tenant: str) -> st.SearchStrategy[memory_pb2.GetContext
         limit=st.one_of(st.integers(-1, 3), st.integers(1999, 2001), _INT32),
         query=st.one_of(st.just(""), queries),
         chain_limit=st.one_of(st.integers(-1, 3), st.integers(99, 101), _INT32),
+        profile_limit=st.one_of(st.integers(-1, 3), st.integers(99, 101), _INT32),
         page_token=context_page_tokens,
     )
 

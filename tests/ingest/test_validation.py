@@ -166,6 +166,8 @@ async def test_a_batch_of_many_bad_events_lists_ten_and_counts_the_rest(
         (memory_pb2.GetContextRequest(scope=SCOPE, limit=2001), "limit"),
         (memory_pb2.GetContextRequest(scope=SCOPE, chain_limit=101), "chain_limit"),
         (memory_pb2.GetContextRequest(scope=SCOPE, chain_limit=-3), "chain_limit"),
+        (memory_pb2.GetContextRequest(scope=SCOPE, profile_limit=101), "profile_limit"),
+        (memory_pb2.GetContextRequest(scope=SCOPE, profile_limit=-1), "profile_limit"),
         (memory_pb2.GetContextRequest(scope=SCOPE, query="  "), "query"),
         (memory_pb2.GetContextRequest(scope=SCOPE, query="q\x00"), "query"),
         (memory_pb2.GetContextRequest(scope=SCOPE, query="q" * 4097), "query"),

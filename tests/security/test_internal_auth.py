@@ -23,6 +23,7 @@ def _requests() -> dict[str, Any]:
         "SearchMemory": formation_pb2.SearchRequest(
             request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="anything", limit=3)
         ),
+        "GetProfile": formation_pb2.ProfileRequest(scope=SCOPE, limit=10),
         "GetChain": memory_pb2.GetChainRequest(scope=SCOPE, chain_id="ch_0"),
         "ListChains": memory_pb2.ListChainsRequest(scope=SCOPE),
         "ForgetUser": memory_pb2.ForgetUserRequest(tenant_id="acme", user_id="alice"),

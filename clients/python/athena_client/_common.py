@@ -64,7 +64,9 @@ class ClientOptions:
 class ContextPage(list[memory_pb2.Event]):
     """One GetContext answer. As a list: its window events, oldest first (what get_context has always
     returned). `relevant_chains`: with a query, the memories most relevant to it, best first (chains
-    and not-yet-formed window turns, as search_memory ranks them; first page only).
+    and not-yet-formed window turns, as search_memory ranks them; first page only). `profile`: with a
+    query, what the user has told of themselves (lasting facts and standing instructions), newest
+    first, whatever the query (first page only).
     `next_page_token`: the token of the next older page of the same selection ("" on the last page)."""
 
     def __init__(
@@ -72,10 +74,12 @@ class ContextPage(list[memory_pb2.Event]):
         events: Iterable[memory_pb2.Event] = (),
         next_page_token: str = "",
         relevant_chains: Iterable[memory_pb2.SearchHit] = (),
+        profile: Iterable[memory_pb2.ProfileFact] = (),
     ) -> None:
         super().__init__(events)
         self.next_page_token = next_page_token
         self.relevant_chains: list[memory_pb2.SearchHit] = list(relevant_chains)
+        self.profile: list[memory_pb2.ProfileFact] = list(profile)
 
     @property
     def events(self) -> list[memory_pb2.Event]:
@@ -84,12 +88,12 @@ class ContextPage(list[memory_pb2.Event]):
 
     @classmethod
     def of(cls, response: memory_pb2.GetContextResponse) -> ContextPage:
-        return cls(response.events, response.next_page_token, response.relevant_chains)
+        return cls(response.events, response.next_page_token, response.relevant_chains, response.profile)
 
     def __repr__(self) -> str:
         return (
             f"ContextPage(events={len(self)}, relevant_chains={len(self.relevant_chains)}, "
-            f"next_page_token={self.next_page_token!r})"
+            f"profile={len(self.profile)}, next_page_token={self.next_page_token!r})"
         )
 
 
@@ -140,10 +144,15 @@ def store_events_request(scope: memory_pb2.Scope, events: Iterable[EventLike]) -
 
 
 def get_context_request(
-    scope: memory_pb2.Scope, *, query: str, chain_limit: int, limit: int, page_token: str
+    scope: memory_pb2.Scope, *, query: str, chain_limit: int, profile_limit: int, limit: int, page_token: str
 ) -> memory_pb2.GetContextRequest:
     return memory_pb2.GetContextRequest(
-        scope=scope, query=query, chain_limit=chain_limit, limit=limit, page_token=page_token
+        scope=scope,
+        query=query,
+        chain_limit=chain_limit,
+        profile_limit=profile_limit,
+        limit=limit,
+        page_token=page_token,
     )
 
 

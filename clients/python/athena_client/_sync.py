@@ -79,15 +79,23 @@ class AthenaClient:
         return self._call(self._stub.StoreEvents, _common.store_events_request(scope, events))
 
     def get_context(
-        self, scope: memory_pb2.Scope, *, query: str = "", chain_limit: int = 0, limit: int = 0, page_token: str = ""
+        self,
+        scope: memory_pb2.Scope,
+        *,
+        query: str = "",
+        chain_limit: int = 0,
+        profile_limit: int = 0,
+        limit: int = 0,
+        page_token: str = "",
     ) -> ContextPage:
         """One page of the scope's window, oldest first: the newest of the last `limit` events (0: the
         whole window) that fit one answer, or with `page_token` (a page's next_page_token) the next
         older page. A window that fits one answer is one page, with no next_page_token. With a
         `query`, the first page also holds `relevant_chains`: at most `chain_limit` (0: 3) memories
-        most relevant to it."""
+        most relevant to it, and `profile`: at most `profile_limit` (0: 20) sentences in which the
+        user told a lasting fact or a standing instruction, newest first, whatever the query."""
         request = _common.get_context_request(
-            scope, query=query, chain_limit=chain_limit, limit=limit, page_token=page_token
+            scope, query=query, chain_limit=chain_limit, profile_limit=profile_limit, limit=limit, page_token=page_token
         )
         return ContextPage.of(self._call(self._stub.GetContext, request))
 

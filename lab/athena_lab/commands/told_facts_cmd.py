@@ -69,7 +69,16 @@ def told_facts(
         print_json(result)
         return
     table = measures_table(f"Facts told in passing, asked in other words ({part.value}, top {k})")
-    for key in ("users", "questions", "found_at_k", "found_first", "mean_reciprocal_rank"):
+    for key in (
+        "users",
+        "questions",
+        "found_at_k",
+        "found_first",
+        "mean_reciprocal_rank",
+        "context_relevant_chains",
+        "context_profile",
+        "context_either",
+    ):
         table.add_row(key, str(result[key]))
     for n, ranks in enumerate(result["ranks"]):
         table.add_row(f"user {n}: rank of each fact", " ".join("-" if r is None else str(r) for r in ranks))

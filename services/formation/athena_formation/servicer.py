@@ -18,6 +18,7 @@ from athena_formation.forming.form_chain import ChainFormer
 from athena_formation.lifecycle.erasure import FormationEraser, erased_response
 from athena_formation.lifecycle.restore import ChainRestorer
 from athena_formation.search.search_memory import Recall
+from athena_formation.search.user_profile import UserProfile
 
 __all__ = ["Curation", "FormationServicer"]
 
@@ -52,6 +53,7 @@ class FormationServicer(formation_pb2_grpc.FormationServiceServicer):
         self.recall = recall
         self.eraser = eraser
         self.curation = Curation.of(former)
+        self.profile = UserProfile(recall.store)
 
     async def FormChain(
         self, request: formation_pb2.FormChainRequest, context: grpc.aio.ServicerContext
@@ -77,6 +79,12 @@ class FormationServicer(formation_pb2_grpc.FormationServiceServicer):
         self, request: formation_pb2.SearchRequest, context: grpc.aio.ServicerContext
     ) -> memory_pb2.SearchMemoryResponse:
         return await self.recall.search(request.request, request.open_segments)
+
+    async def GetProfile(
+        self, request: formation_pb2.ProfileRequest, context: grpc.aio.ServicerContext
+    ) -> formation_pb2.ProfileResponse:
+        facts = await self.profile.facts(request.scope, request.open_segments, limit=request.limit)
+        return formation_pb2.ProfileResponse(facts=facts)
 
     async def GetChain(
         self, request: memory_pb2.GetChainRequest, context: grpc.aio.ServicerContext

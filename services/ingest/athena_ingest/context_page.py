@@ -18,13 +18,14 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from athena.stm import ShortTermWindow, WindowSlice
 from athena_client.memory.v1 import memory_pb2
 
 __all__ = [
     "CHAINS_BUDGET_BYTES",
+    "PROFILE_BUDGET_BYTES",
     "RESPONSE_BUDGET_BYTES",
     "TRANSPORT_LIMIT_BYTES",
     "Cursor",
@@ -33,16 +34,19 @@ __all__ = [
     "encode_cursor",
     "events_budget",
     "fit_chains",
+    "fit_profile",
     "read_page",
 ]
 
 TRANSPORT_LIMIT_BYTES = 4 * 1024 * 1024
 """gRPC's default max_receive_message_length: the largest answer a client takes unless it raises its own."""
 RESPONSE_BUDGET_BYTES = TRANSPORT_LIMIT_BYTES - 256 * 1024
-"""Largest GetContext answer built, events and relevant_chains together; the margin left under the
+"""Largest GetContext answer built, events, relevant_chains and profile together; the margin left under the
 transport limit holds next_page_token (at most MAX_TOKEN_CHARS) many times over."""
 CHAINS_BUDGET_BYTES = 1024 * 1024
 """Most bytes of relevant_chains in one answer, so that events always keep most of the budget."""
+PROFILE_BUDGET_BYTES = 256 * 1024
+"""Most bytes of profile in one answer."""
 MAX_TOKEN_CHARS = 512
 """Longest page_token accepted (the tokens issued are far shorter)."""
 FIRST_CHUNK_EVENTS = 64
@@ -127,22 +131,39 @@ def wire_size(message_bytes: int) -> int:
     return 1 + max(1, (message_bytes.bit_length() + 6) // 7) + message_bytes
 
 
-def fit_chains(hits: Iterable[memory_pb2.SearchHit]) -> list[memory_pb2.SearchHit]:
-    """The best-ranked hits that fit CHAINS_BUDGET_BYTES together (the first that does not fit and
-    every hit after it are left out, so the answer stays a ranking)."""
-    kept: list[memory_pb2.SearchHit] = []
+Message = TypeVar("Message", memory_pb2.SearchHit, memory_pb2.ProfileFact)
+
+
+def _fit(messages: Iterable[Message], budget: int) -> list[Message]:
+    """The leading messages that fit `budget` bytes together (the first that does not fit and every
+    one after it are left out, so that the answer keeps its order: a ranking, or newest first)."""
+    kept: list[Message] = []
     used = 0
-    for hit in hits:
-        used += wire_size(hit.ByteSize())
-        if used > CHAINS_BUDGET_BYTES:
+    for message in messages:
+        used += wire_size(message.ByteSize())
+        if used > budget:
             break
-        kept.append(hit)
+        kept.append(message)
     return kept
 
 
-def events_budget(chains: Iterable[memory_pb2.SearchHit]) -> int:
-    """Bytes left for a page's events once `chains` are in the answer."""
-    return RESPONSE_BUDGET_BYTES - sum(wire_size(hit.ByteSize()) for hit in chains)
+def fit_chains(hits: Iterable[memory_pb2.SearchHit]) -> list[memory_pb2.SearchHit]:
+    """The best-ranked hits that fit CHAINS_BUDGET_BYTES together."""
+    return _fit(hits, CHAINS_BUDGET_BYTES)
+
+
+def fit_profile(facts: Iterable[memory_pb2.ProfileFact]) -> list[memory_pb2.ProfileFact]:
+    """The newest facts that fit PROFILE_BUDGET_BYTES together."""
+    return _fit(facts, PROFILE_BUDGET_BYTES)
+
+
+def events_budget(chains: Iterable[memory_pb2.SearchHit], profile: Iterable[memory_pb2.ProfileFact] = ()) -> int:
+    """Bytes left for a page's events once `chains` and `profile` are in the answer."""
+    return (
+        RESPONSE_BUDGET_BYTES
+        - sum(wire_size(hit.ByteSize()) for hit in chains)
+        - sum(wire_size(fact.ByteSize()) for fact in profile)
+    )
 
 
 @dataclass

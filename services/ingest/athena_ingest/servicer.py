@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
@@ -14,13 +15,21 @@ from athena.internal.v1 import formation_pb2
 from athena.redis_util import redis_unavailable
 from athena.stm import ShortTermWindow
 from athena_client.memory.v1 import memory_pb2, memory_pb2_grpc
-from athena_ingest.context_page import decode_cursor, encode_cursor, events_budget, fit_chains, read_page
+from athena_ingest.context_page import (
+    decode_cursor,
+    encode_cursor,
+    events_budget,
+    fit_chains,
+    fit_profile,
+    read_page,
+)
 from athena_ingest.erasure import Eraser, validate_forget
 from athena_ingest.export import UserExporter
 from athena_ingest.ingestor import Ingestor
 from athena_ingest.open_events import OpenEvents
 from athena_ingest.task_results import read_task_result
 from athena_ingest.validation import (
+    DEFAULT_PROFILE_FACTS,
     raise_if_any,
     validate_admit_rejection,
     validate_chain_request,
@@ -93,10 +102,10 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         hit whose events are all on the page is left out: the caller has them already)."""
         raise_if_any(validate_get_context(request, limits=self.ingestor.limits))
         cursor = decode_cursor(request.page_token, max_remaining=self.ingestor.limits.max_window_events)
-        chains = await self._relevant_chains(request) if request.query and cursor is None else []
+        chains, profile = await self._memories(request) if request.query and cursor is None else ([], [])
         with redis_unavailable():
             page = await read_page(
-                self.window, request.scope, cursor, limit=request.limit, budget=events_budget(chains)
+                self.window, request.scope, cursor, limit=request.limit, budget=events_budget(chains, profile)
             )
         if chains:
             shown = {e.id for e in page.events}
@@ -104,15 +113,36 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
                 h for h in chains if h.source != memory_pb2.HIT_SOURCE_WINDOW or not shown.issuperset(h.event_ids)
             ]
         return memory_pb2.GetContextResponse(
-            events=page.events, relevant_chains=chains, next_page_token=encode_cursor(page.next) if page.next else ""
+            events=page.events,
+            relevant_chains=chains,
+            profile=profile,
+            next_page_token=encode_cursor(page.next) if page.next else "",
         )
 
-    async def _relevant_chains(self, request: memory_pb2.GetContextRequest) -> list[memory_pb2.SearchHit]:
-        """The memories most relevant to the request's query, best first, within CHAINS_BUDGET_BYTES."""
+    async def _memories(
+        self, request: memory_pb2.GetContextRequest
+    ) -> tuple[list[memory_pb2.SearchHit], list[memory_pb2.ProfileFact]]:
+        """The memories most relevant to the request's query, best first, and the user's profile,
+        newest first, each within its budget: formation answers both at once, from one read of the
+        scope's open events."""
+        segments = await self._open_segments(request.scope)
         search = memory_pb2.SearchMemoryRequest(
             scope=request.scope, query=request.query, limit=request.chain_limit or 3
         )
-        return fit_chains((await self._search(search)).hits)
+        profile = formation_pb2.ProfileRequest(
+            scope=request.scope, limit=request.profile_limit or DEFAULT_PROFILE_FACTS, open_segments=segments
+        )
+        found = asyncio.ensure_future(
+            self.formation.call(
+                self.formation.stub.SearchMemory, formation_pb2.SearchRequest(request=search, open_segments=segments)
+            )
+        )
+        try:
+            told = await self.formation.call(self.formation.stub.GetProfile, profile)
+        except BaseException:
+            found.cancel()  # the answer fails with the profile's error (a TaskGroup would wrap it)
+            raise
+        return fit_chains((await found).hits), fit_profile(told.facts)
 
     async def SearchMemory(
         self, request: memory_pb2.SearchMemoryRequest, context: grpc.aio.ServicerContext
@@ -122,15 +152,20 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
 
     async def _search(self, request: memory_pb2.SearchMemoryRequest) -> memory_pb2.SearchMemoryResponse:
         """Formation ranks the chains and the scope's open events (open_events.py), read here: ingest
-        owns Redis. Without Redis the chains are still searched, alone (the chains do not need it)."""
-        try:
-            segments = await self.open_events.read(request.scope)
-        except DependencyUnavailable as exc:
-            log.warning("searching the chains alone: the open events could not be read (%s)", exc)
-            segments = []
+        owns Redis."""
+        segments = await self._open_segments(request.scope)
         return await self.formation.call(
             self.formation.stub.SearchMemory, formation_pb2.SearchRequest(request=request, open_segments=segments)
         )
+
+    async def _open_segments(self, scope: memory_pb2.Scope) -> list[formation_pb2.Segment]:
+        """The scope's events in no chain yet. Without Redis, none: the chains are still searched and
+        their facts read, alone (they do not need it)."""
+        try:
+            return await self.open_events.read(scope)
+        except DependencyUnavailable as exc:
+            log.warning("reading the chains alone: the open events could not be read (%s)", exc)
+            return []
 
     async def GetChain(
         self, request: memory_pb2.GetChainRequest, context: grpc.aio.ServicerContext

@@ -31,9 +31,11 @@ from athena_client.memory.v1 import memory_pb2
 from athena_ingest.context_page import decode_cursor
 
 __all__ = [
+    "DEFAULT_PROFILE_FACTS",
     "ID_PATTERN",
     "MAX_CONTEXT_CHAINS",
     "MAX_PAGE_SIZE",
+    "MAX_PROFILE_FACTS",
     "MAX_SEARCH_LIMIT",
     "Limits",
     "raise_if_any",
@@ -55,6 +57,8 @@ __all__ = [
 # Result-count ranges are part of the API contract (memory.proto states them), not deployment settings.
 MAX_SEARCH_LIMIT = 100
 MAX_CONTEXT_CHAINS = 100
+MAX_PROFILE_FACTS = 100
+DEFAULT_PROFILE_FACTS = 20
 MAX_PAGE_SIZE = 200
 MAX_CHAIN_EVENTS_PAGE = 1000
 MAX_SUMMARY_CHARS = 4000
@@ -220,6 +224,9 @@ def validate_get_context(request: memory_pb2.GetContextRequest, *, limits: Limit
     out = validate_scope(request.scope, has_scope=request.HasField("scope"))
     out += _range_violation(request.limit, "limit", top=limits.max_window_events, zero_means="the whole window")
     out += _range_violation(request.chain_limit, "chain_limit", top=MAX_CONTEXT_CHAINS, zero_means="default 3")
+    out += _range_violation(
+        request.profile_limit, "profile_limit", top=MAX_PROFILE_FACTS, zero_means=f"default {DEFAULT_PROFILE_FACTS}"
+    )
     if request.query:
         out += _text_violations(request.query, "query", max_bytes=limits.max_query_bytes, required=True)
     out += _context_token_violations(request.page_token, limits=limits)

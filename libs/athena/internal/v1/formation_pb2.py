@@ -26,27 +26,31 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from athena_client.memory.v1 import memory_pb2 as athena__client_dot_memory_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"athena/internal/v1/formation.proto\x12\x12\x61thena.internal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a$athena_client/memory/v1/memory.proto\"\xc1\x01\n\x07Segment\x12\n\n\x02id\x18\x01 \x01(\t\x12&\n\x05scope\x18\x02 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12\'\n\x06\x65vents\x18\x03 \x03(\x0b\x32\x17.athena.memory.v1.Event\x12-\n\x06reason\x18\x04 \x01(\x0e\x32\x1d.athena.internal.v1.CutReason\x12*\n\x06\x63ut_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"{\n\rSearchRequest\x12\x36\n\x07request\x18\x01 \x01(\x0b\x32%.athena.memory.v1.SearchMemoryRequest\x12\x32\n\ropen_segments\x18\x02 \x03(\x0b\x32\x1b.athena.internal.v1.Segment\"y\n\x10\x46ormChainRequest\x12,\n\x07segment\x18\x01 \x01(\x0b\x32\x1b.athena.internal.v1.Segment\x12\x37\n\nembeddings\x18\x02 \x01(\x0b\x32#.athena.internal.v1.EventEmbeddings\"P\n\x0f\x45ventEmbeddings\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0b\n\x03\x64im\x18\x02 \x01(\x05\x12\x11\n\tevent_ids\x18\x03 \x03(\t\x12\x0e\n\x06values\x18\x04 \x03(\x02\"\x99\x01\n\x11\x46ormChainResponse\x12\x30\n\x07outcome\x18\x01 \x01(\x0e\x32\x1f.athena.internal.v1.FormOutcome\x12\x10\n\x08\x63hain_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x30\n\x07quality\x18\x04 \x01(\x0b\x32\x1f.athena.memory.v1.QualityScores*\x8e\x01\n\tCutReason\x12\x1a\n\x16\x43UT_REASON_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x43UT_REASON_TOPIC_BREAK\x10\x01\x12\x1a\n\x16\x43UT_REASON_FORCE_FLUSH\x10\x02\x12\x14\n\x10\x43UT_REASON_FLUSH\x10\x03\x12\x17\n\x13\x43UT_REASON_TIME_GAP\x10\x04*y\n\x0b\x46ormOutcome\x12\x1c\n\x18\x46ORM_OUTCOME_UNSPECIFIED\x10\x00\x12\x18\n\x14\x46ORM_OUTCOME_CREATED\x10\x01\x12\x17\n\x13\x46ORM_OUTCOME_MERGED\x10\x02\x12\x19\n\x15\x46ORM_OUTCOME_REJECTED\x10\x03\x32\xb4\x08\n\x10\x46ormationService\x12X\n\tFormChain\x12$.athena.internal.v1.FormChainRequest\x1a%.athena.internal.v1.FormChainResponse\x12Y\n\x0cSearchMemory\x12!.athena.internal.v1.SearchRequest\x1a&.athena.memory.v1.SearchMemoryResponse\x12\x46\n\x08GetChain\x12!.athena.memory.v1.GetChainRequest\x1a\x17.athena.memory.v1.Chain\x12W\n\nListChains\x12#.athena.memory.v1.ListChainsRequest\x1a$.athena.memory.v1.ListChainsResponse\x12W\n\nForgetUser\x12#.athena.memory.v1.ForgetUserRequest\x1a$.athena.memory.v1.ForgetUserResponse\x12Z\n\x0b\x44\x65leteChain\x12$.athena.memory.v1.DeleteChainRequest\x1a%.athena.memory.v1.DeleteChainResponse\x12L\n\x0bUpdateChain\x12$.athena.memory.v1.UpdateChainRequest\x1a\x17.athena.memory.v1.Chain\x12\x63\n\x0eGetChainEvents\x12\'.athena.memory.v1.GetChainEventsRequest\x1a(.athena.memory.v1.GetChainEventsResponse\x12\x63\n\x0eListRejections\x12\'.athena.memory.v1.ListRejectionsRequest\x1a(.athena.memory.v1.ListRejectionsResponse\x12R\n\x0e\x41\x64mitRejection\x12\'.athena.memory.v1.AdmitRejectionRequest\x1a\x17.athena.memory.v1.Chain\x12N\n\x0cRestoreChain\x12%.athena.memory.v1.RestoreChainRequest\x1a\x17.athena.memory.v1.Chain\x12Y\n\nExportUser\x12#.athena.memory.v1.ExportUserRequest\x1a$.athena.memory.v1.ExportUserResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"athena/internal/v1/formation.proto\x12\x12\x61thena.internal.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a$athena_client/memory/v1/memory.proto\"\xc1\x01\n\x07Segment\x12\n\n\x02id\x18\x01 \x01(\t\x12&\n\x05scope\x18\x02 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12\'\n\x06\x65vents\x18\x03 \x03(\x0b\x32\x17.athena.memory.v1.Event\x12-\n\x06reason\x18\x04 \x01(\x0e\x32\x1d.athena.internal.v1.CutReason\x12*\n\x06\x63ut_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"{\n\rSearchRequest\x12\x36\n\x07request\x18\x01 \x01(\x0b\x32%.athena.memory.v1.SearchMemoryRequest\x12\x32\n\ropen_segments\x18\x02 \x03(\x0b\x32\x1b.athena.internal.v1.Segment\"{\n\x0eProfileRequest\x12&\n\x05scope\x18\x01 \x01(\x0b\x32\x17.athena.memory.v1.Scope\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x32\n\ropen_segments\x18\x03 \x03(\x0b\x32\x1b.athena.internal.v1.Segment\"?\n\x0fProfileResponse\x12,\n\x05\x66\x61\x63ts\x18\x01 \x03(\x0b\x32\x1d.athena.memory.v1.ProfileFact\"y\n\x10\x46ormChainRequest\x12,\n\x07segment\x18\x01 \x01(\x0b\x32\x1b.athena.internal.v1.Segment\x12\x37\n\nembeddings\x18\x02 \x01(\x0b\x32#.athena.internal.v1.EventEmbeddings\"P\n\x0f\x45ventEmbeddings\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0b\n\x03\x64im\x18\x02 \x01(\x05\x12\x11\n\tevent_ids\x18\x03 \x03(\t\x12\x0e\n\x06values\x18\x04 \x03(\x02\"\x99\x01\n\x11\x46ormChainResponse\x12\x30\n\x07outcome\x18\x01 \x01(\x0e\x32\x1f.athena.internal.v1.FormOutcome\x12\x10\n\x08\x63hain_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x30\n\x07quality\x18\x04 \x01(\x0b\x32\x1f.athena.memory.v1.QualityScores*\x8e\x01\n\tCutReason\x12\x1a\n\x16\x43UT_REASON_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x43UT_REASON_TOPIC_BREAK\x10\x01\x12\x1a\n\x16\x43UT_REASON_FORCE_FLUSH\x10\x02\x12\x14\n\x10\x43UT_REASON_FLUSH\x10\x03\x12\x17\n\x13\x43UT_REASON_TIME_GAP\x10\x04*y\n\x0b\x46ormOutcome\x12\x1c\n\x18\x46ORM_OUTCOME_UNSPECIFIED\x10\x00\x12\x18\n\x14\x46ORM_OUTCOME_CREATED\x10\x01\x12\x17\n\x13\x46ORM_OUTCOME_MERGED\x10\x02\x12\x19\n\x15\x46ORM_OUTCOME_REJECTED\x10\x03\x32\x8b\t\n\x10\x46ormationService\x12X\n\tFormChain\x12$.athena.internal.v1.FormChainRequest\x1a%.athena.internal.v1.FormChainResponse\x12Y\n\x0cSearchMemory\x12!.athena.internal.v1.SearchRequest\x1a&.athena.memory.v1.SearchMemoryResponse\x12U\n\nGetProfile\x12\".athena.internal.v1.ProfileRequest\x1a#.athena.internal.v1.ProfileResponse\x12\x46\n\x08GetChain\x12!.athena.memory.v1.GetChainRequest\x1a\x17.athena.memory.v1.Chain\x12W\n\nListChains\x12#.athena.memory.v1.ListChainsRequest\x1a$.athena.memory.v1.ListChainsResponse\x12W\n\nForgetUser\x12#.athena.memory.v1.ForgetUserRequest\x1a$.athena.memory.v1.ForgetUserResponse\x12Z\n\x0b\x44\x65leteChain\x12$.athena.memory.v1.DeleteChainRequest\x1a%.athena.memory.v1.DeleteChainResponse\x12L\n\x0bUpdateChain\x12$.athena.memory.v1.UpdateChainRequest\x1a\x17.athena.memory.v1.Chain\x12\x63\n\x0eGetChainEvents\x12\'.athena.memory.v1.GetChainEventsRequest\x1a(.athena.memory.v1.GetChainEventsResponse\x12\x63\n\x0eListRejections\x12\'.athena.memory.v1.ListRejectionsRequest\x1a(.athena.memory.v1.ListRejectionsResponse\x12R\n\x0e\x41\x64mitRejection\x12\'.athena.memory.v1.AdmitRejectionRequest\x1a\x17.athena.memory.v1.Chain\x12N\n\x0cRestoreChain\x12%.athena.memory.v1.RestoreChainRequest\x1a\x17.athena.memory.v1.Chain\x12Y\n\nExportUser\x12#.athena.memory.v1.ExportUserRequest\x1a$.athena.memory.v1.ExportUserResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'athena.internal.v1.formation_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CUTREASON']._serialized_start=812
-  _globals['_CUTREASON']._serialized_end=954
-  _globals['_FORMOUTCOME']._serialized_start=956
-  _globals['_FORMOUTCOME']._serialized_end=1077
+  _globals['_CUTREASON']._serialized_start=1002
+  _globals['_CUTREASON']._serialized_end=1144
+  _globals['_FORMOUTCOME']._serialized_start=1146
+  _globals['_FORMOUTCOME']._serialized_end=1267
   _globals['_SEGMENT']._serialized_start=130
   _globals['_SEGMENT']._serialized_end=323
   _globals['_SEARCHREQUEST']._serialized_start=325
   _globals['_SEARCHREQUEST']._serialized_end=448
-  _globals['_FORMCHAINREQUEST']._serialized_start=450
-  _globals['_FORMCHAINREQUEST']._serialized_end=571
-  _globals['_EVENTEMBEDDINGS']._serialized_start=573
-  _globals['_EVENTEMBEDDINGS']._serialized_end=653
-  _globals['_FORMCHAINRESPONSE']._serialized_start=656
-  _globals['_FORMCHAINRESPONSE']._serialized_end=809
-  _globals['_FORMATIONSERVICE']._serialized_start=1080
-  _globals['_FORMATIONSERVICE']._serialized_end=2156
+  _globals['_PROFILEREQUEST']._serialized_start=450
+  _globals['_PROFILEREQUEST']._serialized_end=573
+  _globals['_PROFILERESPONSE']._serialized_start=575
+  _globals['_PROFILERESPONSE']._serialized_end=638
+  _globals['_FORMCHAINREQUEST']._serialized_start=640
+  _globals['_FORMCHAINREQUEST']._serialized_end=761
+  _globals['_EVENTEMBEDDINGS']._serialized_start=763
+  _globals['_EVENTEMBEDDINGS']._serialized_end=843
+  _globals['_FORMCHAINRESPONSE']._serialized_start=846
+  _globals['_FORMCHAINRESPONSE']._serialized_end=999
+  _globals['_FORMATIONSERVICE']._serialized_start=1270
+  _globals['_FORMATIONSERVICE']._serialized_end=2433
 # @@protoc_insertion_point(module_scope)

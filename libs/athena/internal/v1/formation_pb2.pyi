@@ -145,6 +145,60 @@ class SearchRequest(_message.Message):
 Global___SearchRequest: _TypeAlias = SearchRequest  # noqa: Y015
 
 @_typing.final
+class ProfileRequest(_message.Message):
+    """The profile of MemoryService.GetContext: the user's lasting facts in the scope's chains and in its
+    open events (the same as SearchRequest.open_segments).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    OPEN_SEGMENTS_FIELD_NUMBER: _builtins.int
+    limit: _builtins.int
+    """At most this many facts (validated by ingest)."""
+    @_builtins.property
+    def scope(self) -> _memory_pb2.Scope: ...
+    @_builtins.property
+    def open_segments(self) -> _containers.RepeatedCompositeFieldContainer[Global___Segment]: ...
+    def __init__(
+        self,
+        *,
+        scope: _memory_pb2.Scope | None = ...,
+        limit: _builtins.int = ...,
+        open_segments: _abc.Iterable[Global___Segment] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "open_segments", b"open_segments", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ProfileRequest: _TypeAlias = ProfileRequest  # noqa: Y015
+
+@_typing.final
+class ProfileResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FACTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def facts(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.ProfileFact]:
+        """Newest first."""
+
+    def __init__(
+        self,
+        *,
+        facts: _abc.Iterable[_memory_pb2.ProfileFact] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["facts", b"facts"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ProfileResponse: _TypeAlias = ProfileResponse  # noqa: Y015
+
+@_typing.final
 class FormChainRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

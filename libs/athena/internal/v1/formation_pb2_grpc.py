@@ -46,6 +46,11 @@ class FormationServiceStub:
                 request_serializer=athena_dot_internal_dot_v1_dot_formation__pb2.SearchRequest.SerializeToString,
                 response_deserializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
                 _registered_method=True)
+        self.GetProfile = channel.unary_unary(
+                '/athena.internal.v1.FormationService/GetProfile',
+                request_serializer=athena_dot_internal_dot_v1_dot_formation__pb2.ProfileRequest.SerializeToString,
+                response_deserializer=athena_dot_internal_dot_v1_dot_formation__pb2.ProfileResponse.FromString,
+                _registered_method=True)
         self.GetChain = channel.unary_unary(
                 '/athena.internal.v1.FormationService/GetChain',
                 request_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.GetChainRequest.SerializeToString,
@@ -112,6 +117,13 @@ class FormationServiceServicer:
     def SearchMemory(self, request, context):
         """The public SearchMemory, forwarded by ingest after validation with the scope's open events
         (formation owns Milvus and the chains; ingest owns Redis).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetProfile(self, request, context):
+        """GetContextResponse.profile, asked by ingest with the scope's open events, like SearchMemory.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -197,6 +209,11 @@ def add_FormationServiceServicer_to_server(servicer, server):
                     servicer.SearchMemory,
                     request_deserializer=athena_dot_internal_dot_v1_dot_formation__pb2.SearchRequest.FromString,
                     response_serializer=athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.SerializeToString,
+            ),
+            'GetProfile': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetProfile,
+                    request_deserializer=athena_dot_internal_dot_v1_dot_formation__pb2.ProfileRequest.FromString,
+                    response_serializer=athena_dot_internal_dot_v1_dot_formation__pb2.ProfileResponse.SerializeToString,
             ),
             'GetChain': grpc.unary_unary_rpc_method_handler(
                     servicer.GetChain,
@@ -304,6 +321,33 @@ class FormationService:
             '/athena.internal.v1.FormationService/SearchMemory',
             athena_dot_internal_dot_v1_dot_formation__pb2.SearchRequest.SerializeToString,
             athena__client_dot_memory_dot_v1_dot_memory__pb2.SearchMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetProfile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/athena.internal.v1.FormationService/GetProfile',
+            athena_dot_internal_dot_v1_dot_formation__pb2.ProfileRequest.SerializeToString,
+            athena_dot_internal_dot_v1_dot_formation__pb2.ProfileResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -40,6 +40,8 @@ class FormationServiceStub:
     """The public SearchMemory, forwarded by ingest after validation with the scope's open events
     (formation owns Milvus and the chains; ingest owns Redis).
     """
+    GetProfile: _grpc.UnaryUnaryMultiCallable[_formation_pb2.ProfileRequest, _formation_pb2.ProfileResponse]
+    """GetContextResponse.profile, asked by ingest with the scope's open events, like SearchMemory."""
     GetChain: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]
     """The public chain RPCs, forwarded by ingest after validation."""
     ListChains: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]
@@ -73,6 +75,8 @@ class FormationServiceAsyncStub(FormationServiceStub):
     """The public SearchMemory, forwarded by ingest after validation with the scope's open events
     (formation owns Milvus and the chains; ingest owns Redis).
     """
+    GetProfile: _aio.UnaryUnaryMultiCallable[_formation_pb2.ProfileRequest, _formation_pb2.ProfileResponse]  # type: ignore[assignment]
+    """GetContextResponse.profile, asked by ingest with the scope's open events, like SearchMemory."""
     GetChain: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetChainRequest, _memory_pb2.Chain]  # type: ignore[assignment]
     """The public chain RPCs, forwarded by ingest after validation."""
     ListChains: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListChainsRequest, _memory_pb2.ListChainsResponse]  # type: ignore[assignment]
@@ -115,6 +119,14 @@ class FormationServiceServicer(metaclass=_abc_1.ABCMeta):
         """The public SearchMemory, forwarded by ingest after validation with the scope's open events
         (formation owns Milvus and the chains; ingest owns Redis).
         """
+
+    @_abc_1.abstractmethod
+    def GetProfile(
+        self,
+        request: _formation_pb2.ProfileRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_formation_pb2.ProfileResponse, _abc.Awaitable[_formation_pb2.ProfileResponse]]:
+        """GetContextResponse.profile, asked by ingest with the scope's open events, like SearchMemory."""
 
     @_abc_1.abstractmethod
     def GetChain(

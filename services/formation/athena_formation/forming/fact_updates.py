@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from athena.text import tokens
 from athena_formation.forming.personal_facts import lasting_fact_sentences
 
-__all__ = ["lasting_and_updated", "states_updated_fact", "updates_fact"]
+__all__ = ["states_updated_fact", "updates_fact"]
 
 _CHANGE_WORDS = frozenset(
     """
@@ -61,10 +61,3 @@ def updates_fact(sentence: str) -> bool:
 def states_updated_fact(texts: Iterable[str]) -> bool:
     """Whether any of the texts states a lasting fact that says it changed."""
     return any(updates_fact(s) for t in texts for s in lasting_fact_sentences(t))
-
-
-def lasting_and_updated(texts: Iterable[str]) -> tuple[bool, bool]:
-    """(states a lasting fact, states one that says it changed), the sentences read once: a chain
-    document's `lasting_fact` and `updates_fact`."""
-    sentences = [s for t in texts for s in lasting_fact_sentences(t)]
-    return bool(sentences), any(updates_fact(s) for s in sentences)

@@ -31,7 +31,7 @@ from opentelemetry import trace
 from athena.config import Settings
 from athena.embeddings import Embedder, adopt_event_embeddings
 from athena.errors import FieldViolation, InvalidArgument, RetryableError
-from athena.events import doc_to_event, is_user_message, timestamp_of
+from athena.events import doc_to_event, timestamp_of
 from athena.internal.v1 import formation_pb2
 from athena.llm import LLMClient
 from athena.metrics import CHAIN_HEAT, FORMATION_OUTCOMES, FORMATION_SECONDS
@@ -39,8 +39,8 @@ from athena.text import tokens
 from athena.tracing import tracer
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.forming.analysis import SMALL_TALK, Analysis, Entity, Topic, analyze
-from athena_formation.forming.fact_updates import lasting_and_updated
 from athena_formation.forming.merge import MergeCandidate, choose_merge, words
+from athena_formation.forming.profile_facts import fact_fields, merged_facts
 from athena_formation.forming.quality_gate import QualityReport, assess_quality
 from athena_formation.lifecycle.heat import HeatModel, importance, lifecycle_of
 from athena_formation.search.lexicon import chain_lexicon, lexicon_length, merge_lexicons
@@ -324,7 +324,7 @@ class ChainFormer:
             "event_ids": [e.id for e in events],
             "analysis": _analysis_doc(analysis),
             "quality": _quality_doc(quality),
-            **_fact_fields(events),
+            **fact_fields(events),
             "created_at": epoch(datetime.now(UTC)),
         }
         if not quality.passed:
@@ -430,6 +430,7 @@ class ChainFormer:
                 "quality": record["quality"],
                 "lasting_fact": bool(record.get("lasting_fact", False)),
                 "updates_fact": bool(record.get("updates_fact", False)),
+                "profile_facts": list(record.get("profile_facts", [])),
                 "recall_count": 0,
                 "recall_strength": 0.0,
                 "status": "active",
@@ -552,6 +553,7 @@ class ChainFormer:
                 "quality": quality,
                 "lasting_fact": bool(chain.get("lasting_fact")) or bool(record.get("lasting_fact", False)),
                 "updates_fact": bool(chain.get("updates_fact")) or bool(record.get("updates_fact", False)),
+                "profile_facts": merged_facts(chain.get("profile_facts", []), record.get("profile_facts", [])),
                 "embedding_state": "pending",
                 "updated_at": epoch(now),
                 "last_accessed_at": epoch(now),
@@ -631,7 +633,7 @@ class ChainFormer:
             **_analysis_doc(analysis),
             "quality": quality,
             # What the erasure left decides whether the chain still states a lasting fact.
-            **_fact_fields(events),
+            **fact_fields(events),
             "event_ids": [e.id for e in events],
             "segment_ids": list(segment_ids),
             "event_count": len(events),
@@ -679,12 +681,6 @@ class ChainFormer:
             span=chain_span(fields),
         )
         return True
-
-
-def _fact_fields(events: Sequence[memory_pb2.Event]) -> dict[str, bool]:
-    """`lasting_fact` and `updates_fact` of what the user says in these events."""
-    lasting, updated = lasting_and_updated(e.content for e in events if is_user_message(e))
-    return {"lasting_fact": lasting, "updates_fact": updated}
 
 
 def _agents_of(events: Sequence[memory_pb2.Event], *, first: str) -> list[str]:

@@ -39,6 +39,7 @@ __all__ = [
     "best_turns",
     "lexical_scores",
     "newest_turns",
+    "of_scope",
     "open_turns",
     "rank_turns",
     "turn_as_chain",
@@ -120,7 +121,7 @@ def open_turns(
     for segment in segments:
         current: list[memory_pb2.Event] = []
         for event in segment.events:
-            if event.id in seen or not _of_scope(event, scope):
+            if event.id in seen or not of_scope(event, scope):
                 continue
             seen.add(event.id)
             if current and is_user_message(event):
@@ -190,7 +191,8 @@ def _turn(events: list[memory_pb2.Event], terms: EventTerms) -> OpenTurn:
     return OpenTurn(events=tuple(events), lexicon=lexicon)
 
 
-def _of_scope(event: memory_pb2.Event, scope: memory_pb2.Scope) -> bool:
+def of_scope(event: memory_pb2.Event, scope: memory_pb2.Scope) -> bool:
+    """Whether the event is the scope's: its tenant and user, and its agent when the scope names one."""
     s = event.scope
     return (
         s.tenant_id == scope.tenant_id

@@ -65,6 +65,15 @@ class ChainStore:
             await self.chains.create_index(
                 [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("updated_at", ASCENDING)], name="ix_user_updated"
             )
+            await self.chains.create_index(
+                [
+                    ("tenant_id", ASCENDING),
+                    ("user_id", ASCENDING),
+                    ("lasting_fact", ASCENDING),
+                    ("last_event_at", DESCENDING),
+                ],
+                name="ix_user_facts_recent",
+            )
             await self.outcomes.create_index(
                 [("tenant_id", ASCENDING), ("user_id", ASCENDING), ("outcome", ASCENDING)], name="ix_scope_outcome"
             )
@@ -225,6 +234,18 @@ class ChainStore:
             query.update(agent_query(agent_id))
         with mongo_unavailable():
             cursor = self.chains.find(query).sort("last_event_at", DESCENDING).limit(limit)
+            return [d async for d in cursor]
+
+    async def fact_chains(
+        self, *, tenant_id: str, user_id: str, agent_id: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """The user's chains that hold a lasting fact of theirs (`lasting_fact`), of any status, the
+        most recently added to first: of every agent of the user, or with `agent_id` that agent's."""
+        query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "lasting_fact": True}
+        if agent_id is not None:
+            query.update(agent_query(agent_id))
+        with mongo_unavailable():
+            cursor = self.chains.find(query).sort([("last_event_at", DESCENDING), ("_id", ASCENDING)]).limit(limit)
             return [d async for d in cursor]
 
     async def list_page(self, *, query: Mapping[str, Any], skip: int, limit: int) -> list[dict[str, Any]]:

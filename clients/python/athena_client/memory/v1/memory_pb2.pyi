@@ -384,6 +384,7 @@ class GetContextRequest(_message.Message):
     QUERY_FIELD_NUMBER: _builtins.int
     CHAIN_LIMIT_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    PROFILE_LIMIT_FIELD_NUMBER: _builtins.int
     limit: _builtins.int
     """The selection: how many of the most recent events to return; 0 means the whole window."""
     query: _builtins.str
@@ -396,6 +397,8 @@ class GetContextRequest(_message.Message):
     selection: limit, query and chain_limit are still validated but do not change a later page.
     A token that was not issued by this service is INVALID_ARGUMENT naming page_token.
     """
+    profile_limit: _builtins.int
+    """How many facts of `profile` at most (default 20, at most 100) when query is set."""
     @_builtins.property
     def scope(self) -> Global___Scope: ...
     def __init__(
@@ -406,14 +409,51 @@ class GetContextRequest(_message.Message):
         query: _builtins.str = ...,
         chain_limit: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        profile_limit: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_limit", b"chain_limit", "limit", b"limit", "page_token", b"page_token", "query", b"query", "scope", b"scope"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_limit", b"chain_limit", "limit", b"limit", "page_token", b"page_token", "profile_limit", b"profile_limit", "query", b"query", "scope", b"scope"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetContextRequest: _TypeAlias = GetContextRequest  # noqa: Y015
+
+@_typing.final
+class ProfileFact(_message.Message):
+    """A sentence in which the user told something that stays true of them, or a standing instruction."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    EVENT_ID_FIELD_NUMBER: _builtins.int
+    TOLD_AT_FIELD_NUMBER: _builtins.int
+    CHAIN_ID_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    """The sentence, as split out of the user's message (runs of white space made one)."""
+    event_id: _builtins.str
+    """The event that told it."""
+    chain_id: _builtins.str
+    """The chain that holds the event; empty while the event is in no chain yet (in a window)."""
+    @_builtins.property
+    def told_at(self) -> _timestamp_pb2.Timestamp:
+        """When it was told (the event's timestamp)."""
+
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        event_id: _builtins.str = ...,
+        told_at: _timestamp_pb2.Timestamp | None = ...,
+        chain_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["told_at", b"told_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_id", b"chain_id", "event_id", b"event_id", "text", b"text", "told_at", b"told_at"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ProfileFact: _TypeAlias = ProfileFact  # noqa: Y015
 
 @_typing.final
 class GetContextResponse(_message.Message):
@@ -422,6 +462,7 @@ class GetContextResponse(_message.Message):
     EVENTS_FIELD_NUMBER: _builtins.int
     RELEVANT_CHAINS_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    PROFILE_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
     """Set when older events of the selection did not fit on this page: pass it as page_token for the
     next older page. Empty on the last page. The pages, the last one received first, concatenated
@@ -445,16 +486,26 @@ class GetContextResponse(_message.Message):
         the lowest-ranked are left out.
         """
 
+    @_builtins.property
+    def profile(self) -> _containers.RepeatedCompositeFieldContainer[Global___ProfileFact]:
+        """What the user has told of themselves, whatever the query: the sentences of their messages in
+        the scope (its chains and the windows) that state a lasting fact or a standing instruction ("I'm
+        vegetarian.", "Always reply in German."), newest first, so that a correction comes before what
+        it corrects; a sentence told again is given once, at its newest. At most profile_limit, fewer
+        when more would pass 256 KiB (only when a query was given, and on the first page only).
+        """
+
     def __init__(
         self,
         *,
         events: _abc.Iterable[Global___Event] | None = ...,
         relevant_chains: _abc.Iterable[Global___SearchHit] | None = ...,
         next_page_token: _builtins.str = ...,
+        profile: _abc.Iterable[Global___ProfileFact] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "next_page_token", b"next_page_token", "relevant_chains", b"relevant_chains"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "next_page_token", b"next_page_token", "profile", b"profile", "relevant_chains", b"relevant_chains"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

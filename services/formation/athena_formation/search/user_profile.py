@@ -1,0 +1,95 @@
+"""GetContext's profile: what the user has told of themselves, whatever the query.
+
+A search finds a fact when the query is about it; an agent that passes the user's message as the
+query ("Summarise this article for me") does not find "Always reply in German." that way, nor "I'm
+vegetarian." for "Plan my week". The profile is every sentence of the user's messages in the scope
+that states a lasting fact or a standing instruction (forming/personal_facts.py), newest first: those
+of the chains (their `profile_facts`, forming/profile_facts.py) and those of the events in no chain yet
+(the open segments ingest sends, as for a search), so a fact told a moment ago is in it at once.
+Newest first puts a correction ("I moved to Munich") before what it corrects; the agent reads both
+with their times. A sentence told again is given once, at its newest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from athena.events import doc_to_event
+from athena.internal.v1 import formation_pb2
+from athena_client.memory.v1 import memory_pb2
+from athena_formation.forming.profile_facts import profile_facts
+from athena_formation.search.open_events import of_scope
+from athena_formation.store.chain_store import ChainStore
+
+__all__ = ["CHAINS_PER_FACT", "UserProfile"]
+
+CHAINS_PER_FACT = 2
+"""Chains read per fact asked for, the most recently added to first: room for sentences told again."""
+
+
+class UserProfile:
+    """Reads the profile of a scope from its chains and its open segments."""
+
+    def __init__(self, store: ChainStore) -> None:
+        self.store = store
+
+    async def facts(
+        self, scope: memory_pb2.Scope, open_segments: Sequence[formation_pb2.Segment], *, limit: int
+    ) -> list[memory_pb2.ProfileFact]:
+        """At most `limit` facts of the scope (its tenant and user, and its agent when given), newest first."""
+        docs = await self.store.fact_chains(
+            tenant_id=scope.tenant_id,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id or None,
+            limit=limit * CHAINS_PER_FACT,
+        )
+        # Oldest first, so that of two facts told at one time the later in this order is the newer:
+        # the chains, then the parked segments (cut from windows), then the windows (no id).
+        told: list[tuple[Mapping[str, Any], str]] = []
+        for doc in reversed(docs):
+            told += [(fact, str(doc["_id"])) for fact in await self._chain_facts(doc)]
+        for segment in sorted(open_segments, key=lambda s: not s.id):
+            told += [(fact, "") for fact in profile_facts(_of(scope, segment.events))]
+        return _newest_once(told, limit=limit)
+
+    async def _chain_facts(self, doc: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+        """The chain's `profile_facts`; for a chain formed before it kept them, read from its events
+        still in the log."""
+        if "profile_facts" in doc:
+            return list(doc["profile_facts"])
+        events = await self.store.event_log.docs(list(doc.get("event_ids", [])))
+        return profile_facts(doc_to_event(e) for e in events)
+
+
+def _of(scope: memory_pb2.Scope, events: Iterable[memory_pb2.Event]) -> list[memory_pb2.Event]:
+    return [e for e in events if of_scope(e, scope)]
+
+
+def _newest_once(told: Sequence[tuple[Mapping[str, Any], str]], *, limit: int) -> list[memory_pb2.ProfileFact]:
+    """The facts newest first (among events told at one time, the later in `told` first; the
+    sentences of one event in their order), each sentence once."""
+    events: dict[str, int] = {}
+    for fact, _ in told:
+        events.setdefault(str(fact["event_id"]), len(events))
+    ordered = sorted(
+        enumerate(told),
+        key=lambda item: (-float(item[1][0]["told_at"]), -events[str(item[1][0]["event_id"])], item[0]),
+    )
+    seen: set[str] = set()
+    out: list[memory_pb2.ProfileFact] = []
+    for _, (fact, chain_id) in ordered:
+        key = " ".join(str(fact["text"]).casefold().split())
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(_message(fact, chain_id))
+        if len(out) == limit:
+            break
+    return out
+
+
+def _message(fact: Mapping[str, Any], chain_id: str) -> memory_pb2.ProfileFact:
+    message = memory_pb2.ProfileFact(text=str(fact["text"]), event_id=str(fact["event_id"]), chain_id=chain_id)
+    message.told_at.FromNanoseconds(round(float(fact["told_at"]) * 1e9))
+    return message
