@@ -396,6 +396,12 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "I no longer drink coffee.",
         "I stopped eating meat.",
         "I switched to an iPhone.",
+        "I teach maths at a secondary school.",
+        "We've got two rabbits.",
+        "I've got three grandchildren.",
+        "I have high blood pressure.",
+        "Ich habe zwei Töchter.",
+        "Tengo dos gatos, Nube y Sol.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -430,6 +436,10 @@ def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str
         "I'm so into this song!",
         "It no longer works.",
         "I stopped by the store.",
+        "Teach me Python.",
+        "I teach you how to do it.",
+        "I'm under a lot of pressure at work.",
+        "I have high hopes for this project.",
     ],
 )
 def test_into_with_no_content_word_hatred_as_a_noun_and_changes_of_things_are_not_lasting_facts(text: str) -> None:

@@ -153,7 +153,10 @@ _CUES = frozenset(
     wife husband spouse partner fiance fiancé fiancée boyfriend girlfriend son sons daughter daughters kid kids
     child children baby mom mum mother dad father parents brother brothers sister sisters cousin cousins aunt
     uncle niece nephew grandma grandpa grandmother grandfather grandson granddaughter grandkids in-laws
-    dog dogs cat cats puppy kitten pet pets
+    grandchild grandchildren grandsons granddaughters stepson stepdaughter twins
+    dog dogs cat cats puppy kitten pet pets rabbit rabbits bunny hamster hamsters parrot parrots budgie
+    tortoise turtle turtles lizard gecko snake goldfish
+    hypertension cholesterol
     allergic allergy allergies intolerant intolerance vegetarian vegan pescatarian gluten lactose kosher halal
     diabetes diabetic celiac pregnant diet
     adhd autism autistic asthma asthmatic epilepsy epileptic arthritis migraine migraines insomnia dyslexia
@@ -162,16 +165,18 @@ _CUES = frozenset(
     prefer prefers preferred preference favorite favourite favorites favourites dislike hate
     name named called birthday born anniversary live lived moved job career employer salary landlord rent
     mortgage
-    esposa esposo marido mujer hijo hija hijos hijas madre padre hermano hermana mascota perro gato
+    esposa esposo marido mujer hijo hija hijos hijas madre padre hermano hermana mascota perro perros gato gatos
     alérgico alérgica alergia vegetariano vegetariana vegano vegana prefiero favorito favorita llamo nombre odio
     detesto adoro
     cumpleaños vivo trabajo
-    femme mari fils fille enfants mère père frère sœur chien chat allergique allergie végétarien végétarienne
+    femme mari fils fille enfants mère père frère sœur chien chiens chat allergique allergie végétarien végétarienne
     végane préfère préféré préférée appelle nom anniversaire habite travaille
-    frau mann sohn tochter kinder mutter vater bruder schwester hund hunde katze katzen allergisch allergie vegetarier
+    frau mann sohn söhne tochter töchter kinder mutter vater bruder schwester hund hunde katze katzen allergisch
+    allergie vegetarier
     vegetarierin vegetarisch bevorzuge lieblings heiße geburtstag wohne arbeite
-    filho filha filhos mãe pai irmão irmã cachorro alérgica prefiro chamo nome aniversário trabalho moro
-    moglie marito figlio figlia figli fratello sorella cane gatto allergico preferisco chiamo compleanno
+    filho filha filhos mãe pai irmão irmã cachorro cachorros cão cães alérgica prefiro chamo nome aniversário
+    trabalho moro
+    moglie marito figlio figlia figli fratello sorella cane cani gatto gatti allergico preferisco chiamo compleanno
     abito lavoro
     жена муж сын сына дочь дочери дочка дети ребёнок ребенок мама мать папа отец брат сестра собака кошка
     аллергия аллергии аллергик вегетарианец вегетарианка веган предпочитаю люблю любимый любимая зовут
@@ -250,10 +255,15 @@ _INTO = re.compile(r"\bi'?m\s+(?:really\s+|very\s+|totally\s+|big\s+|so\s+)?into
 """A liking by "into" with a content word after it: "I'm into rock climbing" (not "I'm into it")."""
 _LASTING_CONDITION = re.compile(
     r"\bi\s+(?:have|'ve\s+got|got)\s+(?:a\s+)?(?:bad|weak|dodgy|bum|chronic|trick)\s+"
-    r"(?:knee|knees|back|hip|hips|shoulder|ankle|wrist|neck|heart|eye|eyes|ear|ears)\b",
+    r"(?:knee|knees|back|hip|hips|shoulder|ankle|wrist|neck|heart|eye|eyes|ear|ears)\b"
+    r"|\bi\s+(?:have|'ve\s+got|got)\s+high\s+blood\s+pressure\b",
     re.IGNORECASE,
 )
-"""A lasting condition of the body: "I have a bad knee", "I've got a weak heart"."""
+"""A lasting condition of the body: "I have a bad knee", "I've got a weak heart", "I have high blood
+pressure"."""
+_TEACHES = re.compile(r"\b(?:i|we)\s+teach\s+(?!you\b|him\b|her\b|them\b)\w", re.IGNORECASE)
+"""What the speaker teaches, their work: "I teach maths at a secondary school" ("teach" is a stop
+word, so `_does` does not read it)."""
 _EMPLOYER_CHANGE = re.compile(r"\b[Ii]\s+(?:just\s+)?(?:left|quit|joined)\s+([A-Z][\w&.-]*)")
 """Leaving or joining a named employer or group: "I left Google", "I joined Stripe" (a capitalised name
 that is not a first name: not "I left Anna a message")."""
@@ -509,7 +519,7 @@ def _lasting(sentence: str, found: list[str]) -> bool:
     return (
         any(t in _CUES for t in found)
         or any(cue in sentence for cue in _CJK_CUES)
-        or any(p.search(sentence) for p in (_PREFERENCE, _CALLED, _LASTING_CONDITION, _CHANGED_HABIT))
+        or any(p.search(sentence) for p in (_PREFERENCE, _CALLED, _LASTING_CONDITION, _CHANGED_HABIT, _TEACHES))
         or _content_after(_INTO, sentence)
         or _changes_employer(sentence)
         or _likes(found)

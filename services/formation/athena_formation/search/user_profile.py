@@ -47,19 +47,21 @@ class UserProfile:
         # Oldest first, so that of two facts told at one time the later in this order is the newer:
         # the chains, then the parked segments (cut from windows), then the windows (no id).
         told: list[tuple[Mapping[str, Any], str]] = []
+        read = await self._events_of_older_chains(docs)
         for doc in reversed(docs):
-            told += [(fact, str(doc["_id"])) for fact in await self._chain_facts(doc)]
+            facts = doc.get("profile_facts")
+            if facts is None:
+                facts = profile_facts(read[i] for i in doc.get("event_ids", []) if i in read)
+            told += [(fact, str(doc["_id"])) for fact in facts]
         for segment in sorted(open_segments, key=lambda s: not s.id):
             told += [(fact, "") for fact in profile_facts(_of(scope, segment.events))]
         return _newest_once(told, limit=limit)
 
-    async def _chain_facts(self, doc: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
-        """The chain's `profile_facts`; for a chain formed before it kept them, read from its events
-        still in the log."""
-        if "profile_facts" in doc:
-            return list(doc["profile_facts"])
-        events = await self.store.event_log.docs(list(doc.get("event_ids", [])))
-        return profile_facts(doc_to_event(e) for e in events)
+    async def _events_of_older_chains(self, docs: Sequence[Mapping[str, Any]]) -> dict[str, memory_pb2.Event]:
+        """The events still in the log of the chains formed before chains kept their `profile_facts`,
+        in one read, by id: their facts are read from them."""
+        ids = [i for doc in docs if "profile_facts" not in doc for i in doc.get("event_ids", [])]
+        return {e["_id"]: doc_to_event(e) for e in await self.store.event_log.docs(ids)} if ids else {}
 
 
 def _of(scope: memory_pb2.Scope, events: Iterable[memory_pb2.Event]) -> list[memory_pb2.Event]:

@@ -244,8 +244,11 @@ class ChainStore:
         query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "lasting_fact": True}
         if agent_id is not None:
             query.update(agent_query(agent_id))
+        fields = {"profile_facts": 1, "event_ids": 1, "last_event_at": 1}
         with mongo_unavailable():
-            cursor = self.chains.find(query).sort([("last_event_at", DESCENDING), ("_id", ASCENDING)]).limit(limit)
+            cursor = (
+                self.chains.find(query, fields).sort([("last_event_at", DESCENDING), ("_id", ASCENDING)]).limit(limit)
+            )
             return [d async for d in cursor]
 
     async def list_page(self, *, query: Mapping[str, Any], skip: int, limit: int) -> list[dict[str, Any]]:
