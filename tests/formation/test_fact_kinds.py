@@ -53,6 +53,15 @@ def test_a_question_in_spanish_french_german_italian_or_portuguese_adds_the_word
     assert {*terms("lehrerin enfermera teacher")} <= set(_expansion("What do I do for work?"))
 
 
+def test_a_users_question_naming_what_is_told_and_no_kind_asks_for_the_kinds_of_what_it_names() -> None:
+    dog = set(_expansion("Do I have a dog?"))
+    assert {*terms("cachorro perro chien hund cat")} <= dog and not {*terms("wife daughter nurse")} & dog
+    assert {*terms("vegano végétarien pescatarian")} <= set(_expansion("Am I vegetarian?"))
+    # "children" asks for the children kind, and "son" (told of the family kind too) adds nothing more
+    children = set(_expansion("How many children and sons do I have?"))
+    assert {*terms("daughters grandchildren")} <= children and not {*terms("wife mother")} & children
+
+
 def test_words_that_are_common_english_words_are_not_told_words_in_any_language() -> None:
     every_kind = "Who is in my family and what pets, health issues, diet, home and job do I have?"
     assert not {*terms("chat kind cane tier file fill")} & set(_expansion(every_kind))

@@ -151,6 +151,10 @@ _ASKED, _TOLD = _word_terms(
     }
 )
 
+_TOLD_SET = {kind: frozenset(words) for kind, words in _TOLD.items()}
+"""A question naming what is told of a kind, and no kind by its asking words, asks for the kinds of
+what it names: "Do I have a dog?" is answered by "Tenho um cachorro."."""
+
 
 _NEEDS: dict[str, tuple[str, str]] = {
     "food": (
@@ -178,9 +182,9 @@ _NEEDED, _NEEDED_TOLD = _word_terms(_NEEDS)
 
 
 def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
-    """The telling words of every kind the query's terms ask for, when the query is in the first person,
-    and of every need they name, when it addresses the assistant or is about the user; minus the
-    query's own terms. Else none."""
+    """The telling words of every kind the query's terms ask for (else of the kinds of the told words
+    it names), when the query is in the first person, and of every need they name, when it addresses
+    the assistant or is about the user; minus the query's own terms. Else none."""
     found = tokens(query)
     if _ADDRESSED.isdisjoint(found):
         return []
@@ -188,6 +192,8 @@ def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
     told: list[str] = []
     if not _ABOUT_THE_USER.isdisjoint(found):
         asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
-        told += [t for kind, words in _ASKED.items() if asked & words for t in _TOLD[kind]]
+        kinds = [kind for kind, words in _ASKED.items() if asked & words]
+        kinds = kinds or [kind for kind, words in _TOLD_SET.items() if asked & words]
+        told += [t for kind in kinds for t in _TOLD[kind]]
     told += [t for need, words in _NEEDED.items() if held & words for t in _NEEDED_TOLD[need]]
     return [t for t in dict.fromkeys(told) if t not in held]
