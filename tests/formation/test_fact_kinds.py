@@ -71,7 +71,9 @@ def test_a_request_naming_a_need_adds_the_words_of_the_facts_it_bears_on() -> No
     assert {*terms("vegan allergic gluten")} <= set(_expansion("Can you recommend a restaurant for tonight?"))
     assert {*terms("asthma knee")} <= set(_expansion("Suggest a workout routine for me."))
     assert {*terms("seasick afraid")} <= set(_expansion("Is a ferry a good way to get to the island, you think?"))
+    assert {*terms("budget afford")} <= set(_expansion("Which laptop should I buy?"))
     assert _expansion("Which restaurant did Caroline recommend?") == []  # about someone else
+    assert _expansion("Which laptop did Melanie buy?") == []
     assert _expansion("Around which US holiday did Maria travel?") == []  # "US" is not "us"
 
 

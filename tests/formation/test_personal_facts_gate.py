@@ -402,6 +402,8 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "I have high blood pressure.",
         "Ich habe zwei Töchter.",
         "Tengo dos gatos, Nube y Sol.",
+        "I'm on a tight budget.",
+        "I bike everywhere.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -440,6 +442,8 @@ def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str
         "I teach you how to do it.",
         "I'm under a lot of pressure at work.",
         "I have high hopes for this project.",
+        "I looked everywhere for my keys.",
+        "The budget is tight this year.",
     ],
 )
 def test_into_with_no_content_word_hatred_as_a_noun_and_changes_of_things_are_not_lasting_facts(text: str) -> None:

@@ -256,11 +256,12 @@ _INTO = re.compile(r"\bi'?m\s+(?:really\s+|very\s+|totally\s+|big\s+|so\s+)?into
 _LASTING_CONDITION = re.compile(
     r"\bi\s+(?:have|'ve\s+got|got)\s+(?:a\s+)?(?:bad|weak|dodgy|bum|chronic|trick)\s+"
     r"(?:knee|knees|back|hip|hips|shoulder|ankle|wrist|neck|heart|eye|eyes|ear|ears)\b"
-    r"|\bi\s+(?:have|'ve\s+got|got)\s+high\s+blood\s+pressure\b",
+    r"|\bi\s+(?:have|'ve\s+got|got)\s+high\s+blood\s+pressure\b"
+    r"|\b(?:i'?m|i\s+am|we'?re|we\s+are)\s+on\s+a\s+(?:tight|small|limited|low|fixed|strict)\s+budget\b",
     re.IGNORECASE,
 )
-"""A lasting condition of the body: "I have a bad knee", "I've got a weak heart", "I have high blood
-pressure"."""
+"""A lasting condition of the body or the purse: "I have a bad knee", "I've got a weak heart", "I have
+high blood pressure", "I'm on a tight budget"."""
 _TEACHES = re.compile(r"\b(?:i|we)\s+teach\s+(?!you\b|him\b|her\b|them\b)\w", re.IGNORECASE)
 """What the speaker teaches, their work: "I teach maths at a secondary school" ("teach" is a stop
 word, so `_does` does not read it)."""
@@ -295,6 +296,8 @@ _HABITUAL = re.compile(
 )
 """"I usually", "every morning", "twice a week": with a first person and a content word, a habit ("I go
 to the gym every morning", "I always take the stairs"; not "I'm always here for you")."""
+_EVERYWHERE = re.compile(r"\b(?:i|we)\s+(\w+)\s+everywhere\b", re.IGNORECASE)
+"""A habit by where it holds: "I bike everywhere" (not a verb in the past: "I looked everywhere")."""
 _MEMORY_REQUEST = re.compile(
     r"\bremember\s+(?:that|this|my|i|i'm|i've|we|our)\b|\b(?:don't|do not)\s+forget\s+(?:that|my|i|i'm|i've|we|our)\b"
     r"|\b(?:keep|bear)\s+in\s+mind\b|\bnote\s+that\b|\bplease\s+note\b|\b(?:make|take)\s+a\s+note\b"
@@ -456,7 +459,9 @@ def _changes_employer(sentence: str) -> bool:
 
 
 def _habit(sentence: str) -> bool:
-    return bool(_HABITUAL.search(sentence)) and any(w not in FIRST_NAMES for w in content_words(sentence))
+    return (
+        bool(_HABITUAL.search(sentence)) or any(not _past(m[1].casefold()) for m in _EVERYWHERE.finditer(sentence))
+    ) and any(w not in FIRST_NAMES for w in content_words(sentence))
 
 
 def _does(found: list[str], *, or_did: bool = False) -> bool:

@@ -172,6 +172,10 @@ _NEEDS: dict[str, tuple[str, str]] = {
         "afraid flying seasick carsick wheelchair pregnant",
     ),
     "outings": ("movie movies gift gifts toys games playground", _CHILDREN_TOLD),
+    "shopping": (
+        "buy buying purchase laptop laptops phone phones price prices cheap expensive shopping afford",
+        "budget afford",
+    ),
     "local": ("weather nearby local around", "live moved"),
 }
 """Need: (the words of a request a kind of fact bears on, the words such facts are told with): "Can you
