@@ -221,3 +221,19 @@ async def test_a_merge_adds_the_segments_facts_to_the_chains_and_a_retried_merge
         "I'm vegetarian, by the way.",
     ]
     assert {f.chain_id for f in profile.facts} == {first.chain_id}
+
+
+async def test_a_forgotten_user_has_an_empty_profile_and_a_deleted_chain_takes_its_facts_with_it(
+    stack: InProcessStack,
+) -> None:
+    async with stack.client() as client:
+        await _store(client, TRAVEL, EARLIER, at=LAST_WEEK)
+        chain_id = await _form_the_window(stack, TRAVEL, "chk-earlier")
+        await _store(client, TRAVEL, [("user", "I'm allergic to peanuts.")])
+        await client.delete_chain(TRAVEL, chain_id)
+        after_delete = await client.get_context(TRAVEL, query=ARTICLE)
+        await client.forget_user("acme", "alice")
+        after_forget = await client.get_context(TRAVEL, query=ARTICLE)
+
+    assert _texts(after_delete) == ["I'm allergic to peanuts."]
+    assert after_forget.profile == []
