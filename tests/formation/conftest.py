@@ -5,12 +5,14 @@ from pathlib import Path
 
 import grpc
 import pytest
+from redis.asyncio import Redis
 from support.formation_data import INTERNAL_TOKEN, SCOPE, make_segment, milvus_ids  # noqa: F401
 from support.formation_in_process import running_formation
+from support.in_process_stack import InProcessStack, running_in_process
 
 from athena.auth import bearer_credential_interceptors
 from athena.internal.v1 import formation_pb2_grpc
-from athena.local import MongoWireServer
+from athena.local import MongoWireServer, RedisServer
 from athena_formation.server import Formation
 
 
@@ -28,3 +30,12 @@ async def stub(formation: Formation) -> AsyncIterator[formation_pb2_grpc.Formati
         f"127.0.0.1:{formation.host.bound_port}", interceptors=interceptors
     ) as channel:
         yield formation_pb2_grpc.FormationServiceStub(channel)
+
+
+@pytest.fixture
+async def stack(
+    redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, redis: Redis, tmp_path: Path
+) -> AsyncIterator[InProcessStack]:
+    """Ingest and formation in this process, with authentication on, against the session's servers."""
+    async with running_in_process(redis_server, mongo_server, mongo_db_name, redis, tmp_path) as running:
+        yield running

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 from redis.asyncio import Redis
 from support.formation_data import KYOTO
 from support.in_process_stack import InProcessStack, running_in_process
@@ -46,14 +44,6 @@ CURRY = [
 
 
 Stack = InProcessStack
-
-
-@pytest.fixture
-async def stack(
-    redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, redis: Redis, tmp_path: Path
-) -> AsyncIterator[Stack]:
-    async with running_in_process(redis_server, mongo_server, mongo_db_name, redis, tmp_path) as running:
-        yield running
 
 
 async def _store(

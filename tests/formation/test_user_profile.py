@@ -8,19 +8,14 @@ a chain the way cognition hands it over: cut out of the window (ShortTermWindow.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-import pytest
-from redis.asyncio import Redis
 from support.formation_data import KYOTO, KYOTO_AGAIN, SCOPE, make_segment
-from support.in_process_stack import InProcessStack, running_in_process
+from support.in_process_stack import InProcessStack
 
 from athena import keys
 from athena.events import scope_key
 from athena.internal.v1 import formation_pb2, formation_pb2_grpc
-from athena.local import MongoWireServer, RedisServer
 from athena.stm import ShortTermWindow
 from athena_client import AsyncAthenaClient, ContextPage, EventInput
 from athena_client.memory.v1 import memory_pb2
@@ -39,14 +34,6 @@ EARLIER = [
     ("agent", "Dresden is two hours away: the old town, the Zwinger and the Elbe valley."),
 ]
 ARTICLE = "Summarise this article for me: the city council approved a new bike lane on the main street."
-
-
-@pytest.fixture
-async def stack(
-    redis_server: RedisServer, mongo_server: MongoWireServer, mongo_db_name: str, redis: Redis, tmp_path: Path
-) -> AsyncIterator[InProcessStack]:
-    async with running_in_process(redis_server, mongo_server, mongo_db_name, redis, tmp_path) as running:
-        yield running
 
 
 async def _store(
