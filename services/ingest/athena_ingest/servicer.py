@@ -132,11 +132,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         profile = formation_pb2.ProfileRequest(
             scope=request.scope, limit=request.profile_limit or DEFAULT_PROFILE_FACTS, open_segments=segments
         )
-        found = asyncio.ensure_future(
-            self.formation.call(
-                self.formation.stub.SearchMemory, formation_pb2.SearchRequest(request=search, open_segments=segments)
-            )
-        )
+        found = asyncio.ensure_future(self._search(search, segments))
         try:
             told = await self.formation.call(self.formation.stub.GetProfile, profile)
         except BaseException:
@@ -148,12 +144,13 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         self, request: memory_pb2.SearchMemoryRequest, context: grpc.aio.ServicerContext
     ) -> memory_pb2.SearchMemoryResponse:
         raise_if_any(validate_search(request, limits=self.ingestor.limits))
-        return await self._search(request)
+        return await self._search(request, await self._open_segments(request.scope))
 
-    async def _search(self, request: memory_pb2.SearchMemoryRequest) -> memory_pb2.SearchMemoryResponse:
-        """Formation ranks the chains and the scope's open events (open_events.py), read here: ingest
-        owns Redis."""
-        segments = await self._open_segments(request.scope)
+    async def _search(
+        self, request: memory_pb2.SearchMemoryRequest, segments: list[formation_pb2.Segment]
+    ) -> memory_pb2.SearchMemoryResponse:
+        """Formation ranks the chains and the scope's open events (`segments`, open_events.py), read
+        here: ingest owns Redis."""
         return await self.formation.call(
             self.formation.stub.SearchMemory, formation_pb2.SearchRequest(request=request, open_segments=segments)
         )
