@@ -63,6 +63,7 @@ SEED_DEPARTURES: dict[str, str] = {
     "search_size_prior": "shorter chains first among equals (seed: no size prior; 0 restores it)",
     "search_size_prior_min_events": "the size prior stops at 5 events (seed: no size prior)",
     "search_date_weight": "a query's dates lift the chains told then (seed: no dates; 0 restores it)",
+    "search_told_facts": "a lasting fact told in a chain is also scored on its own, and the chain takes the better score (seed: chains scored as wholes; false restores it)",
     "search_expansion_weight": "a user's question about a kind of their facts, or a request naming a need they bear on, adds the words such facts are told with (seed: no expansion; 0 restores it)",
     "llm_rate_limit_per_minute": "all processes together, shared through Redis, beside a per-tenant budget (seed: per process)",
 }
@@ -261,6 +262,8 @@ class Settings(BaseSettings):
     """Weight of the query's words (BM25 over the chain's lexicon, scaled to [0, 1]) in a hit's relevance; the embedding's cosine gets 1 minus it. 0 ranks by the embedding alone."""
     search_expansion_weight: Fraction = 0.5
     """When a user's question about themselves names a kind of personal fact ("Who is my spouse?", "Do I have any medical conditions?": a partner, children, family, pets, health, diet, home or work; in the first person, in English, Spanish, French, German, Italian or Portuguese), or a request to the assistant names a need such facts bear on ("Can you recommend a restaurant?": a meal, exercise, travel, outings with children, the weather; in English), the words such facts are told with ("wife", "husband"; "insulin", "asthma"; "vegan", "allergic") join its words at this fraction of a query word's weight in the lexical score. 0 searches the query's words alone."""
+    search_told_facts: bool = True
+    """For a query in the first or second person (the user's own question or request), each lasting fact the user told in a chain ("My husband Tom is a firefighter.", in a chat about benefits) is also scored as a text of its own, by its words and its own embedding, and the chain scores the better of its own score and its best fact's: a fact told in passing inside another topic is found by a question about it ("Am I married?"), and the hit's `why` names the fact. false: chains are scored as wholes only."""
     search_date_weight: float = Field(default=0.1, ge=0, le=1)
     """When a query names a date (a day, a month or a year: "on 3 June, 2023", "in May 2023", "2023-06-03", "yesterday", "last week"; in English, Spanish, French, German, Russian, Chinese, Japanese or Korean), this is added to the score (relevance over the size prior) of a chain told then (its events from a day before to 7 days after). 0 ignores the dates queries name."""
     search_size_prior: float = Field(default=0.3, ge=0, le=2)

@@ -16,9 +16,12 @@ from athena_lab.told_facts import load_pairs
 pytestmark = pytest.mark.slow
 
 SUPERSEG = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "segmentation" / "superseg_validation.jsonl"
-FOUND_FLOORS = {"held_out": 0.75, "languages_2": 0.7, "needs_2": 0.75}
-"""A little below what this user finds with the shipped settings: 15 and 13 of 16, 11 of 12
+FOUND_FLOORS = {"held_out": 0.875, "languages_2": 0.85, "needs_2": 0.8}
+"""A little below what this user finds with the shipped settings: 16 and 15 of 16, 11 of 12
 (docs/formation.md)."""
+RANK_FLOORS = {"held_out": 0.63, "languages_2": 0.64, "needs_2": 0.55}
+"""Mean reciprocal rank, a little below this user's with the shipped settings: 0.662, 0.682 and 0.583;
+without a chain's told facts scored on their own (SEARCH_TOLD_FACTS=false) 0.609, 0.609 and 0.583."""
 CONTEXT_FLOORS = {"held_out": 0.85, "languages_2": 0.85, "needs_2": 0.9}
 """What GetContext gives an agent asking the question (3 relevant chains, a profile of 20), a little
 below what three users get: 47 and 46 of 48, 36 of 36 (docs/formation.md, "The user's profile")."""
@@ -39,6 +42,7 @@ def test_the_told_facts_eval_finds_most_held_out_facts_asked_in_other_words(part
     assert report["found_at_k"] >= FOUND_FLOORS[part]
     assert report["found_first"] == round(sum(r == 1 for r in ranks) / asked, 4)
     assert report["mean_reciprocal_rank"] == round(sum(1 / r for r in ranks if r) / asked, 4)
+    assert report["mean_reciprocal_rank"] >= RANK_FLOORS[part]
     either = report["context_either"]
     assert either >= CONTEXT_FLOORS[part]
     assert max(report["context_relevant_chains"], report["context_profile"]) <= either

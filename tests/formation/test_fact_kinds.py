@@ -10,7 +10,7 @@ from support.formation_data import SCOPE, make_segment
 
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
-from athena_formation.search.fact_kinds import expansion_terms
+from athena_formation.search.fact_kinds import expansion_terms, the_users_own
 from athena_formation.search.lexicon import chain_lexicon, query_terms, terms
 from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
@@ -75,6 +75,12 @@ def test_a_request_naming_a_need_adds_the_words_of_the_facts_it_bears_on() -> No
     assert _expansion("Which restaurant did Caroline recommend?") == []  # about someone else
     assert _expansion("Which laptop did Melanie buy?") == []
     assert _expansion("Around which US holiday did Maria travel?") == []  # "US" is not "us"
+
+
+def test_the_users_own_questions_and_requests_are_told_from_questions_about_someone_named() -> None:
+    own = ["Am I married?", "Can you recommend a restaurant?", "What do we have planned?", "¿Tengo mascotas?"]
+    assert all(the_users_own(q) for q in own)
+    assert not any(the_users_own(q) for q in ["What pets does Melanie have?", "Around which US holiday did Maria travel?"])
 
 
 def test_a_question_about_someone_else_or_naming_no_kind_adds_nothing_nor_repeats_its_own_words() -> None:

@@ -46,7 +46,7 @@ from athena_formation.lifecycle.heat import HeatModel, importance, lifecycle_of
 from athena_formation.search.lexicon import chain_lexicon, lexicon_length, merge_lexicons
 from athena_formation.store.chain_agents import agents_key, chain_agents, with_agent
 from athena_formation.store.chain_store import ChainStore, cutoff, epoch, from_epoch
-from athena_formation.store.lexical_index import LexicalIndex, LexiconRow, chain_span
+from athena_formation.store.lexical_index import LexicalIndex, LexiconRow, chain_span, fact_texts
 from athena_formation.store.vector_index import VectorIndex
 
 __all__ = ["ChainFormer", "chain_vector", "key_phrases", "new_chain_id"]
@@ -275,6 +275,7 @@ class ChainFormer:
             event_count=int(doc.get("event_count", 0)),
             agents=chain_agents(doc),
             span=chain_span(doc),
+            facts=fact_texts(doc.get("profile_facts") or ()),
         )
 
     async def carry_out(self, segment: formation_pb2.Segment, record: Mapping[str, Any]) -> None:
@@ -467,6 +468,7 @@ class ChainFormer:
                 lexicon=words["lexicon"],
                 event_count=len(events),
                 span=(epoch(timestamp_of(events[0].timestamp)), epoch(timestamp_of(events[-1].timestamp))),
+                facts=fact_texts((existing or {}).get("profile_facts") or record.get("profile_facts") or ()),
             )
         if continues:
             await self._warm_continued(continues, now)
@@ -496,9 +498,11 @@ class ChainFormer:
         event_count: int,
         agents: Sequence[str] = (),
         span: tuple[float | None, float | None] = (None, None),
+        facts: tuple[str, ...] = (),
     ) -> None:
         """`agents`: the chain's agents (chain_agents.py); none given: the scope's agent. `span`: the
-        epoch seconds of its first and last event, for the dates a search names."""
+        epoch seconds of its first and last event, for the dates a search names. `facts`: the lasting
+        facts told in it (LexiconRow.facts)."""
         key = agents_key(agents or [scope.agent_id])
         await self.vectors.upsert(
             chain_id=chain_id, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=key, embedding=vector
@@ -513,6 +517,7 @@ class ChainFormer:
                 event_count=event_count,
                 first_event_at=span[0],
                 last_event_at=span[1],
+                facts=facts,
             )
             self.lexical.put(scope.tenant_id, scope.user_id, row)
         await self._step("indexed")
@@ -585,6 +590,7 @@ class ChainFormer:
             event_count=int(doc.get("event_count", len(combined))),
             agents=chain_agents(doc),
             span=chain_span(doc),
+            facts=fact_texts(doc.get("profile_facts") or ()),
         )
         return chain_id, "merged"
 
@@ -679,6 +685,7 @@ class ChainFormer:
             event_count=len(events),
             agents=fields["agent_ids"],
             span=chain_span(fields),
+            facts=fact_texts(fields["profile_facts"]),
         )
         return True
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 
 from athena.text import terms, tokens
 
-__all__ = ["FACT_KINDS", "expansion_terms"]
+__all__ = ["FACT_KINDS", "expansion_terms", "the_users_own"]
 
 _ABOUT_THE_USER = frozenset(
     """
@@ -185,13 +185,20 @@ _ADDRESSED = _ABOUT_THE_USER | frozenset("you your we our".split())
 _NEEDED, _NEEDED_TOLD = _word_terms(_NEEDS)
 
 
+def the_users_own(query: str) -> bool:
+    """Whether the query is in the first or the second person: the user's own question or request
+    ("Am I married?", "Can you recommend a restaurant?"), as an agent passes it on, not a question
+    about someone named ("What pets does Melanie have?")."""
+    return not _ADDRESSED.isdisjoint(tokens(query))
+
+
 def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
     """The telling words of every kind the query's terms ask for (else of the kinds of the told words
     it names), when the query is in the first person, and of every need they name, when it addresses
     the assistant or is about the user; minus the query's own terms. Else none."""
-    found = tokens(query)
-    if _ADDRESSED.isdisjoint(found):
+    if not the_users_own(query):
         return []
+    found = tokens(query)
     held = set(query_terms)
     told: list[str] = []
     if not _ABOUT_THE_USER.isdisjoint(found):

@@ -134,34 +134,43 @@ def open_turns(
 
 
 def lexical_scores(
-    turns: Sequence[OpenTurn],
+    texts: Sequence[Mapping[str, int]],
     query_terms: Sequence[str],
     corpus: Corpus | None,
     *,
     expansion: Sequence[str] = (),
     expansion_weight: float = 0.0,
+    added: bool = True,
 ) -> np.ndarray:
-    """BM25 of each turn for the query terms, scaled to [0, 1] as lexical_index.py scales a chain's:
-    the turns are scored as further documents of the user's chain `corpus` (None: the turns alone).
+    """BM25 of each text (its term counts: a turn's `lexicon`) for the query terms, scaled to [0, 1]
+    as lexical_index.py scales a chain's, against the user's chain `corpus` (None: the texts alone).
+    `added`: the texts are further documents of the corpus (open turns); False: parts of its
+    documents already (a chain's told facts, fact_evidence.py), which its statistics count.
     `expansion` terms (fact_kinds.py) count as LexicalIndex.query counts them."""
-    scores = np.zeros(len(turns), dtype=np.float64)
-    if not turns or not query_terms:
+    scores = np.zeros(len(texts), dtype=np.float64)
+    if not texts or not query_terms:
         return scores
     corpus = corpus or EMPTY_CORPUS
-    documents = corpus.documents + len(turns)
-    lengths = [float(lexicon_length(t.lexicon)) for t in turns]
-    average = max(1e-9, (corpus.total_length + sum(lengths)) / documents)
+    lengths = [float(lexicon_length(t)) for t in texts]
+    joins = added or not corpus.documents  # a chain's facts with no chains known: scored as the texts alone
+    documents = corpus.documents + (len(texts) if joins else 0)
+    average = max(1e-9, (corpus.total_length + (sum(lengths) if joins else 0.0)) / documents)
     ceiling = 0.0
     weighted = weighted_terms(query_terms, expansion, expansion_weight)
-    for term, weight, asked in weighted:
-        counts = [t.lexicon.get(term, 0) for t in turns]
-        df = corpus.document_frequency.get(term, 0) + sum(1 for c in counts if c)
+    term_weights: dict[str, tuple[int, float]] = {}  # term -> (its place among the query's, weight x idf)
+    for place, (term, weight, asked) in enumerate(weighted):
+        df = corpus.document_frequency.get(term, 0) + (sum(1 for t in texts if t.get(term)) if joins else 0)
         idf = math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
         if asked:
             ceiling += idf * (K1 + 1.0)
-        for i, tf in enumerate(counts):
-            if tf:
-                scores[i] += weight * idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lengths[i] / average))
+        term_weights[term] = (place, weight * idf)
+    for i, text in enumerate(texts):
+        # Each text's own terms looked up (a user's facts are many, a query's expansion long), summed
+        # in the query's order: the same floats as a chain's score (LexicalIndex.query).
+        found = sorted((term_weights[term], tf) for term, tf in text.items() if tf and term in term_weights)
+        norm = K1 * (1.0 - B + B * lengths[i] / average)
+        for (_, weighted_idf), tf in found:
+            scores[i] += weighted_idf * tf * (K1 + 1.0) / (tf + norm)
     if ceiling <= 0:
         return scores
     scores /= ceiling

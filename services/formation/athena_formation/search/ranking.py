@@ -51,6 +51,9 @@ class RankedChain:
     """What the hits are ordered by."""
     told: bool = False
     """The chain was told in a period the query names (query_period.py)."""
+    fact: str = ""
+    """The lasting fact told in the chain this score is that of, when a fact's beat the chain's own
+    (fact_evidence.py): `similarity` and `lexical` are then the fact's."""
 
 
 @dataclass(frozen=True)
@@ -65,17 +68,21 @@ class Ranking:
     """Chains shorter than this are counted as this long by the size prior (1: every size is lifted)."""
     expansion_weight: float = 0.5
     """Weight of a question's kind-of-fact words (fact_kinds.py) against a query word's; 0: none."""
+    told_facts: bool = True
+    """Score each lasting fact told in a chain as a text of its own, the chain taking the better score
+    (fact_evidence.py); False: chains are scored as wholes."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Ranking:
         """The ranking SEARCH_LEXICAL_WEIGHT, SEARCH_DATE_WEIGHT, SEARCH_SIZE_PRIOR,
-        SEARCH_SIZE_PRIOR_MIN_EVENTS and SEARCH_EXPANSION_WEIGHT configure."""
+        SEARCH_SIZE_PRIOR_MIN_EVENTS, SEARCH_EXPANSION_WEIGHT and SEARCH_TOLD_FACTS configure."""
         return cls(
             lexical_weight=settings.search_lexical_weight,
             date_weight=settings.search_date_weight,
             size_prior=settings.search_size_prior,
             size_prior_min_events=settings.search_size_prior_min_events,
             expansion_weight=settings.search_expansion_weight,
+            told_facts=settings.search_told_facts,
         )
 
     def candidates(self, limit: int) -> int:

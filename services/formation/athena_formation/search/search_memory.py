@@ -20,7 +20,8 @@ from athena_formation.curation.owned import owned_chain
 from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_strength
 from athena_formation.page_tokens import decode_offset, encode_offset
 from athena_formation.search.chain_message import chain_to_proto
-from athena_formation.search.fact_kinds import expansion_terms
+from athena_formation.search.fact_evidence import best_facts, fact_scores, lift
+from athena_formation.search.fact_kinds import expansion_terms, the_users_own
 from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
 from athena_formation.search.newest_first import newest_first
@@ -42,7 +43,7 @@ from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.search.recall_warm_ups import WarmUps
 from athena_formation.store.chain_agents import holds_agent
 from athena_formation.store.chain_store import ChainStore, agent_query, epoch
-from athena_formation.store.lexical_index import LexicalIndex, LexicalScores, UserLexicon, chain_span
+from athena_formation.store.lexical_index import LexicalIndex, LexicalScores, ToldFact, UserLexicon, chain_span
 from athena_formation.store.vector_index import VectorIndex
 
 __all__ = ["TOLD_WHY", "Recall", "matched_terms"]
@@ -120,6 +121,8 @@ class Recall:
         lexicon_task = asyncio.ensure_future(self._lexicon(scope))
         turn_embedding: asyncio.Future[np.ndarray] | None = None
         turn_vectors: np.ndarray | None = None
+        facts: list[tuple[ToldFact, float]] = []
+        fact_vectors: np.ndarray | None = None
         prefetch: HitPrefetch | None = None
         try:
             allowed: set[str] | None = None
@@ -143,7 +146,7 @@ class Recall:
             if guess:  # their documents are read while the query is embedded and the vectors scanned
                 prefetch = HitPrefetch(self.store, guess)
             turn_lexical = lexical_scores(
-                turns,
+                [t.lexicon for t in turns],
                 query,
                 lexical.corpus if lexical is not None else None,
                 expansion=expansion,
@@ -151,8 +154,18 @@ class Recall:
             )
             candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS, told=turn_told)
             candidates += newest_turns(turns, most=OPEN_NEWEST_TURNS, besides=candidates)
-            if candidates:  # embedded after the query (one model), while the chains' vectors are scanned
-                turn_embedding = asyncio.ensure_future(self.embedder.embed([turns[i].content for i in candidates]))
+            if lexical is not None and lexicon is not None and self.ranking.told_facts and the_users_own(request.query):
+                facts = best_facts(
+                    lexicon,
+                    query,
+                    lexical.corpus,
+                    agent_id=scope.agent_id or None,
+                    expansion=expansion,
+                    expansion_weight=weight,
+                )
+            texts = [turns[i].content for i in candidates] + [f.text for f, _ in facts]
+            if texts:  # embedded after the query (one model), while the chains' vectors are scanned
+                turn_embedding = asyncio.ensure_future(self.embedder.embed(texts))
             query_vec = (await embedding)[0]
             clock.mark("embedding")
             pool = (
@@ -164,7 +177,8 @@ class Recall:
                 query_vec, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=pool
             )
             if turn_embedding is not None:
-                turn_vectors = await turn_embedding
+                vectors = await turn_embedding
+                turn_vectors, fact_vectors = vectors[: len(candidates)], vectors[len(candidates) :]
         finally:
             tasks: list[asyncio.Future[Any]] = [
                 lexicon_task,
@@ -178,10 +192,13 @@ class Recall:
                     task.exception()  # retrieved: a search that failed earlier never awaited it
         clock.mark("scan")
         similarity = {h.chain_id: h.similarity for h in vector_hits}
+        by_fact = fact_scores(facts, fact_vectors, query_vec, self.ranking) if fact_vectors is not None else {}
         if lexical is not None and lexicon is not None:
-            # Found by their words alone, or told in the period the query names ("what did I say
-            # yesterday?"): scored on their embedding too (a chain without one is not searchable).
+            # Found by their words alone, by a fact told in them, or told in the period the query
+            # names ("what did I say yesterday?"): scored on their embedding too (a chain without one
+            # is not searchable).
             more = dict.fromkeys(c for c, _ in lexical.top(pool) if c not in similarity)
+            more.update(dict.fromkeys(c for c in by_fact if c not in similarity))
             if periods:
                 told = lexicon.latest_where(
                     lambda spans: told_in_each(periods, spans, unknown=False),
@@ -194,10 +211,18 @@ class Recall:
             )
         most = limit + 10 if allowed is None else min(1000, limit * 4 + 20)
         provisional = self._rank_candidates(
-            [c for c in similarity if allowed is None or c in allowed], similarity, lexical, lexicon, periods, most=most
+            [c for c in similarity if allowed is None or c in allowed],
+            similarity,
+            lexical,
+            lexicon,
+            periods,
+            most=most,
+            by_fact=by_fact,
         )
         clock.mark("rank")
-        out = await self._hydrate(request, provisional, lexical, periods, limit=limit, prefetch=prefetch)
+        out = await self._hydrate(
+            request, provisional, lexical, periods, limit=limit, prefetch=prefetch, by_fact=by_fact
+        )
         clock.mark("documents")
         open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec, turn_told)
         found: list[tuple[RankedChain, dict[str, Any] | OpenTurn]] = [*out, *open_hits]
@@ -225,6 +250,8 @@ class Recall:
             else:
                 words = matched_terms(request.query, doc, None)
             why = f"cosine similarity {hit.similarity:.2f} to the chain's embedding"
+            if hit.fact:
+                why = f"a fact told in it, {hit.fact!r}: cosine similarity {hit.similarity:.2f} to its embedding"
             if words:
                 why += f"; words {', '.join(words[:8])} (lexical score {hit.lexical:.2f})"
             why += TOLD_WHY if hit.told else ""
@@ -285,6 +312,7 @@ class Recall:
         *,
         limit: int,
         prefetch: HitPrefetch | None = None,
+        by_fact: Mapping[str, RankedChain] | None = None,
     ) -> list[tuple[RankedChain, dict[str, Any]]]:
         """The best `limit` of the `provisional` candidates (best first) that pass the checks on their
         documents, reading as few documents as it can: `limit` first, then more only when some fail.
@@ -292,7 +320,8 @@ class Recall:
 
         A candidate's provisional score assumed the size and the time span the lexical index knows (1
         and told in the query's dates if none); its document's can only lower it, so a read candidate
-        is taken once its final score is at least the provisional score of every candidate not read yet."""
+        is taken once its final score is at least the provisional score of every candidate not read yet.
+        `by_fact`: the chains' best told facts' scores (fact_evidence.py), the same in both."""
         scope = request.scope
         read: list[tuple[RankedChain, dict[str, Any]]] = []  # read and passing, not yet taken
         out: list[tuple[RankedChain, dict[str, Any]]] = []
@@ -320,6 +349,7 @@ class Recall:
                     continue
                 told = bool(periods) and _told(periods, doc)
                 final = self._rank(r.chain_id, r.similarity, lexical, int(doc.get("event_count", 1)), told=told)
+                final = lift(final, by_fact or {})
                 if request.HasField("similarity_threshold") and final.similarity < request.similarity_threshold:
                     continue
                 read.append((final, doc))
@@ -348,22 +378,27 @@ class Recall:
         periods: list[Named],
         *,
         most: int,
+        by_fact: Mapping[str, RankedChain] | None = None,
     ) -> list[RankedChain]:
         """The best `most` candidates by their provisional score (the size and time span the lexical
-        index knows; 1 and told in the query's dates if it knows none: never below the final score)."""
+        index knows; 1 and told in the query's dates if it knows none: never below the final score),
+        a chain's best told fact's score where that is higher (`by_fact`)."""
         n = len(chain_ids)
         told = None
         if periods:
             spans = lexicon.spans(chain_ids) if lexicon is not None else np.full((n, 2), np.nan)
             told = told_in_each(periods, spans, unknown=True)
-        return self.ranking.rank_many(
+        ranked = self.ranking.rank_many(
             chain_ids,
             np.fromiter((similarity[c] for c in chain_ids), np.float64, n),
             lexical.of_many(chain_ids) if lexical is not None else np.zeros(n),
             lexicon.event_counts(chain_ids) if lexicon is not None else np.ones(n, dtype=np.int64),
-            most=most,
+            most=n if by_fact else most,
             told=told,
         )
+        if not by_fact:
+            return ranked
+        return sorted((lift(r, by_fact) for r in ranked), key=lambda r: -r.score)[:most]
 
     def _rank(
         self,

@@ -28,6 +28,8 @@ __all__ = ["SEARCH_SKIPS", "ChainStore", "agent_query", "cutoff", "epoch", "from
 _FULL_READ_SECONDS = 600.0
 _SPAN = {"first_event_at": 1, "last_event_at": 1}
 """The chain's time span, read with its lexicon (the dates a search names, query_period.py)."""
+_LEXICON_EXTRAS = {**_SPAN, "profile_facts": 1}
+"""Read with a chain's lexicon besides it: its span and its told facts' sentences (search/fact_evidence.py)."""
 SEARCH_SKIPS = ("lexicon",)
 """Fields of a chain document a search does not read (the lexical index holds the lexicon)."""
 
@@ -271,7 +273,7 @@ class ChainStore:
             query["status"] = "active"
         else:
             query["updated_at"] = {"$gte": updated_since}
-        projection = {"agent_id": 1, "agent_ids": 1, "lexicon": 1, "event_count": 1, "status": 1, **_SPAN}
+        projection = {"agent_id": 1, "agent_ids": 1, "lexicon": 1, "event_count": 1, "status": 1, **_LEXICON_EXTRAS}
         # A user's first read may hold 10^5 chains: bounded as a whole, not by MONGODB_TIMEOUT_MS per
         # round trip (the MongoDB-wire server prepares a whole result before its first batch).
         with mongo_unavailable(), pymongo.timeout(_FULL_READ_SECONDS):
@@ -288,7 +290,7 @@ class ChainStore:
             "lexicon": 1,
             "event_count": 1,
             "status": 1,
-            **_SPAN,
+            **_LEXICON_EXTRAS,
         }
         cursor = self.chains.find({"status": "active"}, projection, batch_size=batch_rows)
         try:

@@ -33,13 +33,14 @@ import logging
 import math
 import time
 from array import array
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
+from athena.text import terms
 from athena_formation.store.agent_filter import AgentColumn
 from athena_formation.store.cache_eviction import evict_least_recent
 from athena_formation.store.chain_agents import agents_key, chain_agents
@@ -51,8 +52,10 @@ __all__ = [
     "LexicalScores",
     "LexiconRow",
     "LexiconSource",
+    "ToldFact",
     "UserLexicon",
     "chain_span",
+    "fact_texts",
     "row_from_doc",
     "weighted_terms",
 ]
@@ -80,6 +83,18 @@ class LexiconRow:
     """Epoch seconds of the chain's first event (None: not known), for the dates a query names."""
     last_event_at: float | None = None
     """Epoch seconds of its last event."""
+    facts: tuple[str, ...] = ()
+    """The lasting facts the user told in it (its `profile_facts`' sentences): scored one by one for
+    a question about the user (search/fact_evidence.py)."""
+
+
+@dataclass(frozen=True)
+class ToldFact:
+    """A lasting fact of one of the user's chains, with its terms counted as a chain's lexicon counts them."""
+
+    chain_id: str
+    text: str
+    lexicon: Mapping[str, int]
 
 
 @dataclass(frozen=True)
@@ -186,6 +201,7 @@ class UserLexicon:
         self._spans = array("d")  # first and last event time of each row, NaN when not known
         self._alive = bytearray()
         self._postings: dict[str, tuple[array[int], array[float]]] = {}
+        self._facts: dict[int, tuple[ToldFact, ...]] = {}  # by row; only the rows that hold any
         self._live = 0
         self._total_length = 0.0
 
@@ -235,6 +251,16 @@ class UserLexicon:
         latest = rows[np.argsort(-spans[rows, 1], kind="stable")[:most]]
         return [self.ids[i] for i in latest]
 
+    def told_facts(self, *, agent_id: str | None = None) -> list[ToldFact]:
+        """The lasting facts of the live chains (of `agent_id`'s, when given), oldest row first."""
+        if not self._facts:
+            return []
+        rows = sorted(self._facts)
+        if agent_id and not self._agents.every(agent_id):
+            mask = self._agents.mask(agent_id)
+            rows = [r for r in rows if mask[r]]
+        return [fact for r in rows for fact in self._facts[r]]
+
     def put(self, row: LexiconRow) -> None:
         self._kill(row.chain_id)
         if not row.active:
@@ -250,6 +276,8 @@ class UserLexicon:
         first = row.first_event_at if row.first_event_at is not None else nan
         self._spans.extend((first, row.last_event_at if row.last_event_at is not None else first))
         self._alive.append(1)
+        if row.facts:
+            self._facts[index] = tuple(ToldFact(row.chain_id, text, Counter(terms(text))) for text in row.facts)
         self._live += 1
         self._total_length += length
         for term, count in row.lexicon.items():
@@ -268,6 +296,7 @@ class UserLexicon:
         if index is None:
             return
         self._alive[index] = 0
+        self._facts.pop(index, None)
         self._live -= 1
         self._total_length -= self._lengths[index]
         if len(self.ids) - self._live > max(256, self._live):
@@ -283,6 +312,7 @@ class UserLexicon:
         self._sizes = array("i", (self._sizes[i] for i in keep))
         self._spans = array("d", (self._spans[2 * i + j] for i in keep for j in (0, 1)))
         self._alive = bytearray(b"\x01" * len(keep))
+        self._facts = {new_of[r]: facts for r, facts in self._facts.items() if r in new_of}
         postings: dict[str, tuple[array[int], array[float]]] = {}
         for term, (rows, counts) in self._postings.items():
             kept = [(new_of[r], c) for r, c in zip(rows, counts) if r in new_of]
@@ -502,7 +532,13 @@ def row_from_doc(doc: Mapping[str, Any]) -> LexiconRow:
         active=doc.get("status", "active") == "active",
         first_event_at=first,
         last_event_at=last,
+        facts=fact_texts(doc.get("profile_facts") or ()),
     )
+
+
+def fact_texts(profile_facts: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The distinct sentences of a chain's `profile_facts` (forming/profile_facts.py), in order."""
+    return tuple(dict.fromkeys(str(f["text"]) for f in profile_facts if f.get("text")))
 
 
 def chain_span(doc: Mapping[str, Any]) -> tuple[float | None, float | None]:

@@ -796,11 +796,15 @@ class SearchHit(_message.Message):
     SOURCE_FIELD_NUMBER: _builtins.int
     EVENT_IDS_FIELD_NUMBER: _builtins.int
     similarity: _builtins.float
-    """Cosine similarity between the query and the chain's embedding (a WINDOW hit: its events' text's)."""
+    """Cosine similarity between the query and the chain's embedding (a WINDOW hit: its events' text's; a
+    chain found by a lasting fact told in it, whose `why` starts with "a fact told in it": the fact's).
+    """
     why: _builtins.str
     """Why it matched, for people: similarity and the query terms found in the chain."""
     lexical_score: _builtins.float
-    """BM25 of the query's words in the chain, scaled to [0, 1]."""
+    """BM25 of the query's words in the chain, scaled to [0, 1] (a chain found by a fact told in it: in
+    the fact).
+    """
     score: _builtins.float
     """What hits are ordered by: the cosine and the lexical score weighed, divided by a power of the
     chain's size (SEARCH_LEXICAL_WEIGHT, SEARCH_SIZE_PRIOR).

@@ -1,0 +1,78 @@
+"""A lasting fact told inside a chain, as evidence for that chain.
+
+A fact told in passing ("My husband Tom is a firefighter.") sits in the chain of the topic around it
+(a benefits enquiry of ten events): the chain's one embedding and its words are the topic's, and
+"Am I married?" finds that topic's other chains first. So, for the user's own question or request
+(in the first or second person, fact_kinds.the_users_own: a user's facts bear on what they ask, not
+on a question about someone named), each lasting fact of the user's chains (their `profile_facts`,
+kept by the lexical index: LexiconRow.facts) is also scored as a text of its own: BM25 of its words against the user's chain statistics (open_events.lexical_scores) and, for
+the FACTS_EMBEDDED best by their words, the cosine of its own embedding, ranked as a chain of one
+event (ranking.py). A chain scores the better of its own score and its best fact's; the hit is still
+the chain, and its `why` names the fact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from athena_formation.search.open_events import lexical_scores
+from athena_formation.search.ranking import RankedChain, Ranking
+from athena_formation.store.lexical_index import Corpus, ToldFact, UserLexicon
+
+__all__ = ["FACTS_EMBEDDED", "best_facts", "fact_scores", "lift"]
+
+FACTS_EMBEDDED = 5
+"""Most facts embedded for one search (the best by their words). A fact's sentence is often its
+whole message, which formation embedded when it formed the chain, so most are cache hits."""
+
+
+def best_facts(
+    lexicon: UserLexicon,
+    query_terms: Sequence[str],
+    corpus: Corpus,
+    *,
+    agent_id: str | None,
+    expansion: Sequence[str] = (),
+    expansion_weight: float = 0.0,
+    most: int = FACTS_EMBEDDED,
+) -> list[tuple[ToldFact, float]]:
+    """The user's told facts the query's words meet, with their lexical scores, best first (the
+    newer on a tie), at most `most`."""
+    facts = lexicon.told_facts(agent_id=agent_id)
+    if not facts or most <= 0:
+        return []
+    scores = lexical_scores(
+        [f.lexicon for f in facts],
+        query_terms,
+        corpus,
+        expansion=expansion,
+        expansion_weight=expansion_weight,
+        added=False,
+    )
+    order = sorted((i for i in range(len(facts)) if scores[i] > 0), key=lambda i: (-scores[i], -i))
+    return [(facts[i], float(scores[i])) for i in order[:most]]
+
+
+def fact_scores(
+    facts: Sequence[tuple[ToldFact, float]], vectors: np.ndarray, query_vector: np.ndarray, ranking: Ranking
+) -> dict[str, RankedChain]:
+    """Per chain, its best fact ranked as a chain of one event (`vectors`: the facts' embeddings, in order)."""
+    best: dict[str, RankedChain] = {}
+    for (fact, lexical), vector in zip(facts, vectors):
+        ranked = ranking.rank(
+            chain_id=fact.chain_id, similarity=float(np.dot(vector, query_vector)), lexical=lexical, event_count=1
+        )
+        if fact.chain_id not in best or ranked.score > best[fact.chain_id].score:
+            best[fact.chain_id] = dataclasses.replace(ranked, fact=fact.text)
+    return best
+
+
+def lift(ranked: RankedChain, facts: Mapping[str, RankedChain]) -> RankedChain:
+    """The chain's own score, or its best fact's when that is higher (with the chain's size)."""
+    fact = facts.get(ranked.chain_id)
+    if fact is None or fact.score <= ranked.score:
+        return ranked
+    return dataclasses.replace(fact, event_count=ranked.event_count)

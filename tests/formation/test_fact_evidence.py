@@ -1,0 +1,135 @@
+"""A lasting fact told in passing inside a chain of another topic is scored as a text of its own
+(search/fact_evidence.py): the chain is found by a question about the fact as if the fact were all it
+held, and the hit's `why` names the fact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from support.formation_data import SCOPE, make_segment
+
+from athena.internal.v1 import formation_pb2
+from athena_client.memory.v1 import memory_pb2
+from athena_formation.search.lexicon import chain_lexicon
+from athena_formation.search.ranking import Ranking
+from athena_formation.server import Formation
+from athena_formation.store.lexical_index import LexicalIndex, LexiconRow, UserLexicon
+
+HUSBAND = "My husband Tom is a firefighter."
+BENEFITS_WITH_A_FACT = [
+    ("user", "How do I apply for disability benefits?"),
+    ("agent", "You can apply online or at your local office; have your medical records ready."),
+    ("user", "Which medical records do you need from my doctor?"),
+    ("agent", "Records of your diagnosis, treatments and the dates you saw each doctor."),
+    ("user", f"{HUSBAND} Can he help me fill in the forms?"),
+    ("agent", "Yes, anyone you trust can help you fill in the application forms."),
+    ("user", "How long does a decision usually take?"),
+    ("agent", "Most decisions take three to five months after the application is complete."),
+    ("user", "Can I check the status of my application online?"),
+    ("agent", "Yes, sign in to your online account to see where your application stands."),
+]
+WEDDING_GIFT = [
+    ("user", "Friends of mine are getting married in June. What gift would you suggest?"),
+    ("agent", "Something from their registry is safest; otherwise a framed print of the venue is a lovely idea."),
+    ("user", "They don't have a registry. What about something for their new flat?"),
+    ("agent", "A good cast-iron pan, a set of linen napkins or a plant they will not have to water often."),
+    ("user", "How much do people usually spend?"),
+    ("agent", "It depends on how close you are; many guests spend about what their own meal at the party costs."),
+    ("user", "Should the card be funny or formal?"),
+    ("agent", "Warm and personal works best: a line about how they met, and your wishes for the years ahead."),
+    ("user", "Can I send the gift to the venue?"),
+    ("agent", "Better to send it to their home after the day, so nothing gets lost in the bustle."),
+    ("user", "And if I cannot attend?"),
+    ("agent", "Send the gift and a card anyway, with a note saying you are sorry to miss it."),
+]
+
+
+def _row(chain_id: str, facts: tuple[str, ...], *, agent_id: str = "helper") -> LexiconRow:
+    return LexiconRow(
+        chain_id=chain_id, agent_id=agent_id, lexicon=chain_lexicon([*facts, "other words"]), event_count=4, facts=facts
+    )
+
+
+def test_a_chains_told_facts_go_with_it_when_it_is_rewritten_or_dropped() -> None:
+    index = UserLexicon()
+    index.put(_row("a", ("I live in Leeds.", "I'm vegan.")))
+    index.put(_row("b", ("My son has asthma.",)))
+    index.put(_row("a", ("I moved to Oslo in June.",)))  # merged: its facts are the new row's
+
+    facts = index.told_facts()
+    assert [(f.chain_id, f.text) for f in facts] == [("b", "My son has asthma."), ("a", "I moved to Oslo in June.")]
+    assert facts[1].lexicon == chain_lexicon(["I moved to Oslo in June."])
+
+    index.drop(["b"])
+    assert [f.chain_id for f in index.told_facts()] == ["a"]
+
+
+def test_told_facts_are_those_of_the_agents_chains_and_outlive_the_index_compacting_its_rows() -> None:
+    index = UserLexicon()
+    index.put(_row("travel", ("I'm afraid of flying.",), agent_id="travel"))
+    for n in range(300):  # rewrites leave dead rows until they outnumber the live ones and are compacted
+        index.put(_row("cooking", (f"I'm allergic to peanuts ({n}).",), agent_id="cooking"))
+
+    assert [f.text for f in index.told_facts(agent_id="cooking")] == ["I'm allergic to peanuts (299)."]
+    assert [f.text for f in index.told_facts(agent_id="travel")] == ["I'm afraid of flying."]
+    assert len(index.told_facts()) == 2
+
+
+async def _form(stub: Any, turns: list[tuple[str, str]]) -> str:
+    response = await stub.FormChain(formation_pb2.FormChainRequest(segment=make_segment(turns)), timeout=60)
+    assert response.outcome == formation_pb2.FORM_OUTCOME_CREATED, response.reason
+    return response.chain_id
+
+
+def _married(limit: int = 2) -> formation_pb2.SearchRequest:
+    return formation_pb2.SearchRequest(
+        request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Am I married?", limit=limit)
+    )
+
+
+async def test_a_fact_told_in_passing_inside_another_topic_is_found_first_by_a_question_about_it(
+    formation: Formation, stub: Any
+) -> None:
+    benefits = await _form(stub, BENEFITS_WITH_A_FACT)
+    gift = await _form(stub, WEDDING_GIFT)
+
+    found = await stub.SearchMemory(_married(), timeout=30)
+    formation.recall.ranking = Ranking(told_facts=False)
+    as_wholes = await stub.SearchMemory(_married(), timeout=30)
+
+    assert [h.chain.id for h in as_wholes.hits] == [gift, benefits]
+    assert [h.chain.id for h in found.hits] == [benefits, gift]
+    first = found.hits[0]
+    assert first.why.startswith(f"a fact told in it, {HUSBAND!r}") and first.score > as_wholes.hits[1].score
+    assert "chain's embedding" in found.hits[1].why  # the other chain holds no fact: scored as a whole
+
+
+async def test_a_chains_told_facts_are_read_back_with_its_lexicon_when_formation_starts_again(
+    formation: Formation, stub: Any
+) -> None:
+    """Both reads of a new index: a user's first search, and the warm-up of every user at start."""
+    benefits = await _form(stub, BENEFITS_WITH_A_FACT)
+
+    searched = await LexicalIndex(formation.store, shared=False).user(SCOPE.tenant_id, SCOPE.user_id)
+    warmed = LexicalIndex(formation.store, shared=False)
+    assert await warmed.warm() == 1
+
+    assert [(f.chain_id, f.text) for f in searched.told_facts()] == [(benefits, HUSBAND)]
+    assert [(f.chain_id, f.text) for f in (await warmed.user(SCOPE.tenant_id, SCOPE.user_id)).told_facts()] == [
+        (benefits, HUSBAND)
+    ]
+
+
+async def test_a_question_about_someone_named_scores_the_chains_as_wholes(formation: Formation, stub: Any) -> None:
+    """The user's facts are evidence for what the user asks ("Am I married?"), not for a question in
+    the third person (LoCoMo's are all such)."""
+    benefits = await _form(stub, BENEFITS_WITH_A_FACT)
+    await _form(stub, WEDDING_GIFT)
+    request = formation_pb2.SearchRequest(
+        request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Is Tom married?", limit=2)
+    )
+
+    hits = (await stub.SearchMemory(request, timeout=30)).hits
+
+    assert benefits in [h.chain.id for h in hits]
+    assert all(h.why.startswith("cosine similarity") for h in hits)
