@@ -80,7 +80,9 @@ def test_a_request_naming_a_need_adds_the_words_of_the_facts_it_bears_on() -> No
 def test_the_users_own_questions_and_requests_are_told_from_questions_about_someone_named() -> None:
     own = ["Am I married?", "Can you recommend a restaurant?", "What do we have planned?", "¿Tengo mascotas?"]
     assert all(the_users_own(q) for q in own)
-    assert not any(the_users_own(q) for q in ["What pets does Melanie have?", "Around which US holiday did Maria travel?"])
+    assert not any(
+        the_users_own(q) for q in ["What pets does Melanie have?", "Around which US holiday did Maria travel?"]
+    )
 
 
 def test_a_question_about_someone_else_or_naming_no_kind_adds_nothing_nor_repeats_its_own_words() -> None:

@@ -404,6 +404,14 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "Tengo dos gatos, Nube y Sol.",
         "I'm on a tight budget.",
         "I bike everywhere.",
+        "У меня две кошки.",
+        "Я медсестра.",
+        "Не ем мясо.",
+        "猫を二匹飼っています。",
+        "東京に住んでいます。",
+        "私は看護師です。",
+        "我养了两只猫。",
+        "강아지를 키워요.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -444,6 +452,9 @@ def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str
         "I have high hopes for this project.",
         "I looked everywhere for my keys.",
         "The budget is tight this year.",
+        "私は大丈夫です。",
+        "田中さんは猫を飼っています。",
+        "那只狗很可爱。",
     ],
 )
 def test_into_with_no_content_word_hatred_as_a_noun_and_changes_of_things_are_not_lasting_facts(text: str) -> None:

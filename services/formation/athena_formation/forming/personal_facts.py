@@ -55,8 +55,9 @@ Small talk fails on 2 or 3: "Thanks, Maria! Your support means a lot." has no fi
 well, thanks for asking!" and "I really appreciate it" carry nothing specific.
 
 Language: numbers and capitalised names work in any Latin script; the pronoun, month, weekday and cue
-lists cover English, Spanish, French, German, Portuguese and Italian, with a few Chinese, Japanese and
-Korean words; the first-person words also Russian, Dutch, Polish, Turkish, Indonesian, Vietnamese,
+lists cover English, Spanish, French, German, Portuguese and Italian, with Russian, Chinese, Japanese
+and Korean cue words (a Japanese or Korean statement naming no one else is the speaker's, as those
+languages seldom say "I"); the first-person words also Russian, Dutch, Polish, Turkish, Indonesian, Vietnamese,
 Hindi, Arabic and Hebrew, whose facts are then told by a number or by the content-word count (which
 leaves CJK out: its character bigrams are not words). Words come from
 athena.text, the one Unicode tokenizer, through the analysis's `content_words` and `split_sentences`.
@@ -180,7 +181,9 @@ _CUES = frozenset(
     abito lavoro
     жена муж сын сына дочь дочери дочка дети ребёнок ребенок мама мать папа отец брат сестра собака кошка
     аллергия аллергии аллергик вегетарианец вегетарианка веган предпочитаю люблю любимый любимая зовут
-    имя рождения живу работаю диабет диабетик
+    имя рождения живу работаю диабет диабетик кошки кошку кошек кот кота коты собаки собаку пёс пес попугай
+    хомяк детей врач врачом медсестра медсестрой учитель учителем учительница учительницей программист
+    программистом инженер инженером юрист юристом бухгалтер бухгалтером
     शाकाहारी एलर्जी मधुमेह पत्नी पति बेटा बेटी
     نباتي نباتية حساسية السكري زوجتي زوجي ابني ابنتي أعيش أعمل
     """.split()
@@ -215,6 +218,28 @@ _CJK_CUES = (
     "娘",
     "住んで",
     "飼って",
+    "猫",
+    "犬",
+    "夫は",
+    "夫が",
+    "妻は",
+    "妻が",
+    "子供",
+    "子ども",
+    "看護師",
+    "医者",
+    "医師",
+    "教師",
+    "エンジニア",
+    "弁護士",
+    "会社員",
+    "働いて",
+    "勤めて",
+    "狗",
+    "养了",
+    "孩子",
+    "护士",
+    "医生",
     "알레르기",
     "채식",
     "안 먹",
@@ -234,6 +259,12 @@ _CJK_CUES = (
     "고양이",
     "직업",
     "일해요",
+    "키워",
+    "키우",
+    "간호사",
+    "의사",
+    "엔지니어",
+    "개발자",
 )
 _PREFERENCE = re.compile(
     r"\b(?:don't|do not|doesn't|never|can't|cannot|can not|won't)\s+(?:like|eat|drink|want|drive|smoke|fly|use)\b"
@@ -270,11 +301,15 @@ _EMPLOYER_CHANGE = re.compile(r"\b[Ii]\s+(?:just\s+)?(?:left|quit|joined)\s+([A-
 that is not a first name: not "I left Anna a message")."""
 _FOREIGN_HABIT = re.compile(
     r"\bno\s+(?:como|bebo|fumo|manejo|conduzco)\b|\bne\s+(?:mange|bois|fume|conduis)\s+pas\b"
-    r"|\bnão\s+(?:como|bebo|fumo)\b|\bnon\s+(?:mangio|bevo|fumo)\b",
+    r"|\bnão\s+(?:como|bebo|fumo)\b|\bnon\s+(?:mangio|bevo|fumo)\b|\bне\s+(?:ем|пью|курю)\b",
     re.IGNORECASE,
 )
-"""The same in Spanish, French, Portuguese and Italian, whose verb says its first person ("No como
-carne", "Je ne mange pas de viande")."""
+"""The same in Spanish, French, Portuguese, Italian and Russian, whose verb says its first person ("No
+como carne", "Je ne mange pas de viande", "Не ем мясо")."""
+_OTHER_PERSON_UNMARKED = ("あなた", "君", "彼", "さん", "様", "당신", "그는", "그녀", "씨", "님")
+"""Words of Japanese and Korean that name someone other than the speaker: a statement with none of
+them and no first person is the speaker's ("猫を二匹飼っています", "강아지를 키워요"), as those
+languages seldom say "I"."""
 _LIKING = frozenset("like likes love loves enjoy enjoys adore use own drive play speak wear".split())
 _LIKING_SUBJECTS = frozenset(("i", "we"))
 _WISHING = frozenset(("would", "i'd", "we'd", "id"))
@@ -523,7 +558,7 @@ def _lasting(sentence: str, found: list[str]) -> bool:
     health and diet, preferences, home and work, likings and habits, what they are."""
     return (
         any(t in _CUES for t in found)
-        or any(cue in sentence for cue in _CJK_CUES)
+        or _has_cjk_cue(sentence)
         or any(p.search(sentence) for p in (_PREFERENCE, _CALLED, _LASTING_CONDITION, _CHANGED_HABIT, _TEACHES))
         or _content_after(_INTO, sentence)
         or _changes_employer(sentence)
@@ -550,7 +585,25 @@ def _specific(sentence: str, found: list[str]) -> bool:
 
 def _without_first_person(sentence: str, found: list[str]) -> bool:
     """The three kinds of sentence that state a fact without a first person."""
-    return _corrects(sentence, found) or _asks_to_be_remembered(sentence) or bool(_FOREIGN_HABIT.search(sentence))
+    return (
+        _corrects(sentence, found)
+        or _asks_to_be_remembered(sentence)
+        or bool(_FOREIGN_HABIT.search(sentence))
+        or _unmarked_speaker(sentence)
+    )
+
+
+def _has_cjk_cue(sentence: str) -> bool:
+    """A cue of _CJK_CUES, not inside 大丈夫 ("all right" in Japanese; 丈夫 is "husband" in Chinese)."""
+    sentence = sentence.replace("大丈夫", "")
+    return any(cue in sentence for cue in _CJK_CUES)
+
+
+def _unmarked_speaker(sentence: str) -> bool:
+    """A Japanese or Korean statement of a kind of lasting fact (a CJK cue) that names no one: the
+    speaker's (_OTHER_PERSON_UNMARKED)."""
+    kana_or_hangul = any("\u3040" <= ch <= "\u30ff" or "\uac00" <= ch <= "\ud7af" for ch in sentence)
+    return kana_or_hangul and not any(w in sentence for w in _OTHER_PERSON_UNMARKED) and _has_cjk_cue(sentence)
 
 
 def personal_fact_sentences(text: str) -> list[str]:
