@@ -79,9 +79,16 @@ def test_a_request_naming_a_need_adds_the_words_of_the_facts_it_bears_on() -> No
 
 def test_the_users_own_questions_and_requests_are_told_from_questions_about_someone_named() -> None:
     own = ["Am I married?", "Can you recommend a restaurant?", "What do we have planned?", "¿Tengo mascotas?"]
+    own += ["Где я живу?", "我住在哪里？", "ペットはいますか？", "제가 어디에 살아요?"]
     assert all(the_users_own(q) for q in own)
     assert not any(
-        the_users_own(q) for q in ["What pets does Melanie have?", "Around which US holiday did Maria travel?"]
+        the_users_own(q)
+        for q in [
+            "What pets does Melanie have?",
+            "Around which US holiday did Maria travel?",
+            "Где живёт Мария?",
+            "田中さんはどこに住んでいますか？",
+        ]
     )
 
 

@@ -79,6 +79,7 @@ __all__ = [
     "FACT_MIN_CONTENT_WORDS",
     "lasting_fact_sentences",
     "personal_fact_sentences",
+    "speaks_of_self_unmarked",
     "states_lasting_fact",
     "states_personal_fact",
 ]
@@ -600,10 +601,15 @@ def _has_cjk_cue(sentence: str) -> bool:
 
 
 def _unmarked_speaker(sentence: str) -> bool:
-    """A Japanese or Korean statement of a kind of lasting fact (a CJK cue) that names no one: the
-    speaker's (_OTHER_PERSON_UNMARKED)."""
-    kana_or_hangul = any("\u3040" <= ch <= "\u30ff" or "\uac00" <= ch <= "\ud7af" for ch in sentence)
-    return kana_or_hangul and not any(w in sentence for w in _OTHER_PERSON_UNMARKED) and _has_cjk_cue(sentence)
+    """A Japanese or Korean statement of a kind of lasting fact (a CJK cue) that names no one else."""
+    return speaks_of_self_unmarked(sentence) and _has_cjk_cue(sentence)
+
+
+def speaks_of_self_unmarked(text: str) -> bool:
+    """Japanese or Korean naming no one other than the speaker (_OTHER_PERSON_UNMARKED): about the
+    speaker, as those languages seldom say "I" ("猫を二匹飼っています", "ペットはいますか？")."""
+    kana_or_hangul = any("\u3040" <= ch <= "\u30ff" or "\uac00" <= ch <= "\ud7af" for ch in text)
+    return kana_or_hangul and not any(w in text for w in _OTHER_PERSON_UNMARKED)
 
 
 def personal_fact_sentences(text: str) -> list[str]:

@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from athena.text import terms, tokens
+from athena_formation.forming.personal_facts import speaks_of_self_unmarked
 
 __all__ = ["FACT_KINDS", "expansion_terms", "the_users_own"]
 
@@ -35,6 +36,8 @@ _ABOUT_THE_USER = frozenset(
     ich mich mir mein meine meinen meinem meiner
     io mio mia miei mie ho sono
     eu meu minha meus minhas
+    я меня мне мой моя моё мое мои мы нас нам наш наша наши
+    저는 제가 제 내 나는 내가 저의 저도 나도
     """.split()
 )
 """First-person words of a question a user asks about themselves ("Who is my spouse?", "Am I
@@ -180,16 +183,24 @@ _NEEDS: dict[str, tuple[str, str]] = {
 }
 """Need: (the words of a request a kind of fact bears on, the words such facts are told with): "Can you
 recommend a restaurant for tonight?" is answered with "I'm vegan." in mind."""
-_ADDRESSED = _ABOUT_THE_USER | frozenset("you your we our".split())
+_ADDRESSED = _ABOUT_THE_USER | frozenset("you your we our ты тебя тебе твой вы вас вам ваш".split())
 """A request to the assistant, or about the user: needs are read only then ("us" is also "US")."""
+_CJK_PERSONS = ("我", "私", "僕", "俺", "你", "您", "あなた")
+"""The first and second person in Chinese and Japanese, read as characters (their text is tokenised
+into character pairs)."""
 _NEEDED, _NEEDED_TOLD = _word_terms(_NEEDS)
 
 
 def the_users_own(query: str) -> bool:
     """Whether the query is in the first or the second person: the user's own question or request
-    ("Am I married?", "Can you recommend a restaurant?"), as an agent passes it on, not a question
-    about someone named ("What pets does Melanie have?")."""
-    return not _ADDRESSED.isdisjoint(tokens(query))
+    ("Am I married?", "Can you recommend a restaurant?", "Где я живу?", "我住在哪里？"; in Japanese or
+    Korean, one that names no one else: "ペットはいますか？"), as an agent passes it on, not a
+    question about someone named ("What pets does Melanie have?")."""
+    return (
+        not _ADDRESSED.isdisjoint(tokens(query))
+        or any(p in query for p in _CJK_PERSONS)
+        or speaks_of_self_unmarked(query)
+    )
 
 
 def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
