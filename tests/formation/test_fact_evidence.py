@@ -10,7 +10,7 @@ from support.formation_data import SCOPE, make_segment
 
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
-from athena_formation.search.lexicon import chain_lexicon
+from athena_formation.search.lexicon import chain_lexicon, terms
 from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
 from athena_formation.store.lexical_index import LexicalIndex, LexiconRow, UserLexicon
@@ -73,6 +73,10 @@ def test_told_facts_are_those_of_the_agents_chains_and_outlive_the_index_compact
     assert [f.text for f in index.told_facts(agent_id="cooking")] == ["I'm allergic to peanuts (299)."]
     assert [f.text for f in index.told_facts(agent_id="travel")] == ["I'm afraid of flying."]
     assert len(index.told_facts()) == 2
+    # By the terms a fact holds: those of its chain's latest row only
+    assert [f.text for f in index.told_facts(terms=terms("peanuts"))] == ["I'm allergic to peanuts (299)."]
+    assert [f.chain_id for f in index.told_facts(terms=terms("299 flying"))] == ["travel", "cooking"]
+    assert index.told_facts(terms=terms("298")) == [] and index.told_facts(terms=[]) == []
 
 
 async def _form(stub: Any, turns: list[tuple[str, str]]) -> str:

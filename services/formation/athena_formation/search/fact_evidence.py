@@ -41,8 +41,12 @@ def best_facts(
 ) -> list[tuple[ToldFact, float]]:
     """The user's told facts the query's words meet, with their lexical scores, best first (the
     newer on a tie), at most `most`."""
-    facts = lexicon.told_facts(agent_id=agent_id)
-    if not facts or most <= 0:
+    if most <= 0:
+        return []
+    facts = lexicon.told_facts(
+        agent_id=agent_id, terms=[*query_terms, *expansion] if expansion_weight > 0 else query_terms
+    )
+    if not facts:
         return []
     scores = lexical_scores(
         [f.lexicon for f in facts],

@@ -202,6 +202,7 @@ class UserLexicon:
         self._alive = bytearray()
         self._postings: dict[str, tuple[array[int], array[float]]] = {}
         self._facts: dict[int, tuple[ToldFact, ...]] = {}  # by row; only the rows that hold any
+        self._fact_rows: dict[str, set[int]] = {}  # term -> the rows with a fact that holds it
         self._live = 0
         self._total_length = 0.0
 
@@ -251,11 +252,15 @@ class UserLexicon:
         latest = rows[np.argsort(-spans[rows, 1], kind="stable")[:most]]
         return [self.ids[i] for i in latest]
 
-    def told_facts(self, *, agent_id: str | None = None) -> list[ToldFact]:
-        """The lasting facts of the live chains (of `agent_id`'s, when given), oldest row first."""
+    def told_facts(self, *, agent_id: str | None = None, terms: Iterable[str] | None = None) -> list[ToldFact]:
+        """The lasting facts of the live chains (of `agent_id`'s, when given), oldest row first; with
+        `terms`, only those of the chains with a fact holding one of them (the others would score 0)."""
         if not self._facts:
             return []
-        rows = sorted(self._facts)
+        if terms is None:
+            rows = sorted(self._facts)
+        else:
+            rows = sorted(set().union(*(self._fact_rows.get(t, ()) for t in terms)))
         if agent_id and not self._agents.every(agent_id):
             mask = self._agents.mask(agent_id)
             rows = [r for r in rows if mask[r]]
@@ -278,6 +283,7 @@ class UserLexicon:
         self._alive.append(1)
         if row.facts:
             self._facts[index] = tuple(ToldFact(row.chain_id, text, Counter(terms(text))) for text in row.facts)
+            self._index_facts(index)
         self._live += 1
         self._total_length += length
         for term, count in row.lexicon.items():
@@ -291,12 +297,23 @@ class UserLexicon:
         for chain_id in chain_ids:
             self._kill(chain_id)
 
+    def _index_facts(self, row: int) -> None:
+        for fact in self._facts[row]:
+            for term in fact.lexicon:
+                self._fact_rows.setdefault(term, set()).add(row)
+
     def _kill(self, chain_id: str) -> None:
         index = self._row.pop(chain_id, None)
         if index is None:
             return
         self._alive[index] = 0
-        self._facts.pop(index, None)
+        for fact in self._facts.pop(index, ()):
+            for term in fact.lexicon:
+                rows = self._fact_rows.get(term)
+                if rows is not None:
+                    rows.discard(index)
+                    if not rows:
+                        del self._fact_rows[term]
         self._live -= 1
         self._total_length -= self._lengths[index]
         if len(self.ids) - self._live > max(256, self._live):
@@ -313,6 +330,9 @@ class UserLexicon:
         self._spans = array("d", (self._spans[2 * i + j] for i in keep for j in (0, 1)))
         self._alive = bytearray(b"\x01" * len(keep))
         self._facts = {new_of[r]: facts for r, facts in self._facts.items() if r in new_of}
+        self._fact_rows = {}
+        for row in self._facts:
+            self._index_facts(row)
         postings: dict[str, tuple[array[int], array[float]]] = {}
         for term, (rows, counts) in self._postings.items():
             kept = [(new_of[r], c) for r, c in zip(rows, counts) if r in new_of]
