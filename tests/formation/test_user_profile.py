@@ -19,6 +19,7 @@ from athena.internal.v1 import formation_pb2, formation_pb2_grpc
 from athena.stm import ShortTermWindow
 from athena_client import AsyncAthenaClient, ContextPage, EventInput
 from athena_client.memory.v1 import memory_pb2
+from athena_formation.search.profile_cache import ProfileCache
 from athena_formation.server import Formation
 
 TRAVEL = AsyncAthenaClient.scope("acme", "alice", "travel")
@@ -224,3 +225,41 @@ async def test_a_forgotten_user_has_an_empty_profile_and_a_deleted_chain_takes_i
 
     assert _texts(after_delete) == ["I'm allergic to peanuts."]
     assert after_forget.profile == []
+
+
+async def test_a_profile_read_again_after_the_users_chains_change_holds_the_change(stack: InProcessStack) -> None:
+    """The chains' part of a profile is kept between calls (profile_cache.py) until formation writes one
+    of the user's chains: forming and deleting each show at the next call."""
+    async with stack.client() as client:
+        await _store(client, TRAVEL, EARLIER, at=LAST_WEEK)
+        chain_id = await _form_the_window(stack, TRAVEL, "chk-earlier")
+        first = await client.get_context(TRAVEL, query=ARTICLE)
+        again = await client.get_context(TRAVEL, query=ARTICLE)
+        await _store(client, TRAVEL, [("user", "I'm allergic to peanuts."), ("agent", "Noted.")])
+        newer = await _form_the_window(stack, TRAVEL, "chk-newer")
+        after_forming = await client.get_context(TRAVEL, query=ARTICLE)
+        await client.delete_chain(TRAVEL, chain_id)
+        after_delete = await client.get_context(TRAVEL, query=ARTICLE)
+
+    assert _texts(first) == _texts(again) == ["Always reply in German.", "I live in Berlin and I'm vegetarian."]
+    assert _texts(after_forming) == ["I'm allergic to peanuts.", *_texts(first)]
+    assert after_forming.profile[0].chain_id == newer
+    assert _texts(after_delete) == ["I'm allergic to peanuts."]
+
+
+def test_a_kept_profile_goes_with_a_write_of_the_users_chains_and_a_read_a_write_overtook_is_not_kept() -> None:
+    cache = ProfileCache(ttl_seconds=None)
+    fact = ({"text": "I'm vegan.", "event_id": "ev1", "told_at": 1.0}, "ch1")
+    cache.put(("acme", "alice"), ("", 20), [fact], since=cache.since())
+    cache.put(("acme", "bob"), ("", 20), [fact], since=cache.since())
+
+    overtaken = cache.since()
+    cache.changed(("acme", "alice"))
+    cache.put(("acme", "alice"), ("travel", 20), [fact], since=overtaken)
+
+    assert cache.get(("acme", "alice"), ("", 20)) is None
+    assert cache.get(("acme", "alice"), ("travel", 20)) is None
+    assert cache.get(("acme", "bob"), ("", 20)) == [fact] and cache.get(("acme", "bob"), ("", 5)) is None
+    expired = ProfileCache(ttl_seconds=0.0)
+    expired.put(("acme", "bob"), ("", 20), [fact], since=expired.since())
+    assert expired.get(("acme", "bob"), ("", 20)) is None

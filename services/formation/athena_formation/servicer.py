@@ -53,7 +53,7 @@ class FormationServicer(formation_pb2_grpc.FormationServiceServicer):
         self.recall = recall
         self.eraser = eraser
         self.curation = Curation.of(former)
-        self.profile = UserProfile(recall.store)
+        self.profile = UserProfile(recall.store, changes=recall.lexical)
 
     async def FormChain(
         self, request: formation_pb2.FormChainRequest, context: grpc.aio.ServicerContext

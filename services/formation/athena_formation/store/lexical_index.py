@@ -410,6 +410,7 @@ class LexicalIndex:
         # so they are applied after its rows (again if it did: every change is idempotent).
         self._pending: dict[UserKey, list[Callable[[UserLexicon], None]]] = {}
         self._warm_touched: set[UserKey] | None = None  # while warm() reads: the users written to meanwhile
+        self._listeners: list[Callable[[UserKey], None]] = []
 
     @property
     def cached_chains(self) -> int:
@@ -506,9 +507,16 @@ class LexicalIndex:
         log.info("lexicons warmed: %d chains of %d users in %.1f s", installed, len(gathered), time.perf_counter() - t0)
         return installed
 
+    def on_change(self, listener: Callable[[UserKey], None]) -> None:
+        """Call `listener((tenant_id, user_id))` on every write this index is told of (`put`, `drop`,
+        `forget_user`): formation's writes of chains, after MongoDB accepted them."""
+        self._listeners.append(listener)
+
     def _touch(self, key: UserKey) -> None:
         if self._warm_touched is not None:
             self._warm_touched.add(key)
+        for listener in self._listeners:
+            listener(key)
 
     def _apply(self, key: UserKey, change: Callable[[UserLexicon], None]) -> None:
         self._touch(key)
