@@ -24,7 +24,7 @@ RANK_FLOORS = {"held_out": 0.63, "languages_2": 0.64, "needs_2": 0.55}
 without a chain's told facts scored on their own (SEARCH_TOLD_FACTS=false) 0.609, 0.609 and 0.583."""
 CONTEXT_FLOORS = {"held_out": 0.85, "languages_2": 0.85, "needs_2": 0.9}
 """What GetContext gives an agent asking the question (3 relevant chains, a profile of 20), a little
-below what three users get: 47 and 46 of 48, 36 of 36 (docs/formation.md, "The user's profile")."""
+below what three users get: 48 and 46 of 48, 36 of 36 (docs/formation.md, "The user's profile")."""
 
 
 @pytest.mark.parametrize("part", sorted(FOUND_FLOORS))

@@ -221,7 +221,7 @@ class Recall:
         )
         clock.mark("rank")
         out = await self._hydrate(
-            request, provisional, lexical, periods, limit=limit, prefetch=prefetch, by_fact=by_fact
+            request, provisional, lexical, periods, limit=limit, prefetch=prefetch, by_fact=by_fact, cosines=similarity
         )
         clock.mark("documents")
         open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec, turn_told)
@@ -313,6 +313,7 @@ class Recall:
         limit: int,
         prefetch: HitPrefetch | None = None,
         by_fact: Mapping[str, RankedChain] | None = None,
+        cosines: Mapping[str, float] | None = None,
     ) -> list[tuple[RankedChain, dict[str, Any]]]:
         """The best `limit` of the `provisional` candidates (best first) that pass the checks on their
         documents, reading as few documents as it can: `limit` first, then more only when some fail.
@@ -321,7 +322,8 @@ class Recall:
         A candidate's provisional score assumed the size and the time span the lexical index knows (1
         and told in the query's dates if none); its document's can only lower it, so a read candidate
         is taken once its final score is at least the provisional score of every candidate not read yet.
-        `by_fact`: the chains' best told facts' scores (fact_evidence.py), the same in both."""
+        `by_fact`: the chains' best told facts' scores (fact_evidence.py), the same in both; a candidate
+        lifted by one carries the fact's cosine, so its own is taken from `cosines` (the chains')."""
         scope = request.scope
         read: list[tuple[RankedChain, dict[str, Any]]] = []  # read and passing, not yet taken
         out: list[tuple[RankedChain, dict[str, Any]]] = []
@@ -348,7 +350,8 @@ class Recall:
                 if doc is None or not _searchable(doc, scope):
                     continue
                 told = bool(periods) and _told(periods, doc)
-                final = self._rank(r.chain_id, r.similarity, lexical, int(doc.get("event_count", 1)), told=told)
+                cosine = cosines.get(r.chain_id, r.similarity) if cosines is not None else r.similarity
+                final = self._rank(r.chain_id, cosine, lexical, int(doc.get("event_count", 1)), told=told)
                 final = lift(final, by_fact or {})
                 if request.HasField("similarity_threshold") and final.similarity < request.similarity_threshold:
                     continue
