@@ -5,9 +5,9 @@ A fact told in passing ("My husband Tom is a firefighter.") sits in the chain of
 "Am I married?" finds that topic's other chains first. So, for the user's own question or request
 (in the first or second person, fact_kinds.the_users_own: a user's facts bear on what they ask, not
 on a question about someone named), each lasting fact of the user's chains (their `profile_facts`,
-kept by the lexical index: LexiconRow.facts) is also scored as a text of its own: BM25 of its words against the user's chain statistics (open_events.lexical_scores) and, for
-the FACTS_EMBEDDED best by their words, the cosine of its own embedding, ranked as a chain of one
-event (ranking.py). A chain scores the better of its own score and its best fact's; the hit is still
+kept by the lexical index: LexiconRow.facts) is also scored as a text of its own: BM25 of its words
+against the user's chain statistics (open_events.lexical_scores) and, for the FACTS_EMBEDDED best by
+their words, the cosine of its own embedding, ranked as a chain of one event (ranking.py). A chain scores the better of its own score and its best fact's; the hit is still
 the chain, and its `why` names the fact.
 """
 
@@ -25,8 +25,8 @@ from athena_formation.store.lexical_index import Corpus, ToldFact, UserLexicon
 __all__ = ["FACTS_EMBEDDED", "best_facts", "fact_scores", "lift"]
 
 FACTS_EMBEDDED = 5
-"""Most facts embedded for one search (the best by their words). A fact's sentence is often its
-whole message, which formation embedded when it formed the chain, so most are cache hits."""
+"""Most facts embedded for one search (the best by their words), in the call that embeds the open
+turns; the embedder's cache keeps each text for the next searches."""
 
 
 def best_facts(
