@@ -137,3 +137,33 @@ async def test_a_question_about_someone_named_scores_the_chains_as_wholes(format
 
     assert benefits in [h.chain.id for h in hits]
     assert all(h.why.startswith("cosine similarity") for h in hits)
+
+
+WEDDING_WITH_A_FACT = [
+    ("user", "I'm married to Tom, by the way. We want to renew our vows for our tenth anniversary."),
+    ("agent", "Congratulations! A vow renewal can be as small or as grand as you like."),
+    ("user", "Should married couples renewing vows invite the same guests as the wedding?"),
+    ("agent", "Many married couples keep it to close family and the friends who were there the first time."),
+    ("user", "Do married couples usually exchange new rings?"),
+    ("agent", "Some do; others engrave the old rings with the new date."),
+]
+
+
+async def test_a_chain_found_by_its_words_and_holding_a_fact_is_scored_with_its_own_cosine(
+    formation: Formation, stub: Any
+) -> None:
+    """A chain whose own score beats its fact's shows its own cosine, as when chains are scored as wholes."""
+    wedding = await _form(stub, WEDDING_WITH_A_FACT)
+    await _form(stub, WEDDING_GIFT)
+
+    found = await stub.SearchMemory(_married(), timeout=30)
+    formation.recall.ranking = Ranking(told_facts=False)
+    as_wholes = await stub.SearchMemory(_married(), timeout=30)
+
+    whole = {h.chain.id: h for h in as_wholes.hits}
+    assert found.hits[0].chain.id == wedding
+    for hit in found.hits:
+        if hit.why.startswith("cosine similarity"):
+            assert hit.similarity == whole[hit.chain.id].similarity and hit.score == whole[hit.chain.id].score
+        else:
+            assert hit.why.startswith("a fact told in it") and hit.score > whole[hit.chain.id].score
