@@ -68,6 +68,12 @@ async def _form_the_window(stack: InProcessStack, scope: memory_pb2.Scope, task_
     return formed.chain_id
 
 
+async def _earlier_chain(stack: InProcessStack, client: AsyncAthenaClient) -> tuple[list[str], str]:
+    """EARLIER told last week and formed into a chain of TRAVEL: its events' ids and the chain's id."""
+    ids = await _store(client, TRAVEL, EARLIER, at=LAST_WEEK)
+    return ids, await _form_the_window(stack, TRAVEL, "chk-earlier")
+
+
 def _texts(page: ContextPage) -> list[str]:
     return [f.text for f in page.profile]
 
@@ -76,8 +82,7 @@ async def test_a_standing_instruction_from_an_earlier_conversation_comes_with_a_
     stack: InProcessStack,
 ) -> None:
     async with stack.client() as client:
-        ids = await _store(client, TRAVEL, EARLIER, at=LAST_WEEK)
-        chain_id = await _form_the_window(stack, TRAVEL, "chk-earlier")
+        ids, chain_id = await _earlier_chain(stack, client)
         await _store(client, TRAVEL, [("user", ARTICLE)])
         page = await client.get_context(TRAVEL, query=ARTICLE)
 
@@ -91,8 +96,7 @@ async def test_a_correction_told_a_moment_ago_is_in_the_profile_at_once_before_w
     stack: InProcessStack,
 ) -> None:
     async with stack.client() as client:
-        await _store(client, TRAVEL, EARLIER, at=LAST_WEEK)
-        chain_id = await _form_the_window(stack, TRAVEL, "chk-earlier")
+        _, chain_id = await _earlier_chain(stack, client)
         [moved] = await _store(client, TRAVEL, [("user", "I moved to Munich last month.")])
         page = await client.get_context(TRAVEL, query="Any good bakeries near me?")
 
@@ -104,8 +108,7 @@ async def test_a_correction_told_a_moment_ago_is_in_the_profile_at_once_before_w
 
 async def test_a_sentence_told_again_comes_once_at_its_newest(stack: InProcessStack) -> None:
     async with stack.client() as client:
-        await _store(client, TRAVEL, EARLIER, at=LAST_WEEK)
-        await _form_the_window(stack, TRAVEL, "chk-earlier")
+        await _earlier_chain(stack, client)
         [again] = await _store(client, TRAVEL, [("user", "always reply in  German.")])
         page = await client.get_context(TRAVEL, query=ARTICLE)
 
@@ -171,8 +174,7 @@ async def test_a_chain_formed_before_chains_kept_their_facts_gives_them_from_its
     stack: InProcessStack,
 ) -> None:
     async with stack.client() as client:
-        await _store(client, TRAVEL, EARLIER, at=LAST_WEEK)
-        chain_id = await _form_the_window(stack, TRAVEL, "chk-earlier")
+        _, chain_id = await _earlier_chain(stack, client)
         stored = await stack.formation.store.chains.find_one({"_id": chain_id})
         assert stored is not None and [f["text"] for f in stored["profile_facts"]] == [
             "Always reply in German.",
@@ -215,8 +217,7 @@ async def test_a_forgotten_user_has_an_empty_profile_and_a_deleted_chain_takes_i
     stack: InProcessStack,
 ) -> None:
     async with stack.client() as client:
-        await _store(client, TRAVEL, EARLIER, at=LAST_WEEK)
-        chain_id = await _form_the_window(stack, TRAVEL, "chk-earlier")
+        _, chain_id = await _earlier_chain(stack, client)
         await _store(client, TRAVEL, [("user", "I'm allergic to peanuts.")])
         await client.delete_chain(TRAVEL, chain_id)
         after_delete = await client.get_context(TRAVEL, query=ARTICLE)
@@ -231,8 +232,7 @@ async def test_a_profile_read_again_after_the_users_chains_change_holds_the_chan
     """The chains' part of a profile is kept between calls (profile_cache.py) until formation writes one
     of the user's chains: forming and deleting each show at the next call."""
     async with stack.client() as client:
-        await _store(client, TRAVEL, EARLIER, at=LAST_WEEK)
-        chain_id = await _form_the_window(stack, TRAVEL, "chk-earlier")
+        _, chain_id = await _earlier_chain(stack, client)
         first = await client.get_context(TRAVEL, query=ARTICLE)
         again = await client.get_context(TRAVEL, query=ARTICLE)
         await _store(client, TRAVEL, [("user", "I'm allergic to peanuts."), ("agent", "Noted.")])

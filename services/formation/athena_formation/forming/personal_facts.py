@@ -42,11 +42,12 @@ A sentence *states a personal fact* when all three hold:
      of the specifics above: alone they mostly make generic statements ("pushing boundaries is how we
      grow").
 
-Three kinds of sentence state a fact without a first person: a correction with a name, a number, a
+Four kinds of sentence state a fact without a first person: a correction with a name, a number, a
 date or "X, not Y" ("Correction: it's Anna with two n's"), a memory request or standing instruction
 with a content word ("Keep in mind ...", "From now on, answer in Spanish", "Always reply in German",
-"Use Celsius, not Fahrenheit"), and a negated diet or habit whose verb says its person ("No como
-carne").
+"Use Celsius, not Fahrenheit"), a negated diet or habit whose verb says its person ("No como
+carne"), and a Japanese or Korean statement with a fact cue that names no one else, as those languages
+seldom say "I" ("猫を二匹飼っています").
 
 A *lasting* fact (lasting_fact_sentences) is one whose specific tells what stays true of the speaker:
 a cue word, "call me", a liking or habit, what they are or do not do; or a correction, a memory
@@ -634,7 +635,7 @@ def _ongoing(sentence: str) -> bool:
 
 
 def _without_first_person(sentence: str, found: list[str]) -> bool:
-    """The three kinds of sentence that state a fact without a first person."""
+    """The four kinds of sentence that state a fact without a first person."""
     return (
         _corrects(sentence, found)
         or _asks_to_be_remembered(sentence)
