@@ -64,7 +64,17 @@ class ToldFactsReport:
         return round(sum(counts(*pair) for pair in flat) / max(1, len(flat)), 4)
 
 
-PARTS = ("seen", "held_out", "held_out_2", "languages", "languages_2", "needs", "needs_2")
+PARTS = (
+    "seen",
+    "held_out",
+    "held_out_2",
+    "languages",
+    "languages_2",
+    "needs",
+    "needs_2",
+    "languages_3",
+    "preferences",
+)
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 
 

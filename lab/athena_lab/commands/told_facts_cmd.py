@@ -23,6 +23,8 @@ class PartChoice(str, Enum):
     LANGUAGES_2 = "languages_2"
     NEEDS = "needs"
     NEEDS_2 = "needs_2"
+    LANGUAGES_3 = "languages_3"
+    PREFERENCES = "preferences"
     ALL = "all"
 
 
