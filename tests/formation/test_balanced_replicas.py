@@ -86,11 +86,15 @@ class Replica:
         """Calls of FormationService/`method` this replica has answered (its /metrics)."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as reply:
             text = reply.read().decode()
+        # Started at 0.0: a float even before the replica has answered a call (no samples yet).
         return sum(
-            sample.value
-            for family in text_string_to_metric_families(text)
-            for sample in family.samples
-            if sample.name == "memos_grpc_server_handled_total" and sample.labels.get("grpc_method") == method
+            (
+                sample.value
+                for family in text_string_to_metric_families(text)
+                for sample in family.samples
+                if sample.name == "memos_grpc_server_handled_total" and sample.labels.get("grpc_method") == method
+            ),
+            0.0,
         )
 
     def stop(self) -> None:
@@ -164,7 +168,7 @@ async def test_round_robin_sends_one_clients_calls_to_both_replicas(replicas: tu
     try:
         for calls in range(1, MAX_CALLS + 1):
             await list_chains(client)
-            if calls % 10 == 0 and all(d > 0 for d in map(float.__sub__, counts(replicas), before)):
+            if calls % 10 == 0 and all(now > then for now, then in zip(counts(replicas), before)):
                 break
     finally:
         await client.close()
