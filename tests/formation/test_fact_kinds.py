@@ -62,6 +62,13 @@ def test_a_users_question_naming_what_is_told_and_no_kind_asks_for_the_kinds_of_
     assert {*terms("daughters grandchildren")} <= children and not {*terms("wife mother")} & children
 
 
+def test_a_question_for_the_users_name_adds_how_names_are_told_and_a_pets_name_adds_the_pets_too() -> None:
+    assert {*terms("call called nickname")} <= set(_expansion("What's my name?"))
+    assert {*terms("call llamo")} <= set(_expansion("What name should you use for me?"))
+    dog = set(_expansion("What's my dog's name?"))
+    assert {*terms("called cat puppy")} <= dog and not {*terms("wife nurse")} & dog
+
+
 def test_words_that_are_common_english_words_are_not_told_words_in_any_language() -> None:
     every_kind = "Who is in my family and what pets, health issues, diet, home and job do I have?"
     assert not {*terms("chat kind cane tier file fill")} & set(_expansion(every_kind))

@@ -429,6 +429,12 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "Use metric units, please.",
         "私は左利きです。",
         "Я левша.",
+        "毎朝ジョギングをしています。",
+        "我每天早上跑步。",
+        "매일 아침 커피를 마셔요.",
+        "Я каждый вечер читаю перед сном.",
+        "Je fais du vélo chaque matin.",
+        "Ich jogge jeden Abend im Park.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -478,3 +484,21 @@ def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str
 )
 def test_into_with_no_content_word_hatred_as_a_noun_and_changes_of_things_are_not_lasting_facts(text: str) -> None:
     assert not states_lasting_fact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "毎日本当に暑いですね。",
+        "毎日本当に暑いです。",
+        "매일 비가 와요.",
+        "매주 회의가 있어요.",
+        "我每天都很忙。",
+        "毎晩ありがとうございます。",
+        "Ich danke Ihnen jeden Tag.",
+        "Я каждый день благодарю вас.",
+        "Каждый день приходят письма.",
+    ],
+)
+def test_weather_states_and_thanks_with_a_frequency_are_not_habits(text: str) -> None:
+    assert not states_personal_fact(text)

@@ -25,7 +25,8 @@ A sentence *states a personal fact* when all three hold:
    - a liking or a habit with an object: "like", "love", "enjoy", "use", "own", "drive", "play",
      "speak", "wear" after "I"/"we" with a content word within the next three words ("I like my
      coffee black", "I use vim", not "I love that!"), or "I'm into" one ("I'm into rock climbing"); a
-     habit by its frequency ("I always take the stairs", "every morning"); what the speaker does not
+     habit by its frequency ("I always take the stairs", "every morning"; "tous les matins", "毎朝"
+     with something done, _cjk_habit); what the speaker does not
      do or where they work ("I can't eat peanuts", "I work nights"); "I" and a content verb with a
      content word ("I commute by bike"); a habit or choice that changed ("I no longer drink coffee",
      "I switched to an iPhone");
@@ -273,6 +274,34 @@ _CJK_CUES = (
     "엔지니어",
     "개발자",
 )
+_CJK_FREQUENCIES = (
+    "毎朝",
+    "毎日",
+    "毎晩",
+    "毎週",
+    "每天",
+    "每周",
+    "每晚",
+    "每个周末",
+    "매일",
+    "매주",
+    "아침마다",
+    "주말마다",
+)
+"""Every morning, day, evening, week or weekend in Japanese, Chinese and Korean: a habit's cue
+(_cjk_habit), as "every morning" is in English (_HABITUAL)."""
+_CJK_OBJECT = re.compile(r"[を을를]|して(?:い)?ます|します|해요|합니다")
+"""The Japanese and Korean object particles, and "do" after a noun ("ジョギングしています", "운동해요"):
+"毎朝ジョギングをしています" does something, "毎日暑いです" ("hot every day") and "매일 비가 와요" ("it
+rains every day") do not."""
+_CJK_STATE = ("你", "您", "很")
+"""A Chinese sentence to the other person or of a state ("我每天都很忙", "busy every day"), not a habit."""
+_THANKS = re.compile(
+    r"\bthank|\bmerci\b|\bremerci|\bdanke\b|\bgracias\b|\bagradezco\b|\bgrazie\b|\bobrigad|\bспасибо\b|\bблагодар"
+    r"|谢|ありがとう|감사|고마",
+    re.IGNORECASE,
+)
+"""Thanks, in the languages of the habits: "I thank you every day" states no habit."""
 _PREFERENCE = re.compile(
     r"\b(?:don't|do not|doesn't|never|can't|cannot|can not|won't)\s+(?:like|eat|drink|want|drive|smoke|fly|use)\b"
     r"|\bi'?d\s+rather\b|\bcan't stand\b|\bnot\s+a\s+(?:big\s+|huge\s+)?fan\s+of\b"
@@ -340,6 +369,11 @@ _FOREIGN_HABIT = re.compile(
 )
 """The same in Spanish, French, Portuguese, Italian and Russian, whose verb says its first person ("No
 como carne", "Je ne mange pas de viande", "Не ем мясо")."""
+_KANA_OR_HANGUL = re.compile("[\u3040-\u30ff\uac00-\ud7af]")
+"""Japanese kana or Korean hangul: text in one of the two languages that seldom say "I"."""
+_REMARK = re.compile(r"(?:ね|네요|군요|죠)\W*$")
+"""The end of a Japanese or Korean remark that seeks agreement ("毎日暑いですね", "날씨가 좋네요"):
+about the moment the two share, not the speaker."""
 _OTHER_PERSON_UNMARKED = ("あなた", "君", "彼", "さん", "様", "당신", "그는", "그녀", "씨", "님")
 """Words of Japanese and Korean that name someone other than the speaker: a statement with none of
 them and no first person is the speaker's ("猫を二匹飼っています", "강아지를 키워요"), as those
@@ -360,11 +394,18 @@ _HABITUAL = re.compile(
     r"|\bevery\s+(?:day|morning|night|evening|week|weekend|month|year"
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
     r"|\bon\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b"
-    r"|\b(?:once|twice)\s+a\s+(?:day|week|month|year)\b|\bon\s+weekends\b",
+    r"|\b(?:once|twice)\s+a\s+(?:day|week|month|year)\b|\bon\s+weekends\b"
+    r"|\b(?:todos\s+los|todas\s+las|todos\s+os|todas\s+as|tous\s+les|toutes\s+les)\s+"
+    r"(?:días|mañanas|noches|semanas|dias|manhãs|noites|jours|matins|soirs|semaines)\b"
+    r"|\b(?:cada|chaque|ogni|jeden|jede|jeder)\s+(?:día|mañana|noche|semana|dia|manhã|noite|jour|matin|soir"
+    r"|semaine|giorno|mattina|sera|settimana|tag|morgen|abend|woche)\b"
+    r"|\b(?:каждый|каждое|каждую|каждые)\s+\w+|\bпо\s+(?:утрам|вечерам|выходным)\b",
     re.IGNORECASE,
 )
 """"I usually", "every morning", "twice a week": with a first person and a content word, a habit ("I go
-to the gym every morning", "I always take the stairs"; not "I'm always here for you")."""
+to the gym every morning", "I always take the stairs"; not "I'm always here for you"). The same
+frequencies in Spanish, Portuguese, French, Italian, German and Russian ("Je cours tous les matins",
+"Я каждое утро бегаю"); Chinese, Japanese and Korean ones are cues (_CJK_CUES)."""
 _EVERYWHERE = re.compile(r"\b(?:i|we)\s+(\w+)\s+everywhere\b", re.IGNORECASE)
 """A habit by where it holds: "I bike everywhere" (not a verb in the past: "I looked everywhere")."""
 _MEMORY_REQUEST = re.compile(
@@ -535,8 +576,20 @@ def _changes_employer(sentence: str) -> bool:
 
 def _habit(sentence: str) -> bool:
     return (
-        bool(_HABITUAL.search(sentence)) or any(not _past(m[1].casefold()) for m in _EVERYWHERE.finditer(sentence))
-    ) and any(w not in FIRST_NAMES for w in content_words(sentence))
+        (bool(_HABITUAL.search(sentence)) or any(not _past(m[1].casefold()) for m in _EVERYWHERE.finditer(sentence)))
+        and any(w not in FIRST_NAMES for w in content_words(sentence))
+        and not _THANKS.search(sentence)
+    )
+
+
+def _cjk_habit(sentence: str) -> bool:
+    """A frequency of _CJK_FREQUENCIES with something done: in Japanese and Korean an object
+    (_CJK_OBJECT), in Chinese no one addressed and no state (_CJK_STATE); not thanks."""
+    if not any(f in sentence for f in _CJK_FREQUENCIES) or _THANKS.search(sentence):
+        return False
+    if _KANA_OR_HANGUL.search(sentence):
+        return bool(_CJK_OBJECT.search(sentence))
+    return not any(w in sentence for w in _CJK_STATE)
 
 
 def _does(found: list[str], *, or_did: bool = False) -> bool:
@@ -645,21 +698,22 @@ def _without_first_person(sentence: str, found: list[str]) -> bool:
 
 
 def _has_cjk_cue(sentence: str) -> bool:
-    """A cue of _CJK_CUES, not inside 大丈夫 ("all right" in Japanese; 丈夫 is "husband" in Chinese)."""
+    """A cue of _CJK_CUES, not inside 大丈夫 ("all right" in Japanese; 丈夫 is "husband" in Chinese),
+    or a habit (_cjk_habit)."""
     sentence = sentence.replace("大丈夫", "")
-    return any(cue in sentence for cue in _CJK_CUES)
+    return any(cue in sentence for cue in _CJK_CUES) or _cjk_habit(sentence)
 
 
 def _unmarked_speaker(sentence: str) -> bool:
-    """A Japanese or Korean statement of a kind of lasting fact (a CJK cue) that names no one else."""
-    return speaks_of_self_unmarked(sentence) and _has_cjk_cue(sentence)
+    """A Japanese or Korean statement of a kind of lasting fact (a CJK cue) that names no one else and
+    does not seek agreement (_REMARK)."""
+    return speaks_of_self_unmarked(sentence) and _has_cjk_cue(sentence) and not _REMARK.search(sentence)
 
 
 def speaks_of_self_unmarked(text: str) -> bool:
     """Japanese or Korean naming no one other than the speaker (_OTHER_PERSON_UNMARKED): about the
     speaker, as those languages seldom say "I" ("猫を二匹飼っています", "ペットはいますか？")."""
-    kana_or_hangul = any("\u3040" <= ch <= "\u30ff" or "\uac00" <= ch <= "\ud7af" for ch in text)
-    return kana_or_hangul and not any(w in text for w in _OTHER_PERSON_UNMARKED)
+    return bool(_KANA_OR_HANGUL.search(text)) and not any(w in text for w in _OTHER_PERSON_UNMARKED)
 
 
 def personal_fact_sentences(text: str) -> list[str]:

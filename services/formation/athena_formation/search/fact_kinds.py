@@ -1,11 +1,11 @@
 """What a user's question about themselves asks for, in the words such facts are told with: "Who is my
 spouse?" is answered by "My wife is called Priya", "Do I have any medical conditions?" by "I take
-insulin twice a day".
+insulin twice a day", "What's my name?" by "Call me Sam".
 
 The local embedding model puts such a question and its answer far apart (cosines of 0.06 to 0.48
 measured on written pairs, docs/formation.md), and the question shares no word with the answer. A
 question in the first person naming a kind of personal fact (a partner, children, family, pets,
-health, diet, home, work) adds the words such facts are told with to its lexical side, at
+health, diet, home, work, their name) adds the words such facts are told with to its lexical side, at
 SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query). Questions about someone else
 ("What pets does Melanie have?") are left alone: on LoCoMo's, which all are, the same words lowered
 recall. Events in no chain yet are scored with them too (open_events.lexical_scores). English,
@@ -79,6 +79,7 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
     ),
     "home": ("live living based city town home address", "live moved home apartment house flat"),
     "work": ("job work career profession occupation employer", f"work job employer company office {_OCCUPATIONS}"),
+    "name": ("name names nickname", "call called name named nickname"),
 }
 """Kind: (the words a question asks for it with, the words a fact of it is told with), in English."""
 
@@ -128,6 +129,7 @@ _OTHER_LANGUAGES: dict[str, tuple[str, str]] = {
         "ingenieurin lehrer lehrerin arzt ärztin krankenschwester lavoro infermiere infermiera ingegnere "
         "insegnante trabalho enfermeira engenheiro engenheira",
     ),
+    "name": ("nombre nom nome", "llamo nombre appelle nom heiße chamo nome chiamo"),
 }
 """The same kinds in Spanish, French, German, Italian and Portuguese. A question in any of the six
 languages adds the telling words of all six: the local model is English, and a fact told in one
@@ -215,7 +217,8 @@ def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
     if not _ABOUT_THE_USER.isdisjoint(found):
         asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
         kinds = [kind for kind, words in _ASKED.items() if asked & words]
-        kinds = kinds or [kind for kind, words in _TOLD_SET.items() if asked & words]
+        if not set(kinds) - {"name"}:  # "What's my dog's name?" asks for the pets too
+            kinds += [kind for kind, words in _TOLD_SET.items() if asked & words and kind not in kinds]
         told += [t for kind in kinds for t in _TOLD[kind]]
     told += [t for need, words in _NEEDED.items() if held & words for t in _NEEDED_TOLD[need]]
     return [t for t in dict.fromkeys(told) if t not in held]
