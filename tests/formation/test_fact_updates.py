@@ -21,6 +21,9 @@ SAYS_IT_CHANGED = [
     "Vivo en Sevilla ahora.",
     "Ya no como carne.",
     "我现在住在上海。",
+    "En fait, je suis devenu végétalien.",
+    "Na verdade, moro no Porto.",
+    "Actually, my phone number changed, it's now 555-9876.",
 ]
 BOTH_HOLD = [
     "I live in Leeds.",

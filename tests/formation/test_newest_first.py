@@ -1,13 +1,17 @@
-"""Newest first among hits about one subject (search/newest_first.py): only the order of chains that
-both state a lasting fact and whose embeddings are close changes, each group in its own places."""
+"""Newest first among hits about one subject (search/newest_first.py): only the order of chains (and
+turns of the window) that both state a lasting fact and whose embeddings are close changes, each
+group in its own places."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+from google.protobuf.timestamp_pb2 import Timestamp
 
-from athena_formation.search.newest_first import newest_first
+from athena_client.memory.v1 import memory_pb2
+from athena_formation.search.newest_first import newest_first, open_turn_fact
+from athena_formation.search.open_events import OpenTurn
 
 
 def _unit(*xs: float) -> np.ndarray:
@@ -73,3 +77,45 @@ def test_a_chain_formed_before_updates_were_recorded_orders_as_it_did() -> None:
     vectors = {"home-old": HOME, "home-new": HOME_AGAIN}
 
     assert [d["_id"] for d in newest_first(old_style, lambda d: d, vectors)] == ["home-new", "home-old"]
+
+
+def _turn(first_id: str, *texts: str, seconds: int = 1_796_000_000) -> OpenTurn:
+    roles = [memory_pb2.ROLE_USER, memory_pb2.ROLE_AGENT]
+    events = tuple(
+        memory_pb2.Event(
+            id=f"{first_id}-{k}" if k else first_id,
+            role=roles[k % 2],
+            type=memory_pb2.EVENT_TYPE_MESSAGE,
+            content=text,
+            timestamp=Timestamp(seconds=seconds),
+        )
+        for k, text in enumerate(texts)
+    )
+    return OpenTurn(events=events, lexicon={})
+
+
+def test_a_turn_in_the_window_states_its_users_lasting_fact_and_whether_it_says_it_changed() -> None:
+    old = open_turn_fact(_turn("ev-old", "I prefer aisle seats.", "Noted."), position=0)
+    new = open_turn_fact(_turn("ev-new", "Actually I prefer window seats now.", "Noted."), position=3)
+    chat = open_turn_fact(_turn("ev-chat", "Book me a flight to Lisbon.", "Actually, done now."), position=1)
+
+    assert (old["_id"], old["lasting_fact"], old["updates_fact"]) == ("ev-old", True, False)
+    assert (new["lasting_fact"], new["updates_fact"]) == (True, True)
+    assert not chat["lasting_fact"]  # the agent's "actually ... now" is no fact of the user's
+
+
+def test_turns_told_in_one_call_share_a_time_and_the_later_in_the_window_is_the_newer() -> None:
+    # Stored in one StoreEvents call, the events carry one timestamp: the window's order decides.
+    old = open_turn_fact(_turn("ev-old", "My phone number is 555-1234.", "Noted."), position=0)
+    new = open_turn_fact(_turn("ev-new", "Actually, my phone number changed, it's now 555-9876.", "Ok."), position=2)
+    vectors = {"ev-old": HOME, "ev-new": HOME_AGAIN}
+
+    assert newest_first([old, new], lambda d: d, vectors) == [new, old]
+    assert newest_first([new, old], lambda d: d, vectors) == [new, old]
+
+
+def test_a_correction_in_the_window_goes_before_the_chain_it_corrects_formed_at_the_same_time() -> None:
+    chain = {**_doc("home-old", 1_796_000_000), "created_at": 1_796_000_000.5, "updates_fact": False}
+    turn = open_turn_fact(_turn("ev-new", "Correction: I moved, I live in Munich now.", "Ok."), position=0)
+
+    assert newest_first([chain, turn], lambda d: d, {"home-old": HOME, "ev-new": HOME_AGAIN}) == [turn, chain]

@@ -124,6 +124,30 @@ async def test_a_users_question_about_a_kind_of_fact_finds_a_turn_just_told_in_o
     assert told_plain.lexical_score == 0 < told.lexical_score and told.score > told_plain.score
 
 
+async def test_a_correction_just_told_is_found_before_the_fact_it_corrects_told_minutes_before(
+    stack: Stack,
+) -> None:
+    """Both turns are in the window, stored in one call (one timestamp); the older meets the question
+    better, the newer says it changed (newest_first.py)."""
+    async with stack.client() as client:
+        ids = await _store(
+            client,
+            TRAVEL,
+            [
+                ("user", "My phone number is 555-1234."),
+                ("agent", "Noted."),
+                *KYOTO,
+                ("user", "Actually, my phone number changed, it's now 555-9876."),
+                ("agent", "Updated."),
+            ],
+        )
+        hits = await client.search_memory(TRAVEL, "What's my phone number?")
+
+    first, second = _window_hits(hits)[:2]
+    assert list(first.event_ids) == ids[-2:] and list(second.event_ids) == ids[:2]
+    assert first.score < second.score  # the ranking alone put the old number first
+
+
 def test_the_newest_turns_are_taken_by_their_last_events_time_newest_first_besides_those_already_taken() -> None:
     def turn(*times: int | None) -> OpenTurn:
         events = [memory_pb2.Event(id=f"ev{n}", content="x") for n in range(len(times))]

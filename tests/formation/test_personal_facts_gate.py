@@ -435,6 +435,8 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "Я каждый вечер читаю перед сном.",
         "Je fais du vélo chaque matin.",
         "Ich jogge jeden Abend im Park.",
+        "My phone number is 555-1234.",
+        "My email address is sam@example.com.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -480,6 +482,8 @@ def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str
         "私は大丈夫です。",
         "田中さんは猫を飼っています。",
         "那只狗很可爱。",
+        "My order number is 1234.",
+        "My address was wrong on the form.",
     ],
 )
 def test_into_with_no_content_word_hatred_as_a_noun_and_changes_of_things_are_not_lasting_facts(text: str) -> None:

@@ -291,6 +291,34 @@ async def test_a_lasting_fact_corrected_in_a_later_conversation_is_found_before_
     assert hits.hits[0].score < hits.hits[1].score  # the ranking alone put Berlin first
 
 
+async def test_a_correction_told_inside_another_topic_goes_before_the_fact_it_corrects(
+    formation: Formation, stub
+) -> None:
+    """The newer chain is about booking a flight: its own embedding is far from the older fact's, its
+    told fact ("Actually I prefer window seats now.", fact_evidence.py) is close to it."""
+    month_ago = datetime.now(UTC) - timedelta(days=30)
+    aisle = await _form_at(stub, [("user", "I prefer aisle seats."), ("agent", "Noted.")], month_ago)
+    flight = [
+        ("user", "Book me a flight to Lisbon for Friday morning, the cheapest fare you can find."),
+        ("agent", "Done: TAP 1351 on Friday at 08:40, economy, 89 euros, booked on your card."),
+        ("user", "Great. Actually I prefer window seats now."),
+        ("agent", "Noted, I changed it to a window seat."),
+    ]
+    window = await _form_at(stub, flight, None)
+    vectors = await formation.vectors.unit_vectors([aisle, window], tenant_id=SCOPE.tenant_id, user_id=SCOPE.user_id)
+
+    hits = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Which seat do I prefer?", limit=5)
+        ),
+        timeout=30,
+    )
+
+    assert float(vectors[aisle] @ vectors[window]) < SAME_SUBJECT_COSINE  # not one subject as chains
+    assert [h.chain.id for h in hits.hits][:2] == [window, aisle]
+    assert hits.hits[0].why.startswith("a fact told in it, 'Actually I prefer window seats now.'")
+
+
 async def test_a_later_fact_on_the_same_subject_that_does_not_say_it_changed_keeps_the_rankings_order(
     formation: Formation, stub
 ) -> None:

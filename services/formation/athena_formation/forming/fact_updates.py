@@ -27,7 +27,7 @@ _CHANGE_WORDS = frozenset(
     now nowadays currently anymore moved relocated changed switched new newly actually correction
     instead became started stopped joined quit left
     ahora actualmente mudé mudado nuevo nueva ya
-    maintenant désormais actuellement déménagé déménagée nouveau nouvelle nouvel
+    maintenant désormais actuellement déménagé déménagée nouveau nouvelle nouvel devenu devenue
     jetzt nun mittlerweile inzwischen umgezogen neue neuen neuer neues
     agora atualmente mudei novo nova
     ora adesso attualmente trasferito trasferita nuovo nuova
@@ -41,11 +41,12 @@ only ("I left Google"), not inside "left-handed"."""
 _CHANGE_PHRASES = re.compile(
     r"\bno\s+longer\b|\bany\s+more\b|\bthese\s+days\b|\bnot\s+any\s+longer\b"
     r"|\bnicht\s+mehr\b|\bne\s+\w+\s+plus\b|\bn'\w+\s+plus\b|\bnon\s+più\b|\bjá\s+não\b|\bniet\s+meer\b"
-    r"|\bбольше\s+не\b",
+    r"|\bбольше\s+не\b|\ben\s+fait\b|\bde\s+hecho\b|\bna\s+verdade\b|\bin\s+realtà\b",
     re.IGNORECASE,
 )
 """Phrases of the same sense whose words alone say nothing: "no longer", "nicht mehr", "je ne mange
-plus", "non più", "niet meer", "больше не"."""
+plus", "non più", "niet meer", "больше не"; and "actually" in French, Spanish, Portuguese and Italian
+("en fait", "de hecho", "na verdade", "in realtà")."""
 _CJK_CHANGE = ("现在", "搬到", "搬家", "不再", "新的", "今は", "引っ越", "新しい", "もう", "이제", "지금", "이사")
 
 

@@ -21,13 +21,13 @@ A sentence *states a personal fact* when all three hold:
    - a cue word of a kind of personal fact: family, relationships and pets ("wife", "cousin", "dog"),
      diet and health ("allergic", "vegetarian", "gluten"), preferences ("prefer", "favorite",
      "dislike", "I'd rather", "don't like"), identity, home and work ("name", "birthday", "born",
-     "live", "moved", "job", "rent");
+     "live", "moved", "job", "rent"), contact details ("my phone number is", "my email is");
    - a liking or a habit with an object: "like", "love", "enjoy", "use", "own", "drive", "play",
      "speak", "wear" after "I"/"we" with a content word within the next three words ("I like my
      coffee black", "I use vim", not "I love that!"), or "I'm into" one ("I'm into rock climbing"); a
      habit by its frequency ("I always take the stairs", "every morning"; "tous les matins", "毎朝"
-     with something done, _cjk_habit); what the speaker does not
-     do or where they work ("I can't eat peanuts", "I work nights"); "I" and a content verb with a
+     with something done, _cjk_habit); what the speaker does not do or where they work ("I can't
+     eat peanuts", "I work nights"); "I" and a content verb with a
      content word ("I commute by bike"); a habit or choice that changed ("I no longer drink coffee",
      "I switched to an iPhone");
    - a lasting condition of the body: "I have a bad knee", "I've got a weak heart";
@@ -466,6 +466,13 @@ _CALLED = re.compile(
 )
 """What the speaker is called ("Call me Sam", "Me llamo Lucía"; not "Call me later"); "my name is" has
 its cue word."""
+_CONTACT = re.compile(
+    r"\bmy\s+(?:new\s+)?(?:(?:phone|mobile|cell|home|work)\s+)?(?:number|e-?mail(?:\s+address)?|address|postcode"
+    r"|zip\s+code)\s+(?:is|has\s+changed|changed)\b",
+    re.IGNORECASE,
+)
+"""How to reach the speaker: "My phone number is 555-1234", "my email address changed" (not "my
+order number is", "my address was wrong")."""
 _QUESTION_END = re.compile(r"[?？]\W*$")
 _QUESTION_START = re.compile(
     r"^(?:can|could|would|will|should|shall|do|does|did|is|are|am|was|were|have|has|how|what|when|where|why|who|which)\b",
@@ -652,7 +659,9 @@ def _lasting(sentence: str, found: list[str]) -> bool:
     return (
         any(t in _CUES for t in found)
         or _has_cjk_cue(sentence)
-        or any(p.search(sentence) for p in (_PREFERENCE, _CALLED, _LASTING_CONDITION, _CHANGED_HABIT, _TEACHES))
+        or any(
+            p.search(sentence) for p in (_PREFERENCE, _CALLED, _CONTACT, _LASTING_CONDITION, _CHANGED_HABIT, _TEACHES)
+        )
         or _content_after(_INTO, sentence)
         or _content_after(_ROOTS_AND_ROUNDS, sentence)
         or bool(_COMMUTE.search(sentence))

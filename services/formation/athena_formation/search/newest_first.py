@@ -11,16 +11,26 @@ Without such a word both facts mostly hold ("I'm allergic to shellfish", later "
 penicillin") and keep the ranking's order. Which hits are returned does not change, only their
 order. A query that names a time ("What did I say in March?") is left in the ranking's order: it
 asks what was told then, not what holds now (search_memory.py).
+
+A turn of events in no chain yet is such a fact too (`open_turn_fact`): a correction told a minute
+ago goes before the fact it corrects, whether that is in a chain or in the window as well. A chain's
+subject is its best told fact's embedding where the search embedded one (fact_evidence.py: "Actually
+I prefer window seats now." inside a chain about booking a flight), else the chain's.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["SAME_SUBJECT_COSINE", "newest_first"]
+from athena.events import timestamp_of
+from athena_formation.forming.profile_facts import fact_fields
+from athena_formation.search.open_events import OpenTurn
+
+__all__ = ["SAME_SUBJECT_COSINE", "newest_first", "open_turn_fact"]
 
 SAME_SUBJECT_COSINE = 0.5
 """Cosine between two chains' embeddings above which they tell of one subject. Written pairs of a fact
@@ -37,8 +47,8 @@ def newest_first(
 ) -> list[Hit]:
     """`hits` (best first) with each group of one subject reordered newest first in its own places.
 
-    `doc_of` gives a hit's chain document (None for a hit that is not a chain); `vectors` the unit
-    embeddings of the chains."""
+    `doc_of` gives a hit's chain document, or an open turn's as `open_turn_fact` makes it (None for a
+    hit that is neither); `vectors` the unit embeddings of their subjects by `_id`."""
     facts: dict[int, Mapping[str, Any]] = {
         k: doc
         for k, hit in enumerate(hits)
@@ -59,11 +69,30 @@ def newest_first(
         groups = [g for g in groups if g not in near] + [sorted([*(j for g in near for j in g), k])]
     out = list(hits)
     for places in groups:
-        newest = sorted(places, key=lambda k: -_told_at(facts[k]))
+        newest = sorted(places, key=lambda k: _told_at(facts[k]), reverse=True)
         for place, k in zip(places, newest):
             out[place] = hits[k]
     return out
 
 
-def _told_at(doc: Mapping[str, Any]) -> float:
-    return float(doc.get("last_event_at", 0.0))
+def _told_at(doc: Mapping[str, Any]) -> tuple[float, float, int]:
+    """When the fact was told: its last event's time, then (events of one time: stored in one call)
+    the chain formed later, then the later turn of the window."""
+    return float(doc.get("last_event_at", 0.0)), float(doc.get("created_at", 0.0)), int(doc.get("window_position", 0))
+
+
+def open_turn_fact(turn: OpenTurn, *, position: int) -> dict[str, Any]:
+    """A turn of open events as the fields of a chain document `newest_first` reads: the lasting facts
+    of its user messages, whether one says it changed, and when its last event was told; `_id` is its
+    first event's id, as its hit is ranked under (open_events.rank_turns). `position`, its place in
+    the window, orders turns of one time (events stored in one call), after every chain of that time."""
+    last = turn.events[-1]
+    fields = fact_fields(turn.events)
+    return {
+        "_id": turn.events[0].id,
+        "lasting_fact": fields["lasting_fact"],
+        "updates_fact": fields["updates_fact"],
+        "last_event_at": timestamp_of(last.timestamp).timestamp() if last.HasField("timestamp") else 0.0,
+        "created_at": math.inf,
+        "window_position": position,
+    }

@@ -24,7 +24,7 @@ from athena_formation.search.fact_evidence import best_facts, fact_scores, lift
 from athena_formation.search.fact_kinds import expansion_terms, the_users_own
 from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
-from athena_formation.search.newest_first import newest_first
+from athena_formation.search.newest_first import newest_first, open_turn_fact
 from athena_formation.search.open_events import (
     OPEN_EMBEDDED_TURNS,
     OPEN_NEWEST_TURNS,
@@ -228,7 +228,11 @@ class Recall:
         found: list[tuple[RankedChain, dict[str, Any] | OpenTurn]] = [*out, *open_hits]
         best = sorted(found, key=lambda pair: -pair[0].score)[:limit]
         if not periods:  # a question about a time asks what was told then, not what holds now
-            best = await self._newest_first(scope, best)
+            subjects = _fact_subjects(facts, fact_vectors, by_fact)
+            if turn_vectors is not None:
+                subjects.update((turns[i].events[0].id, _unit(turn_vectors[k])) for k, i in enumerate(candidates))
+            positions = {turn.events[0].id: i for i, turn in enumerate(turns)}
+            best = await self._newest_first(scope, best, subjects, positions)
         SEARCH_HITS.observe(len(best))
         warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(UTC)))
         response = memory_pb2.SearchMemoryResponse()
@@ -271,14 +275,27 @@ class Recall:
         return response
 
     async def _newest_first(
-        self, scope: memory_pb2.Scope, best: list[tuple[RankedChain, dict[str, Any] | OpenTurn]]
+        self,
+        scope: memory_pb2.Scope,
+        best: list[tuple[RankedChain, dict[str, Any] | OpenTurn]],
+        subjects: Mapping[str, np.ndarray],
+        positions: Mapping[str, int],
     ) -> list[tuple[RankedChain, dict[str, Any] | OpenTurn]]:
-        """A later correction of a lasting fact before the fact it corrects (newest_first.py)."""
-        facts = [doc["_id"] for _, doc in best if isinstance(doc, dict) and doc.get("lasting_fact")]
+        """A later correction of a lasting fact before the fact it corrects, among the chains and the
+        open turns (newest_first.py). `subjects`: the unit embeddings of the chains' told facts the
+        search embedded and of the open turns, by id; a chain without one is compared by its own.
+        `positions`: each open turn's place in the window, by id (turns told in one call share a time)."""
+        docs = {
+            hit.chain_id: doc if isinstance(doc, dict) else open_turn_fact(doc, position=positions[hit.chain_id])
+            for hit, doc in best
+        }
+        facts = [d["_id"] for d in docs.values() if d.get("lasting_fact")]
         if len(facts) < 2:
             return best
-        vectors = await self.vectors.unit_vectors(facts, tenant_id=scope.tenant_id, user_id=scope.user_id)
-        return newest_first(best, lambda pair: pair[1] if isinstance(pair[1], dict) else None, vectors)
+        vectors = dict(subjects)
+        own = [c for c in facts if c not in vectors]
+        vectors.update(await self.vectors.unit_vectors(own, tenant_id=scope.tenant_id, user_id=scope.user_id))
+        return newest_first(best, lambda pair: docs[pair[0].chain_id], vectors)
 
     def _open_hits(
         self,
@@ -479,6 +496,23 @@ class _StepClock:
         now = time.perf_counter()
         SEARCH_STEP_SECONDS.labels(step).observe(now - self._last)
         self._last = now
+
+
+def _fact_subjects(
+    facts: Sequence[tuple[ToldFact, float]], vectors: np.ndarray | None, by_fact: Mapping[str, RankedChain]
+) -> dict[str, np.ndarray]:
+    """Per chain, the unit embedding of the told fact that scored it (fact_evidence.py), if embedded."""
+    if vectors is None:
+        return {}
+    return {
+        fact.chain_id: _unit(vector)
+        for (fact, _), vector in zip(facts, vectors)
+        if fact.chain_id in by_fact and by_fact[fact.chain_id].fact == fact.text
+    }
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    return vector / (float(np.linalg.norm(vector)) or 1.0)
 
 
 def _told(periods: list[Named], doc: Mapping[str, Any]) -> bool:
