@@ -166,6 +166,36 @@ async def test_names_said_to_the_listener_are_not_topics() -> None:
     assert entity_texts(analysis).get("Maria") == "person"
 
 
+async def test_a_users_correction_of_a_fact_is_in_the_summary_beside_the_fact_it_corrects() -> None:
+    # The two sentences share most of their words: without the correction rule the second was
+    # skipped as a near-duplicate, and the summary kept only the colour that no longer holds.
+    analysis = await analyze(
+        segment(
+            (U, "My favourite colour is blue."),
+            (A, "Nice."),
+            (U, "Thanks. Oh and my favourite colour is green now, not blue."),
+            (A, "Noted."),
+        ),
+        llm=None,
+    )
+
+    assert analysis.summary == "User: My favourite colour is blue. Oh and my favourite colour is green now, not blue."
+
+
+async def test_a_repeated_fact_that_says_nothing_changed_is_still_a_near_duplicate() -> None:
+    analysis = await analyze(
+        segment(
+            (U, "My favourite colour is blue."),
+            (A, "Nice."),
+            (U, "Like I said, my favourite colour is blue."),
+            (A, "Noted."),
+        ),
+        llm=None,
+    )
+
+    assert analysis.summary == "User: My favourite colour is blue."
+
+
 @pytest.mark.parametrize("text", ["hi", "thanks!", "ok cool", "lol"])
 async def test_small_talk_gets_the_small_talk_topic_with_zero_confidence(text: str) -> None:
     analysis = await analyze(segment((U, text), (A, "You're welcome!")), llm=None)

@@ -10,9 +10,13 @@
    the best centrality / (1 + 0.3 * its rank among the user's sentences): the opening or the earliest
    question usually states the topic (a support request often opens with the problem, not a
    question). Without user sentences, no lead.
-4. Then the most central agent sentence after the lead (the answer), then the best remaining sentence,
-   at most three in all, skipping near-duplicates (same speaker and cosine > 0.85 or a content-word
-   Jaccard >= 0.6) and anything that would pass MAX_CHARS.
+4. Then the user's latest correction of a lasting fact, if any (a sentence stating a lasting fact
+   that says it changed, fact_updates.py: "Oh and my favourite colour is green now, not blue"), which
+   is never a near-duplicate of the fact it corrects; then the most central agent sentence after the
+   lead (the answer), then the best remaining sentence, at most three in all, skipping near-duplicates
+   (same speaker and cosine > 0.85 or a content-word Jaccard >= 0.6) and anything that would pass
+   MAX_CHARS. Without step 4's correction, a chain where a user corrects a fact would be summarised
+   by the fact it no longer holds.
 5. Rendered in conversation order, except that the lead moves to the front if an agent sentence came
    before it (the summary opens with what the user wanted); each run of one speaker is prefixed with
    "User:" or "Agent:". A sentence longer than MAX_SENTENCE_CHARS is cut at a word boundary with "…".
@@ -28,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from athena_formation.forming.fact_updates import states_updated_fact
 from athena_formation.text.messages import (
     AGENT,
     USER,
@@ -119,10 +124,15 @@ def select(
         lead = max(pool, key=lambda i: (weighted[i] / (1 + 0.3 * rank[i]), -i))
     chosen: list[int] = [lead] if lead is not None else []
 
-    def fits(i: int) -> bool:
+    def fits(i: int, *, duplicate_allowed: bool = False) -> bool:
         total = sum(min(len(sentences[j].text), MAX_SENTENCE_CHARS) + 8 for j in [*chosen, i])
-        return total <= MAX_CHARS and not any(_duplicate(i, j, sentences, vectors) for j in chosen)
+        return total <= MAX_CHARS and (
+            duplicate_allowed or not any(_duplicate(i, j, sentences, vectors) for j in chosen)
+        )
 
+    correction = next((i for i in reversed(user) if states_updated_fact([sentences[i].text])), None)
+    if correction is not None and correction not in chosen and fits(correction, duplicate_allowed=True):
+        chosen.append(correction)
     order = sorted(range(len(sentences)), key=lambda i: (-weighted[i], i))
     if lead is not None:
         answer = next((i for i in order if sentences[i].role == AGENT and i > lead and fits(i)), None)
