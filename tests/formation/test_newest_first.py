@@ -11,7 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.search.newest_first import newest_first, open_turn_fact
-from athena_formation.search.open_events import OpenTurn
+from athena_formation.search.open_events import EventTerms, OpenTurn
 
 
 def _unit(*xs: float) -> np.ndarray:
@@ -119,3 +119,20 @@ def test_a_correction_in_the_window_goes_before_the_chain_it_corrects_formed_at_
     turn = open_turn_fact(_turn("ev-new", "Correction: I moved, I live in Munich now.", "Ok."), position=0)
 
     assert newest_first([chain, turn], lambda d: d, {"home-old": HOME, "ev-new": HOME_AGAIN}) == [turn, chain]
+
+
+def test_an_open_events_fact_flags_are_kept_with_its_term_counts_and_forgotten_with_its_user() -> None:
+    turn = _turn("ev-new", "Actually I prefer window seats now.", "Noted.")
+    read = EventTerms(max_events=2)
+    for event in turn.events:
+        read.of(event)
+
+    kept = open_turn_fact(turn, position=0, read=read)
+    assert kept == open_turn_fact(turn, position=0)  # the same flags as read afresh
+    assert set(read._facts) == {"ev-new", "ev-new-1"}
+
+    read.of(memory_pb2.Event(id="ev-later", content="Hello."))  # past max_events: the oldest goes
+    assert set(read._facts) == {"ev-new-1"}
+
+    read.forget_user("", "")  # the events of this test carry no scope
+    assert read._facts == {}

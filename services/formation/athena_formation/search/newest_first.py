@@ -27,8 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from athena.events import timestamp_of
-from athena_formation.forming.profile_facts import fact_fields
-from athena_formation.search.open_events import OpenTurn
+from athena_formation.search.open_events import EventTerms, OpenTurn
 
 __all__ = ["SAME_SUBJECT_COSINE", "newest_first", "open_turn_fact"]
 
@@ -81,17 +80,18 @@ def _told_at(doc: Mapping[str, Any]) -> tuple[float, float, int]:
     return float(doc.get("last_event_at", 0.0)), float(doc.get("created_at", 0.0)), int(doc.get("window_position", 0))
 
 
-def open_turn_fact(turn: OpenTurn, *, position: int) -> dict[str, Any]:
-    """A turn of open events as the fields of a chain document `newest_first` reads: the lasting facts
-    of its user messages, whether one says it changed, and when its last event was told; `_id` is its
-    first event's id, as its hit is ranked under (open_events.rank_turns). `position`, its place in
-    the window, orders turns of one time (events stored in one call), after every chain of that time."""
+def open_turn_fact(turn: OpenTurn, *, position: int, read: EventTerms | None = None) -> dict[str, Any]:
+    """A turn of open events as the fields of a chain document `newest_first` reads: whether its user
+    messages state a lasting fact, whether one says it changed, and when its last event was told;
+    `_id` is its first event's id, as its hit is ranked under (open_events.rank_turns). `position`,
+    its place in the window, orders turns of one time (events stored in one call), after every chain
+    of that time. `read`: where the events' flags are kept between searches (None: read each time)."""
     last = turn.events[-1]
-    fields = fact_fields(turn.events)
+    flags = [(read or EventTerms(max_events=0)).facts_of(e) for e in turn.events]
     return {
         "_id": turn.events[0].id,
-        "lasting_fact": fields["lasting_fact"],
-        "updates_fact": fields["updates_fact"],
+        "lasting_fact": any(lasting for lasting, _ in flags),
+        "updates_fact": any(updates for _, updates in flags),
         "last_event_at": timestamp_of(last.timestamp).timestamp() if last.HasField("timestamp") else 0.0,
         "created_at": math.inf,
         "window_position": position,

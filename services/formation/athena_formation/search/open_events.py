@@ -27,6 +27,7 @@ import numpy as np
 from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message, timestamp_of
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
+from athena_formation.forming.profile_facts import fact_fields
 from athena_formation.search.lexicon import chain_lexicon, lexicon_length
 from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.store.lexical_index import EMPTY_CORPUS, K1, B, Corpus, weighted_terms
@@ -83,11 +84,12 @@ class EventTerms:
     sent with every search of its scope, and reading an event's words costs more than the rest of
     its part of the search. An event never changes under its id (ids are ingest's, never reused).
     Bounded by `max_events` (the least recently used go first); a user's are dropped when the user
-    is erased (`forget_user`)."""
+    is erased (`forget_user`). Its lasting-fact flags (`facts_of`) are kept beside its counts."""
 
     def __init__(self, max_events: int = 20_000) -> None:
         self.max_events = max_events
         self._counts: OrderedDict[str, tuple[tuple[str, str], Counter[str]]] = OrderedDict()
+        self._facts: dict[str, tuple[bool, bool]] = {}
 
     def of(self, event: memory_pb2.Event) -> Counter[str]:
         kept = self._counts.get(event.id)
@@ -98,12 +100,25 @@ class EventTerms:
         if self.max_events > 0:
             self._counts[event.id] = ((event.scope.tenant_id, event.scope.user_id), counts)
             if len(self._counts) > self.max_events:
-                self._counts.popitem(last=False)
+                dropped, _ = self._counts.popitem(last=False)
+                self._facts.pop(dropped, None)
         return counts
+
+    def facts_of(self, event: memory_pb2.Event) -> tuple[bool, bool]:
+        """Whether the event is a user message stating a lasting fact, and one that says it changed
+        (profile_facts.fact_fields): read once per event while its counts are kept."""
+        kept = self._facts.get(event.id)
+        if kept is None:
+            fields = fact_fields([event])
+            kept = (bool(fields["lasting_fact"]), bool(fields["updates_fact"]))
+            if event.id in self._counts:
+                self._facts[event.id] = kept
+        return kept
 
     def forget_user(self, tenant_id: str, user_id: str) -> None:
         for event_id in [k for k, (user, _) in self._counts.items() if user == (tenant_id, user_id)]:
             del self._counts[event_id]
+            self._facts.pop(event_id, None)
 
 
 def open_turns(

@@ -286,7 +286,9 @@ class Recall:
         search embedded and of the open turns, by id; a chain without one is compared by its own.
         `positions`: each open turn's place in the window, by id (turns told in one call share a time)."""
         docs = {
-            hit.chain_id: doc if isinstance(doc, dict) else open_turn_fact(doc, position=positions[hit.chain_id])
+            hit.chain_id: doc
+            if isinstance(doc, dict)
+            else open_turn_fact(doc, position=positions[hit.chain_id], read=self.open_terms)
             for hit, doc in best
         }
         facts = [d["_id"] for d in docs.values() if d.get("lasting_fact")]
