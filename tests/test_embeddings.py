@@ -129,13 +129,13 @@ async def test_a_search_query_is_encoded_on_one_torch_thread_and_chains_keep_tor
     chains = make_embedder(load_settings(), small_batch_threads=None)  # as formation builds them
     query = make_query_embedder(load_settings(), embedder=chains)
     assert isinstance(chains, LocalEmbedder) and isinstance(query, LocalEmbedder)
-    seen: dict[str, int] = {}
+    seen: list[tuple[str, int]] = []
 
     def spy(name: str, embedder: LocalEmbedder) -> None:
         encode = embedder._encode_compiled
 
         def recorded(model: Any, compiled: Any, texts: list[str]) -> np.ndarray:
-            seen[name] = torch.get_num_threads()
+            seen.append((name, torch.get_num_threads()))
             return encode(model, compiled, texts)
 
         embedder._encode_compiled = recorded  # type: ignore[method-assign]
@@ -143,10 +143,13 @@ async def test_a_search_query_is_encoded_on_one_torch_thread_and_chains_keep_tor
     spy("query", query)
     spy("chain", chains)
     loop_threads = torch.get_num_threads()
+    await chains.embed([f"The user asked about Kyoto {uuid.uuid4()}."])  # the encoder thread's own count
     await query.embed([f"where did we go in Kyoto {uuid.uuid4()}?"])
     await chains.embed([f"The user planned a trip to Kyoto {uuid.uuid4()}."])  # same encoder thread, after the query
-    assert seen["query"] == 1
-    assert seen["chain"] == loop_threads  # the query's one thread was not left behind on the encoder thread
+    (_, own), (_, for_query), (_, after) = seen
+    assert [name for name, _ in seen] == ["chain", "query", "chain"]
+    assert for_query == 1
+    assert after == own  # the query's one thread was not left behind on the encoder thread
     assert torch.get_num_threads() == loop_threads  # the caller's (the vector scan's) count is its own
 
 
