@@ -74,6 +74,8 @@ PARTS = (
     "needs_2",
     "languages_3",
     "preferences",
+    "agent_queries",
+    "agent_queries_2",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

@@ -69,6 +69,22 @@ def test_a_question_for_the_users_name_adds_how_names_are_told_and_a_pets_name_a
     assert {*terms("called cat puppy")} <= dog and not {*terms("wife nurse")} & dog
 
 
+def test_an_agents_query_naming_the_user_or_a_bare_topic_is_about_the_user() -> None:
+    for query in ("user allergies", "the user's spouse", "dietary restrictions", "medical conditions", "pets"):
+        assert the_users_own(query), query
+    for query in ("Melanie pottery", "What pets does Melanie have?", "her allergies", "Where did Caroline move from"):
+        assert not the_users_own(query), query
+    assert not the_users_own("a query of more than five words naming no one")
+
+
+def test_an_agents_query_about_the_user_adds_the_words_of_the_kind_it_names() -> None:
+    assert {*terms("insulin diabetic asthma")} <= set(_expansion("medical conditions"))
+    assert {*terms("wife husband")} <= set(_expansion("user's spouse"))
+    assert {*terms("moved apartment")} <= set(_expansion("user location"))
+    assert {*terms("prefer favourite")} <= set(_expansion("seat preference"))
+    assert _expansion("Melanie pottery") == []
+
+
 def test_words_that_are_common_english_words_are_not_told_words_in_any_language() -> None:
     every_kind = "Who is in my family and what pets, health issues, diet, home and job do I have?"
     assert not {*terms("chat kind cane tier file fill")} & set(_expansion(every_kind))

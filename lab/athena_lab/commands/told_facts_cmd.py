@@ -25,6 +25,8 @@ class PartChoice(str, Enum):
     NEEDS_2 = "needs_2"
     LANGUAGES_3 = "languages_3"
     PREFERENCES = "preferences"
+    AGENT_QUERIES = "agent_queries"
+    AGENT_QUERIES_2 = "agent_queries_2"
     ALL = "all"
 
 

@@ -5,12 +5,13 @@ insulin twice a day", "What's my name?" by "Call me Sam".
 The local embedding model puts such a question and its answer far apart (cosines of 0.06 to 0.48
 measured on written pairs, docs/formation.md), and the question shares no word with the answer. A
 question in the first person naming a kind of personal fact (a partner, children, family, pets,
-health, diet, home, work, their name) adds the words such facts are told with to its lexical side, at
-SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query). Questions about someone else
-("What pets does Melanie have?") are left alone: on LoCoMo's, which all are, the same words lowered
-recall. Events in no chain yet are scored with them too (open_events.lexical_scores). English,
-Spanish, French, German, Italian and Portuguese; words are terms of athena.text, as the lexicons hold
-them.
+health, diet, home, work, their name, their preferences) adds the words such facts are told with to
+its lexical side, at SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query).
+Questions about someone else ("What pets does Melanie have?") are left alone: on LoCoMo's, which
+all are, the same words lowered recall. An agent's own query about the user ("user allergies",
+"dietary restrictions") counts as the user's (`_about_the_user`). Events in no chain yet are scored
+with them too (open_events.lexical_scores). English, Spanish, French, German, Italian and
+Portuguese; words are terms of athena.text, as the lexicons hold them.
 
 A request to the assistant that names a need such facts bear on ("Can you recommend a restaurant for
 tonight?", "Suggest a workout for me"; English) adds the words of those facts in the same way
@@ -23,8 +24,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from athena.text import terms, tokens
+from athena.text import pieces, terms, tokens
 from athena_formation.forming.personal_facts import speaks_of_self_unmarked
+from athena_formation.text.gazetteer import FIRST_NAMES
 
 __all__ = ["FACT_KINDS", "expansion_terms", "the_users_own"]
 
@@ -77,9 +79,13 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
         "diet dietary food foods eat meal meals",
         "vegetarian vegan pescatarian allergic gluten lactose dairy kosher halal intolerant",
     ),
-    "home": ("live living based city town home address", "live moved home apartment house flat"),
+    "home": ("live living based city town home address location", "live moved home apartment house flat"),
     "work": ("job work career profession occupation employer", f"work job employer company office {_OCCUPATIONS}"),
     "name": ("name names nickname", "call called name named nickname"),
+    "preferences": (
+        "preference preferences prefer favourite favorite favourites favorites likes dislikes",
+        "prefer rather favourite favorite love hate dislike enjoy",
+    ),
 }
 """Kind: (the words a question asks for it with, the words a fact of it is told with), in English."""
 
@@ -130,6 +136,10 @@ _OTHER_LANGUAGES: dict[str, tuple[str, str]] = {
         "insegnante trabalho enfermeira engenheiro engenheira",
     ),
     "name": ("nombre nom nome", "llamo nombre appelle nom heiße chamo nome chiamo"),
+    "preferences": (
+        "preferencias préférences vorlieben preferenze preferências",
+        "prefiero préfère bevorzuge preferisco prefiro",
+    ),
 }
 """The same kinds in Spanish, French, German, Italian and Portuguese. A question in any of the six
 languages adds the telling words of all six: the local model is English, and a fact told in one
@@ -187,6 +197,13 @@ _NEEDS: dict[str, tuple[str, str]] = {
 recommend a restaurant for tonight?" is answered with "I'm vegan." in mind."""
 _ADDRESSED = _ABOUT_THE_USER | frozenset("you your we our ты тебя тебе твой вы вас вам ваш".split())
 """A request to the assistant, or about the user: needs are read only then ("us" is also "US")."""
+_THE_USER = frozenset("user users usuario usuaria utilisateur utilisatrice nutzer nutzerin utente usuário".split())
+"""How an agent names the person it serves in a query of its own ("user allergies"; "user's" loses
+its "'s" to athena.text)."""
+_OTHERS = frozenset("he she they him her his hers them their theirs".split())
+_BARE_TOPIC_WORDS = 5
+"""At most this many words in a query that asks nothing and names no one to read it as the user's."""
+_QUESTION_OPENER = re.compile(r"^\W*(?:what|who|when|where|which|why|how|did|does|do|is|are|was|were)\b", re.IGNORECASE)
 _CJK_PERSONS = ("我", "私", "僕", "俺", "你", "您", "あなた")
 """The first and second person in Chinese and Japanese, read as characters (their text is tokenised
 into character pairs)."""
@@ -197,11 +214,31 @@ def the_users_own(query: str) -> bool:
     """Whether the query is in the first or the second person: the user's own question or request
     ("Am I married?", "Can you recommend a restaurant?", "Где я живу?", "我住在哪里？"; in Japanese or
     Korean, one that names no one else: "ペットはいますか？"), as an agent passes it on, not a
-    question about someone named ("What pets does Melanie have?")."""
+    question about someone named ("What pets does Melanie have?"); or an agent's own query about
+    the user (`_about_the_user`)."""
     return (
         not _ADDRESSED.isdisjoint(tokens(query))
         or any(p in query for p in _CJK_PERSONS)
         or speaks_of_self_unmarked(query)
+        or _about_the_user(query)
+    )
+
+
+def _about_the_user(query: str) -> bool:
+    """An agent's query about the user: one naming "the user" ("user allergies", "the user's
+    spouse"), or a few words that ask nothing and name no one ("dietary restrictions", "medical
+    conditions"): in one user's memory, what a bare topic asks for is the user's."""
+    found = tokens(query)
+    if not _THE_USER.isdisjoint(found):
+        return True
+    words = pieces(query)
+    return (
+        "?" not in query
+        and 0 < len(found) <= _BARE_TOPIC_WORDS
+        and _OTHERS.isdisjoint(found)
+        and not any(w[:1].isupper() for w in words[1:] if w[:1].isalpha())
+        and found[0] not in FIRST_NAMES  # "Melanie pottery" is about Melanie
+        and not _QUESTION_OPENER.match(query)
     )
 
 
@@ -214,7 +251,7 @@ def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
     found = tokens(query)
     held = set(query_terms)
     told: list[str] = []
-    if not _ABOUT_THE_USER.isdisjoint(found):
+    if not _ABOUT_THE_USER.isdisjoint(found) or _about_the_user(query):
         asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
         kinds = [kind for kind, words in _ASKED.items() if asked & words]
         if not set(kinds) - {"name"}:  # "What's my dog's name?" asks for the pets too
