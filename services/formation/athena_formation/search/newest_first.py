@@ -86,8 +86,8 @@ def open_turn_fact(turn: OpenTurn, *, position: int, read: EventTerms | None = N
     `_id` is its first event's id, as its hit is ranked under (open_events.rank_turns). `position`,
     its place in the window, orders turns of one time (events stored in one call), after every chain
     of that time. `read`: where the events' flags are kept between searches (None: read each time)."""
-    last = turn.events[-1]
-    flags = [(read or EventTerms(max_events=0)).facts_of(e) for e in turn.events]
+    last, reader = turn.events[-1], read or EventTerms(max_events=0)
+    flags = [reader.facts_of(e) for e in turn.events]
     return {
         "_id": turn.events[0].id,
         "lasting_fact": any(lasting for lasting, _ in flags),
