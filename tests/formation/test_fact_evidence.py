@@ -4,12 +4,15 @@ held, and the hit's `why` names the fact."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+import numpy as np
 from support.formation_data import SCOPE, make_segment
 
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
+from athena_formation.search.fact_evidence import fact_scores, lift
 from athena_formation.search.lexicon import chain_lexicon, terms
 from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
@@ -167,3 +170,54 @@ async def test_a_chain_found_by_its_words_and_holding_a_fact_is_scored_with_its_
             assert hit.similarity == whole[hit.chain.id].similarity and hit.score == whole[hit.chain.id].score
         else:
             assert hit.why.startswith("a fact told in it") and hit.score > whole[hit.chain.id].score
+
+
+def test_a_fact_corrected_later_in_its_own_chain_is_quoted_by_its_correction() -> None:
+    blue, green, shellfish = (
+        "My favourite colour is blue.",
+        "Oh and my favourite colour is green now, not blue.",
+        "I'm allergic to shellfish.",
+    )
+    index = UserLexicon()
+    index.put(_row("colour", (blue, shellfish, green)))
+    told = {f.text: f for f in index.told_facts()}
+    assert [told[t].position for t in (blue, shellfish, green)] == [0, 1, 2]
+    query = np.array([1.0, 0.0, 0.0])
+    near, close, far = np.array([0.9, 0.1, 0.0]), np.array([0.7, 0.5, 0.0]), np.array([0.0, 0.2, 0.9])
+
+    quoted = fact_scores([(told[blue], 0.5), (told[green], 0.3)], np.stack([near, close]), query, Ranking())
+    # One subject (cosine over 0.5), and the later one says it changed: scored by the best, with it.
+    assert (quoted["colour"].fact, quoted["colour"].correction) == (blue, green)
+
+    unrelated = fact_scores([(told[blue], 0.5), (told[green], 0.3)], np.stack([near, far]), query, Ranking())
+    assert unrelated["colour"].correction == ""  # another subject
+    both_hold = fact_scores([(told[blue], 0.5), (told[shellfish], 0.3)], np.stack([near, close]), query, Ranking())
+    assert both_hold["colour"].correction == ""  # a later fact that says nothing changed
+    own = lift(dataclasses.replace(quoted["colour"], score=9.0, fact="", correction=""), quoted)
+    assert (own.score, own.fact, own.correction) == (9.0, "", green)  # the chain's own score won, still corrected
+
+
+async def test_a_hit_whose_fact_was_corrected_later_in_the_chain_names_the_correction(stub: Any) -> None:
+    green = "Oh and my favourite colour is green now, not blue."
+    colour = await _form(
+        stub,
+        [
+            ("user", "My favourite colour is blue."),
+            ("agent", "Nice."),
+            ("user", "How do I reset my router?"),
+            ("agent", "Hold the reset button for ten seconds."),
+            ("user", f"Thanks. {green}"),
+            ("agent", "Noted."),
+        ],
+    )
+
+    found = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="What is my favourite colour?", limit=3)
+        ),
+        timeout=30,
+    )
+
+    first = found.hits[0]
+    assert first.chain.id == colour
+    assert f"corrected later: {green!r}" in first.why

@@ -7,8 +7,10 @@ A fact told in passing ("My husband Tom is a firefighter.") sits in the chain of
 on a question about someone named), each lasting fact of the user's chains (their `profile_facts`,
 kept by the lexical index: LexiconRow.facts) is also scored as a text of its own: BM25 of its words
 against the user's chain statistics (open_events.lexical_scores) and, for the FACTS_EMBEDDED best by
-their words, the cosine of its own embedding, ranked as a chain of one event (ranking.py). A chain scores the better of its own score and its best fact's; the hit is still
-the chain, and its `why` names the fact.
+their words, the cosine of its own embedding, ranked as a chain of one event (ranking.py). A chain
+scores the better of its own score and its best fact's; the hit is still the chain, and its `why`
+names the fact. When a later fact of the same chain corrects that fact ("... green now, not blue"
+after "My favourite colour is blue."), the `why` names the correction too.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from athena_formation.forming.fact_updates import updates_fact
+from athena_formation.search.newest_first import SAME_SUBJECT_COSINE
 from athena_formation.search.open_events import lexical_scores
 from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.store.lexical_index import Corpus, ToldFact, UserLexicon
@@ -63,20 +67,50 @@ def best_facts(
 def fact_scores(
     facts: Sequence[tuple[ToldFact, float]], vectors: np.ndarray, query_vector: np.ndarray, ranking: Ranking
 ) -> dict[str, RankedChain]:
-    """Per chain, its best fact ranked as a chain of one event (`vectors`: the facts' embeddings, in order)."""
-    best: dict[str, RankedChain] = {}
-    for (fact, lexical), vector in zip(facts, vectors):
-        ranked = ranking.rank(
-            chain_id=fact.chain_id, similarity=float(np.dot(vector, query_vector)), lexical=lexical, event_count=1
+    """Per chain, its best fact ranked as a chain of one event (`vectors`: the facts' embeddings, in
+    order), with the later fact of the same chain that corrects it, if any (`_correction`)."""
+    ranked = [
+        dataclasses.replace(
+            ranking.rank(
+                chain_id=fact.chain_id, similarity=float(np.dot(vector, query_vector)), lexical=lexical, event_count=1
+            ),
+            fact=fact.text,
         )
-        if fact.chain_id not in best or ranked.score > best[fact.chain_id].score:
-            best[fact.chain_id] = dataclasses.replace(ranked, fact=fact.text)
-    return best
+        for (fact, lexical), vector in zip(facts, vectors)
+    ]
+    best: dict[str, int] = {}
+    for k, (fact, _) in enumerate(facts):
+        if fact.chain_id not in best or ranked[k].score > ranked[best[fact.chain_id]].score:
+            best[fact.chain_id] = k
+    out = {}
+    for chain_id, k in best.items():
+        j = _correction(k, facts, vectors)
+        out[chain_id] = dataclasses.replace(ranked[k], correction=facts[j][0].text) if j != k else ranked[k]
+    return out
+
+
+def _correction(k: int, facts: Sequence[tuple[ToldFact, float]], vectors: np.ndarray) -> int:
+    """The newest fact of fact k's chain told after it that says it changed and is on its subject
+    (newest_first.SAME_SUBJECT_COSINE): "Oh and my favourite colour is green now" for "My favourite
+    colour is blue." in one chain, so the hit says what holds now; else k."""
+    told, unit = facts[k][0], vectors[k] / (float(np.linalg.norm(vectors[k])) or 1.0)
+    later = [
+        j
+        for j, (fact, _) in enumerate(facts)
+        if fact.chain_id == told.chain_id
+        and fact.position > told.position
+        and updates_fact(fact.text)
+        and float(vectors[j] @ unit) / (float(np.linalg.norm(vectors[j])) or 1.0) >= SAME_SUBJECT_COSINE
+    ]
+    return max(later, key=lambda j: facts[j][0].position, default=k)
 
 
 def lift(ranked: RankedChain, facts: Mapping[str, RankedChain]) -> RankedChain:
-    """The chain's own score, or its best fact's when that is higher (with the chain's size)."""
+    """The chain's own score, or its best fact's when that is higher (with the chain's size); either
+    way with the fact's correction, if one was told later in the chain."""
     fact = facts.get(ranked.chain_id)
-    if fact is None or fact.score <= ranked.score:
+    if fact is None:
         return ranked
+    if fact.score <= ranked.score:
+        return dataclasses.replace(ranked, correction=fact.correction)
     return dataclasses.replace(fact, event_count=ranked.event_count)

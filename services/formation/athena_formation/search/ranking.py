@@ -54,6 +54,8 @@ class RankedChain:
     fact: str = ""
     """The lasting fact told in the chain this score is that of, when a fact's beat the chain's own
     (fact_evidence.py): `similarity` and `lexical` are then the fact's."""
+    correction: str = ""
+    """A fact told later in the same chain that corrects `fact` (fact_evidence._correction)."""
 
 
 @dataclass(frozen=True)

@@ -256,6 +256,8 @@ class Recall:
             why = f"cosine similarity {hit.similarity:.2f} to the chain's embedding"
             if hit.fact:
                 why = f"a fact told in it, {hit.fact!r}: cosine similarity {hit.similarity:.2f} to its embedding"
+            if hit.correction:  # what holds now, when a fact told in the chain was corrected later in it
+                why += f"; {'' if hit.fact else 'a fact in it '}corrected later: {hit.correction!r}"
             if words:
                 why += f"; words {', '.join(words[:8])} (lexical score {hit.lexical:.2f})"
             why += TOLD_WHY if hit.told else ""

@@ -95,6 +95,8 @@ class ToldFact:
     chain_id: str
     text: str
     lexicon: Mapping[str, int]
+    position: int = 0
+    """Its place among its chain's facts, oldest first (the order `profile_facts` keeps)."""
 
 
 @dataclass(frozen=True)
@@ -282,7 +284,9 @@ class UserLexicon:
         self._spans.extend((first, row.last_event_at if row.last_event_at is not None else first))
         self._alive.append(1)
         if row.facts:
-            self._facts[index] = tuple(ToldFact(row.chain_id, text, Counter(terms(text))) for text in row.facts)
+            self._facts[index] = tuple(
+                ToldFact(row.chain_id, text, Counter(terms(text)), position=k) for k, text in enumerate(row.facts)
+            )
             self._index_facts(index)
         self._live += 1
         self._total_length += length
