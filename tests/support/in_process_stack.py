@@ -63,10 +63,13 @@ async def running_in_process(
         database=database,
         data_dir=data_dir,
         credentials=credentials,
-        **{"mongodb_timeout_ms": 5000, **overrides},
+        # Formation's port 0 too: a port picked in advance can be taken before formation binds it
+        # (Milvus Lite's own server starts first); ingest is told the port formation bound.
+        **{"mongodb_timeout_ms": 5000, "formation_grpc_port": 0, **overrides},
     )
     formation = await build_formation(settings)
     await formation.host.start()
+    settings = settings.model_copy(update={"formation_address": f"127.0.0.1:{formation.host.bound_port}"})
     ingest, _ = await build_ingest(settings)
     await ingest.start()
     try:
