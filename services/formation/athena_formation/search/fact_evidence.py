@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from athena.embeddings import normalize_rows
 from athena_formation.forming.fact_updates import updates_fact
 from athena_formation.search.newest_first import SAME_SUBJECT_COSINE
 from athena_formation.search.open_events import lexical_scores
@@ -82,25 +83,27 @@ def fact_scores(
     for k, (fact, _) in enumerate(facts):
         if fact.chain_id not in best or ranked[k].score > ranked[best[fact.chain_id]].score:
             best[fact.chain_id] = k
+    units = normalize_rows(vectors)
     out = {}
     for chain_id, k in best.items():
-        j = _correction(k, facts, vectors)
+        j = _correction(k, facts, units)
         out[chain_id] = dataclasses.replace(ranked[k], correction=facts[j][0].text) if j != k else ranked[k]
     return out
 
 
-def _correction(k: int, facts: Sequence[tuple[ToldFact, float]], vectors: np.ndarray) -> int:
+def _correction(k: int, facts: Sequence[tuple[ToldFact, float]], units: np.ndarray) -> int:
     """The newest fact of fact k's chain told after it that says it changed and is on its subject
     (newest_first.SAME_SUBJECT_COSINE): "Oh and my favourite colour is green now" for "My favourite
-    colour is blue." in one chain, so the hit says what holds now; else k."""
-    told, unit = facts[k][0], vectors[k] / (float(np.linalg.norm(vectors[k])) or 1.0)
+    colour is blue." in one chain, so the hit says what holds now; else k. `units`: the facts' unit
+    embeddings, in order."""
+    told = facts[k][0]
     later = [
         j
         for j, (fact, _) in enumerate(facts)
         if fact.chain_id == told.chain_id
         and fact.position > told.position
         and updates_fact(fact.text)
-        and float(vectors[j] @ unit) / (float(np.linalg.norm(vectors[j])) or 1.0) >= SAME_SUBJECT_COSINE
+        and float(units[j] @ units[k]) >= SAME_SUBJECT_COSINE
     ]
     return max(later, key=lambda j: facts[j][0].position, default=k)
 

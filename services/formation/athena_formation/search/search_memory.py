@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from athena.embeddings import Embedder
+from athena.embeddings import Embedder, normalize_rows
 from athena.internal.v1 import formation_pb2
 from athena.metrics import CHAIN_HEAT, SEARCH_HITS, SEARCH_STEP_SECONDS
 from athena.text import found_words
@@ -230,7 +230,8 @@ class Recall:
         if not periods:  # a question about a time asks what was told then, not what holds now
             subjects = _fact_subjects(facts, fact_vectors, by_fact)
             if turn_vectors is not None:
-                subjects.update((turns[i].events[0].id, _unit(turn_vectors[k])) for k, i in enumerate(candidates))
+                units = normalize_rows(turn_vectors)
+                subjects.update((turns[i].events[0].id, units[k]) for k, i in enumerate(candidates))
             positions = {turn.events[0].id: i for i, turn in enumerate(turns)}
             best = await self._newest_first(scope, best, subjects, positions)
         SEARCH_HITS.observe(len(best))
@@ -509,14 +510,10 @@ def _fact_subjects(
     if vectors is None:
         return {}
     return {
-        fact.chain_id: _unit(vector)
-        for (fact, _), vector in zip(facts, vectors)
+        fact.chain_id: vector
+        for (fact, _), vector in zip(facts, normalize_rows(vectors))
         if fact.chain_id in by_fact and by_fact[fact.chain_id].fact == fact.text
     }
-
-
-def _unit(vector: np.ndarray) -> np.ndarray:
-    return vector / (float(np.linalg.norm(vector)) or 1.0)
 
 
 def _told(periods: list[Named], doc: Mapping[str, Any]) -> bool:
