@@ -47,10 +47,13 @@ async def _store(
     return [r.event_id for r in (await client.store_events(scope, events)).results]
 
 
-async def _form_the_window(stack: InProcessStack, scope: memory_pb2.Scope, task_id: str) -> str:
-    """The scope's whole window cut into one segment and formed, as cognition does; the chain's id."""
+async def _form_the_window(
+    stack: InProcessStack, scope: memory_pb2.Scope, task_id: str, *, head: int | None = None
+) -> str:
+    """The scope's window (its first `head` events, or all) cut into one segment and formed, as
+    cognition does; the chain's id."""
     window = ShortTermWindow(stack.redis)
-    raws = await window.read_raw(scope)
+    raws = (await window.read_raw(scope))[:head]
     segment = formation_pb2.Segment(
         id=f"seg_{task_id}",
         scope=scope,
@@ -114,6 +117,30 @@ async def test_a_sentence_told_again_comes_once_at_its_newest(stack: InProcessSt
 
     assert _texts(page) == ["always reply in German.", "I live in Berlin and I'm vegetarian."]  # spaces as split
     assert page.profile[0].event_id == again
+
+
+async def test_a_correction_stored_in_the_same_call_as_the_fact_comes_first_when_each_is_in_its_own_chain(
+    stack: InProcessStack,
+) -> None:
+    turns = [
+        ("user", "I prefer aisle seats."),
+        ("agent", "Noted: aisle seats."),
+        ("user", "Actually I prefer window seats now."),
+        ("agent", "Got it: window seats from now on."),
+    ]
+    # Chain ids are hashes of segment ids, in no time order: these names put the older chain's id
+    # first for one user and last for the other, so neither order of ids can pass for newest first.
+    async with stack.client() as client:
+        for user, (first, second) in {"carol": ("seg-a", "seg-b"), "dave": ("seg-z", "seg-a")}.items():
+            scope = client.scope("acme", user, "travel")
+            await _store(client, scope, turns)  # one call: all four events have one timestamp
+            older = await _form_the_window(stack, scope, f"{user}-{first}", head=2)
+            newer = await _form_the_window(stack, scope, f"{user}-{second}")
+            page = await client.get_context(scope, query="Book me a flight to Rome.")
+
+            assert _texts(page) == ["Actually I prefer window seats now.", "I prefer aisle seats."], user
+            assert [f.chain_id for f in page.profile] == [newer, older]
+            assert page.profile[0].told_at == page.profile[1].told_at
 
 
 async def test_the_profile_holds_the_scopes_facts_only(stack: InProcessStack) -> None:

@@ -59,7 +59,8 @@ class UserProfile:
         return _newest_once(told, limit=limit)
 
     async def _of_chains(self, scope: memory_pb2.Scope, *, limit: int) -> ToldFacts:
-        """The facts of the scope's chains, oldest first, with their chain ids: kept, or read."""
+        """The facts of the scope's chains, oldest first (of chains told at one time, the one formed
+        earlier first), with their chain ids: kept, or read."""
         key, part = (scope.tenant_id, scope.user_id), (scope.agent_id, limit)
         if self.cache is not None and (kept := self.cache.get(key, part)) is not None:
             return kept

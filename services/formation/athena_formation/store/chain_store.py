@@ -242,15 +242,16 @@ class ChainStore:
         self, *, tenant_id: str, user_id: str, agent_id: str | None, limit: int
     ) -> list[dict[str, Any]]:
         """The user's chains that hold a lasting fact of theirs (`lasting_fact`), of any status, the
-        most recently added to first: of every agent of the user, or with `agent_id` that agent's."""
+        most recently added to first (of chains whose last events were told at one time, as events
+        stored in one call are, the one formed later first): of every agent of the user, or with
+        `agent_id` that agent's."""
         query: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "lasting_fact": True}
         if agent_id is not None:
             query.update(agent_query(agent_id))
-        fields = {"profile_facts": 1, "event_ids": 1, "last_event_at": 1}
+        fields = {"profile_facts": 1, "event_ids": 1, "last_event_at": 1, "created_at": 1}
+        newest = [("last_event_at", DESCENDING), ("created_at", DESCENDING), ("_id", ASCENDING)]
         with mongo_unavailable():
-            cursor = (
-                self.chains.find(query, fields).sort([("last_event_at", DESCENDING), ("_id", ASCENDING)]).limit(limit)
-            )
+            cursor = self.chains.find(query, fields).sort(newest).limit(limit)
             return [d async for d in cursor]
 
     async def list_page(self, *, query: Mapping[str, Any], skip: int, limit: int) -> list[dict[str, Any]]:
