@@ -76,6 +76,9 @@ PARTS = (
     "preferences",
     "agent_queries",
     "agent_queries_2",
+    "languages_4",
+    "languages_5",
+    "languages_6",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

@@ -53,6 +53,16 @@ def test_a_question_in_spanish_french_german_italian_or_portuguese_adds_the_word
     assert {*terms("lehrerin enfermera teacher")} <= set(_expansion("What do I do for work?"))
 
 
+def test_a_question_in_dutch_swedish_polish_turkish_indonesian_vietnamese_arabic_or_hindi_adds_them_all() -> None:
+    assert {*terms("perawat lekarzem teacher enfermera")} <= set(_expansion("Apa pekerjaan saya?"))
+    assert {*terms("pracuję bekerja")} <= set(_expansion("Jaki jest mój zawód?"))
+    assert {*terms("zoon dotter anak")} <= set(_expansion("Hoeveel kinderen heb ik?"))
+    assert {*terms("kedim kucing katt cat")} <= set(_expansion("Har jag några husdjur?"))
+    assert {*terms("call nama")} <= set(_expansion("Adım ne?"))  # Turkish says "my" by a suffix
+    assert {*terms("डॉक्टर नर्स nurse")} <= set(_expansion("मेरा पेशा क्या है?"))
+    assert {*terms("أعيش tinggal live")} <= set(_expansion("أين أسكن؟"))
+
+
 def test_a_users_question_naming_what_is_told_and_no_kind_asks_for_the_kinds_of_what_it_names() -> None:
     dog = set(_expansion("Do I have a dog?"))
     assert {*terms("cachorro perro chien hund cat")} <= dog and not {*terms("wife daughter nurse")} & dog
@@ -87,7 +97,7 @@ def test_an_agents_query_about_the_user_adds_the_words_of_the_kind_it_names() ->
 
 def test_words_that_are_common_english_words_are_not_told_words_in_any_language() -> None:
     every_kind = "Who is in my family and what pets, health issues, diet, home and job do I have?"
-    assert not {*terms("chat kind cane tier file fill")} & set(_expansion(every_kind))
+    assert not {*terms("chat kind cane tier file fill man barn arts guru gift pies")} & set(_expansion(every_kind))
 
 
 def test_a_request_naming_a_need_adds_the_words_of_the_facts_it_bears_on() -> None:

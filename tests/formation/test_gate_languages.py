@@ -33,6 +33,15 @@ SMALL_TALK = {
     "ko-hello": [(U, "안녕하세요! 잘 지내세요?"), (A, "안녕하세요! 무엇을 도와드릴까요?")],
     "ar-hello": [(U, "مرحبا! كيف حالك؟"), (A, "أهلاً! بخير، شكرًا. كيف أساعدك؟")],
     "hi-hello": [(U, "नमस्ते! आप कैसे हैं?"), (A, "नमस्ते! मैं ठीक हूँ। मैं आपकी कैसे मदद करूँ?")],
+    # An agent's friendly first-person line: its words are function words and small talk, not content.
+    "sv-hello": [(U, "Hej! Hur mår du?"), (A, "Hej! Jag mår bra, tack. Vad kan jag hjälpa dig med?")],
+    "nl-thanks": [(U, "Dank je wel, ik waardeer het echt!"), (A, "Graag gedaan!")],
+    "pl-hello": [(U, "Cześć!"), (A, "Dzień dobry! Jestem tutaj, żeby pomóc.")],
+    "tr-hello": [(U, "Merhaba!"), (A, "Merhaba! Size nasıl yardımcı olabilirim?")],
+    "id-thanks": [(U, "Terima kasih banyak!"), (A, "Saya senang bisa membantu Anda hari ini.")],
+    "vi-hello": [(U, "Xin chào!"), (A, "Xin chào! Tôi rất vui được giúp bạn.")],
+    "hi-thanks": [(U, "धन्यवाद!"), (A, "मैं आपकी मदद करके खुश हूँ।")],
+    "ar-thanks": [(U, "شكرا جزيلا!"), (A, "أنا سعيد بمساعدتك.")],
 }
 FACTS = {
     "es-allergy": [(U, "Soy alérgico a los cacahuetes."), (A, "Entendido, nada de cacahuetes.")],
@@ -65,6 +74,15 @@ FACTS = {
     "vi-allergy": [(U, "Tôi bị dị ứng đậu phộng."), (A, "Vâng, không có đậu phộng.")],
     "it-allergy": [(U, "Sono allergico alle arachidi."), (A, "Capito, niente arachidi.")],
     "pt-allergy": [(U, "Sou alérgica a amendoim."), (A, "Entendido, sem amendoim.")],
+    # The person said by the verb or a suffix alone, a negated diet, a name, a home.
+    "sv-home": [(U, "Jag bor i Malmö med min fru."), (A, "Noterat!")],
+    "nl-diet": [(U, "Ik eet geen vlees."), (A, "Begrepen.")],
+    "pl-work": [(U, "Pracuję jako księgowa w Poznaniu."), (A, "Rozumiem.")],
+    "tr-home": [(U, "Ankara'da yaşıyorum."), (A, "Anladım.")],
+    "id-diet": [(U, "Saya tidak makan daging babi."), (A, "Baik.")],
+    "vi-pets": [(U, "Tôi nuôi một con chó."), (A, "Vâng.")],
+    "ar-name": [(U, "اسمي ليلى."), (A, "تشرفنا!")],
+    "hi-home": [(U, "मैं जयपुर में रहती हूँ।"), (A, "ठीक है।")],
 }
 
 

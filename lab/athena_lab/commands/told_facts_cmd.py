@@ -27,6 +27,9 @@ class PartChoice(str, Enum):
     PREFERENCES = "preferences"
     AGENT_QUERIES = "agent_queries"
     AGENT_QUERIES_2 = "agent_queries_2"
+    LANGUAGES_4 = "languages_4"
+    LANGUAGES_5 = "languages_5"
+    LANGUAGES_6 = "languages_6"
     ALL = "all"
 
 

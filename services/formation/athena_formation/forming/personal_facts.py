@@ -10,7 +10,9 @@ A sentence *states a personal fact* when all three hold:
 1. it is not a question: it does not end with "?", nor open like one and end without "." or "!"
    ("Can i use this tool to check my claim"); "Can you check my order 1234?" asks, it tells nothing;
 2. it refers to its speaker: a first-person word ("I", "me", "my", "we", "our", ...; also the Spanish,
-   French, German, Portuguese and Italian forms, a French "j'", Chinese 我, Japanese 私/僕);
+   French, German, Portuguese and Italian forms, a French "j'", Chinese 我, Japanese 私/僕, and those
+   of Russian, Dutch, Swedish, Polish, Turkish, Indonesian, Vietnamese, Hindi, Arabic and Hebrew, with
+   the verbs and suffixes that say the first person: "mieszkam", "yaşıyorum", "adım", "أعيش");
 3. it carries a specific, one of:
    - a number: "June 12", "order 1234", "5月3日";
    - a date word: a month, a weekday, "yesterday", "tomorrow", "tonight", "next week", "3 days ago";
@@ -104,21 +106,27 @@ _SINGULAR = frozenset(
     io mio mia miei mie sono
     я меня мне мной мой моя моё мое мои моего моей моему мою моим моих моими
     ik mijn mij
-    mój moja moje mojego mojej mnie mam jestem
-    benim bana
+    jag mig mitt
+    mój moja moje mojego mojej mnie mam jestem mieszkam pracuję nazywam lubię uwielbiam wolę nienawidzę
+    benim bana eşim karım kocam oğlum kızım çocuklarım annem babam kardeşim köpeğim kedim kedilerim alerjim
+    adım işim evim vejetaryenim veganım
     saya aku
-    tôi
+    tôi mình
     मैं मेरा मेरी मेरे मुझे मुझको
-    أنا انا لي عندي
+    أنا انا لي عندي اسمي زوجتي زوجي ابني ابنتي أمي أبي أخي أختي كلبي قطتي عملي وظيفتي بيتي عائلتي أعيش أسكن
+    أعمل أحب أكره أفضل أفضّل آكل أشرب
     אני שלי
     저는 제가 나는 내가 저의 제 내 저도 나도 저를 나를
     """.split()
 )
 """Singular first-person words, casefolded (Spanish, Portuguese, Italian and Polish often drop the
 pronoun, so their commonest first-person verbs are here too: "soy", "tengo", "sou", "sono", "mam",
-"jestem"). Also Dutch, Turkish (not "ben" nor "beni", English names too), Indonesian, Vietnamese, Hindi,
-Arabic, Hebrew, and Korean as athena.text tokenizes it: a pronoun with its particle is one bigram
-("저는"), a lone "제" or "내" ("my") one token."""
+"jestem", "mieszkam"). Also Dutch, Swedish (not "min", "five min" in English), Turkish (not "ben" nor
+"beni", English names too; the person is a suffix, so "my wife", "my name", "my allergy" are here
+whole: "eşim", "adım", "alerjim"; verbs in "-yorum" are read by `_turkish_first_person`), Indonesian,
+Vietnamese, Hindi, Arabic (whose "my" is a suffix and whose verbs say their person: "زوجتي", "أعيش"),
+Hebrew, and Korean as athena.text tokenizes it: a pronoun with its particle is one bigram ("저는"), a
+lone "제" or "내" ("my") one token."""
 _PRO_DROP_OPENER = re.compile(
     r"^\W*(?:trabajo|vivo|trabalho|moro|lavoro|abito)\s+(?:en|de|desde|como|con|para|em|no|na|in|a|da|per|come)\b"
     r"|^\W*(?:odio|detesto|adoro|prefiero|prefiro|preferisco)\s+(?:el|la|los|las|il|lo|gli|le|o|os|as|l')\b",
@@ -190,12 +198,34 @@ _CUES = frozenset(
     имя рождения живу работаю диабет диабетик левша правша кошки кошку кошек кот кота коты собаки собаку пёс пес попугай
     хомяк детей врач врачом медсестра медсестрой учитель учителем учительница учительницей программист
     программистом инженер инженером юрист юристом бухгалтер бухгалтером
-    शाकाहारी एलर्जी मधुमेह पत्नी पति बेटा बेटी
-    نباتي نباتية حساسية السكري زوجتي زوجي ابني ابنتي أعيش أعمل
+    शाकाहारी एलर्जी मधुमेह पत्नी पति बेटा बेटी बच्चे माँ मां पिता भाई बहन कुत्ता बिल्ली रहता रहती रहते काम नाम पसंद
+    जन्मदिन
+    نباتي نباتية حساسية السكري زوجتي زوجي ابني ابنتي أعيش أعمل أسكن اسمي أمي أبي أخي أختي كلبي قطتي عملي وظيفتي
+    أحب أكره أفضل أفضّل أطفال أولاد كلب قطة قطط قطتان
+    vrouw echtgenote echtgenoot zoon dochter kinderen moeder vader broer zus hond honden kat katten vegetariër
+    veganist woon werk heet verjaardag geboren
+    fru maka sambo dotter döttrar mamma pappa bror syster katt katter allergisk bor jobbar arbetar heter
+    födelsedag född
+    żona mąż syn córka dzieci matka tata ojciec siostra psa kot kota koty alergię uczulony uczulona
+    wegetarianin wegetarianka weganin weganka mieszkam pracuję urodziny nazywam imię lubię uwielbiam wolę
+    nienawidzę
+    eşim karım kocam oğlum kızım çocuklarım annem babam kardeşim köpeğim kedim kedilerim alerjim alerji
+    vejetaryen vejetaryenim veganım yaşıyorum oturuyorum çalışıyorum adım seviyorum sevmiyorum yemiyorum
+    içmiyorum kullanıyorum
+    istri suami anak ibu ayah kakak adik anjing kucing alergi tinggal bekerja nama lahir suka menikah
+    vợ chồng mẹ bố chó mèo sống tên thích ghét
     """.split()
 )
 """Cue words of the kinds of personal fact, casefolded; in English also common lasting conditions
-("adhd", "asthma", "seasick"), and a few Russian, Hindi and Arabic words of health and family."""
+("adhd", "asthma", "seasick"); in other languages the words of family, pets, diet, home, work, names
+and likings, without those that are also English words ("man", "kind", "barn", "make", Polish "pies")."""
+_PHRASE_CUES = re.compile(r"\b(?:dị\s+ứng|ăn\s+chay|sinh\s+nhật|làm\s+việc|ulang\s+tahun)\b", re.IGNORECASE)
+"""Cues of two words: Vietnamese "allergic", "vegetarian", "birthday", "work" and Indonesian "birthday",
+whose single words mean other things ("ứng" is also "apply")."""
+_TURKISH_PRESENT = re.compile(r"\w{3,}[ıiuü]yorum\b", re.IGNORECASE)
+"""A Turkish verb in the present, first person singular ("yaşıyorum", "I live"; "yorum" alone is "comment")."""
+_HINDI_SELF = re.compile(r"^\W*मैं\s+एक\s+\S+(?:\s+\S+)?\s+हूँ")
+"""Hindi "I am a ..." ("मैं एक डॉक्टर हूँ"), what the speaker is, as describes_self reads English."""
 _CJK_CUES = (
     "过敏",
     "素食",
@@ -364,11 +394,15 @@ _EMPLOYER_CHANGE = re.compile(r"\b[Ii]\s+(?:just\s+)?(?:left|quit|joined)\s+([A-
 that is not a first name: not "I left Anna a message")."""
 _FOREIGN_HABIT = re.compile(
     r"\bno\s+(?:como|bebo|fumo|manejo|conduzco)\b|\bne\s+(?:mange|bois|fume|conduis)\s+pas\b"
-    r"|\bnão\s+(?:como|bebo|fumo)\b|\bnon\s+(?:mangio|bevo|fumo)\b|\bне\s+(?:ем|пью|курю)\b",
+    r"|\bnão\s+(?:como|bebo|fumo)\b|\bnon\s+(?:mangio|bevo|fumo)\b|\bне\s+(?:ем|пью|курю)\b"
+    r"|\b(?:ik\s+)?(?:eet|drink|rook)\s+geen\b|\b(?:jag\s+)?(?:äter|dricker|röker)\s+inte\b"
+    r"|\bnie\s+(?:jem|piję|palę)\b|\btidak\s+(?:makan|minum|merokok)\b|\bkhông\s+(?:ăn|uống|hút)\b"
+    r"|नहीं\s+(?:खाता|खाती|पीता|पीती)|\bلا\s+(?:آكل|أشرب|أدخن)\b",
     re.IGNORECASE,
 )
-"""The same in Spanish, French, Portuguese, Italian and Russian, whose verb says its first person ("No
-como carne", "Je ne mange pas de viande", "Не ем мясо")."""
+"""The same in Spanish, French, Portuguese, Italian, Russian, Dutch, Swedish, Polish, Indonesian,
+Vietnamese, Hindi and Arabic, whose verb or word order says its first person ("No como carne", "Je ne
+mange pas de viande", "Не ем мясо", "Ik eet geen vlees", "Saya tidak makan daging")."""
 _KANA_OR_HANGUL = re.compile("[\u3040-\u30ff\uac00-\ud7af]")
 """Japanese kana or Korean hangul: text in one of the two languages that seldom say "I"."""
 _REMARK = re.compile(r"(?:ね|네요|군요|죠)\W*$")
@@ -502,6 +536,7 @@ def _singular_first_person(sentence: str, found: list[str]) -> bool:
         or _elided_je(sentence)
         or any(ch in sentence for ch in _CJK_FIRST_PERSON)
         or bool(_PRO_DROP_OPENER.match(sentence))
+        or bool(_TURKISH_PRESENT.search(sentence))
     )
 
 
@@ -659,6 +694,7 @@ def _lasting(sentence: str, found: list[str]) -> bool:
     return (
         any(t in _CUES for t in found)
         or _has_cjk_cue(sentence)
+        or bool(_PHRASE_CUES.search(sentence) or _HINDI_SELF.match(sentence))
         or any(
             p.search(sentence) for p in (_PREFERENCE, _CALLED, _CONTACT, _LASTING_CONDITION, _CHANGED_HABIT, _TEACHES)
         )

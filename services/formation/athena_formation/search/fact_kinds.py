@@ -11,7 +11,8 @@ Questions about someone else ("What pets does Melanie have?") are left alone: on
 all are, the same words lowered recall. An agent's own query about the user ("user allergies",
 "dietary restrictions") counts as the user's (`_about_the_user`). Events in no chain yet are scored
 with them too (open_events.lexical_scores). English, Spanish, French, German, Italian and
-Portuguese; words are terms of athena.text, as the lexicons hold them.
+Portuguese, and Dutch, Swedish, Polish, Turkish, Indonesian, Vietnamese, Arabic and Hindi; words are
+terms of athena.text, as the lexicons hold them.
 
 A request to the assistant that names a need such facts bear on ("Can you recommend a restaurant for
 tonight?", "Suggest a workout for me"; English) adds the words of those facts in the same way
@@ -40,10 +41,14 @@ _ABOUT_THE_USER = frozenset(
     eu meu minha meus minhas
     я меня мне мой моя моё мое мои мы нас нам наш наша наши
     저는 제가 제 내 나는 내가 저의 저도 나도
+    ik mijn mij jag mig min mitt mój moja moje mojego mojej mnie mam jestem benim bana saya aku tôi mình
+    मैं मेरा मेरी मेरे मुझे أنا لي عندي
+    adım eşim karım kocam oğlum kızım kedim köpeğim alerjim işim evim اسمي زوجتي زوجي ابني ابنتي عملي وظيفتي
     """.split()
 )
 """First-person words of a question a user asks about themselves ("Who is my spouse?", "Am I
-married?", "¿Tengo mascotas?": Spanish and Italian often say the person by the verb alone)."""
+married?", "¿Tengo mascotas?": Spanish and Italian often say the person by the verb alone; Turkish and
+Arabic say "my" by a suffix: "Adım ne?", "ما اسمي؟")."""
 
 _PARTNER_TOLD = "wife husband partner spouse married engaged fiancé fiancée boyfriend girlfriend"
 _CHILDREN_TOLD = (
@@ -147,6 +152,62 @@ language is asked after in another ("What do I do for work?" for "Ich bin Lehrer
 also common English words are left out ("chat", "kind", "cane", "tier"), and so are those whose term
 is an English word's: "fils" and "fille" are "file" and "fill" to athena.text."""
 
+_FURTHER_LANGUAGES: dict[str, tuple[str, str]] = {
+    "partner": (
+        "vrouw echtgenote echtgenoot getrouwd fru maka sambo żona mąż żonaty mężatka eşim karım kocam evli "
+        "istri suami menikah vợ chồng زوجتي زوجي متزوج متزوجة पत्नी पति शादी",
+        "vrouw echtgenote echtgenoot fru maka sambo żona żoną mąż eşim karım kocam istri suami vợ chồng زوجتي "
+        "زوجي पत्नी पति",
+    ),
+    "children": (
+        "kinderen zoon dochter söner döttrar dzieci córka çocuklarım çocuk anak أطفالي أولادي बच्चे",
+        "kinderen zoon dochter dotter söner döttrar dzieci syn córka oğlum kızım çocuklarım anak ابني ابنتي "
+        "أطفالي أولادي बच्चे बेटा बेटी",
+    ),
+    "family": (
+        "familie familj rodzina aile keluarga gia đình عائلة عائلتي परिवार",
+        "moeder vader broer zus mamma pappa bror syster matka mama tata ojciec siostra annem babam kardeşim ibu "
+        "ayah kakak adik mẹ bố أمي أبي أخي أختي माँ मां पिता भाई बहन",
+    ),
+    "pets": (
+        "huisdier huisdieren husdjur zwierzę zwierzęta evcil hayvan peliharaan hewan thú cưng vật nuôi حيوان "
+        "أليف पालतू जानवर",
+        "hond honden kat katten katt katter psa psy kot kota koty köpeğim kedim kedilerim kedi köpek anjing "
+        "kucing chó mèo كلب قطة قطط قطتان كلبي قطتي कुत्ता बिल्ली",
+    ),
+    "health": (
+        "allergisch ziekte allergisk allergi sjukdom alergię alergia uczulony uczulona choroba alerjim alerji "
+        "hastalık alergi penyakit dị ứng bệnh حساسية مرض एलर्जी बीमारी",
+        "allergisch allergisk alergię uczulony uczulona alerjim alergi dị ứng حساسية एलर्जी मधुमेह السكري",
+    ),
+    "diet": (
+        "dieet eten vlees kost äter kött dieta dietę jem mięso beslenme diyet yemek makan makanan daging ăn "
+        "طعام آكل اللحم खाना आहार",
+        "vegetariër vegetarisch veganist vegetarian wegetarianin wegetarianka weganin weganinem weganka "
+        "vejetaryen vejetaryenim veganım chay نباتي نباتية शाकाहारी",
+    ),
+    "home": (
+        "woon woonplaats stad adres bor adress mieszkam miasto yaşıyorum oturuyorum şehir şehirde tinggal kota "
+        "alamat sống thành phố أسكن أعيش مدينة عنوان रहता रहती शहर",
+        "woon wonen verhuisd bor flyttade mieszkam yaşıyorum oturuyorum taşındım tinggal pindah sống أعيش أسكن "
+        "रहता रहती",
+    ),
+    "work": (
+        "werk beroep baan jobbar jobb arbete yrke praca pracuję zawód işim meslek pekerjaan kerja profesi nghề "
+        "công việc عمل وظيفة وظيفتي مهنة काम पेशा नौकरी",
+        "werk werken jobbar arbetar pracuję pracuje çalışıyorum bekerja kerja làm việc أعمل عملي काम "
+        "verpleegkundige leraar lerares lärare läkare sjuksköterska lekarz lekarzem nauczyciel nauczycielka "
+        "programista öğretmen doktor mühendis hemşire perawat dokter insinyur giáo viên bác sĩ kỹ sư y tá مهندس "
+        "مهندسًا طبيب معلم معلمة ممرضة डॉक्टर शिक्षक इंजीनियर नर्स",
+    ),
+    "name": ("naam namn imię adım isim nama tên اسم اسمي नाम", "heet heter nazywam imię adım nama tên اسمي नाम"),
+    "preferences": ("voorkeur favoriet favorit ulubiony tercih favorit sở thích تفضيل पसंद", "voorkeur favoriet"),
+}
+"""The same kinds in Dutch, Swedish, Polish, Turkish, Indonesian, Vietnamese, Arabic and Hindi, read as
+the others are. Words that are also English words or other words of their language are left out
+("man", "kind", "barn", "arts", "guru", "gift", "pies"; Vietnamese "con", a word for child and the mark of an
+animal)."""
+
 _FOR_A_LIVING = re.compile(r"\bfor\s+a\s+living\b", re.IGNORECASE)
 """"What do I do for a living?" asks for work; "living" alone asks for home ("Where am I living?")."""
 _LIVING, _OCCUPATION = terms("living occupation")
@@ -161,7 +222,10 @@ def _word_terms(words: Mapping[str, tuple[str, str]]) -> tuple[dict[str, frozens
 
 _ASKED, _TOLD = _word_terms(
     {
-        kind: (f"{asked} {_OTHER_LANGUAGES[kind][0]}", f"{told} {_OTHER_LANGUAGES[kind][1]}")
+        kind: (
+            f"{asked} {_OTHER_LANGUAGES[kind][0]} {_FURTHER_LANGUAGES[kind][0]}",
+            f"{told} {_OTHER_LANGUAGES[kind][1]} {_FURTHER_LANGUAGES[kind][1]}",
+        )
         for kind, (asked, told) in FACT_KINDS.items()
     }
 )

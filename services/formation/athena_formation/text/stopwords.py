@@ -63,7 +63,7 @@ definitely totally agreed agree same too also again much very really so just day
 # The same in the other languages the docs list, as athena.text tokenizes them (casefolded, accents
 # kept, CJK as character bigrams): greetings, thanks, goodbyes, "how are you", "fine", generic offers
 # of help (Spanish, French, German, Russian, Chinese, Japanese; Dutch, Polish, Turkish, Indonesian,
-# Vietnamese, Hindi, Arabic, Hebrew). Without them a greeting would count as content and pass the gate.
+# Vietnamese, Hindi, Arabic, Hebrew, Swedish). Without them a greeting would count as content and pass the gate.
 _SMALLTALK_OTHER = """
 hola buenas buenos días dias tardes noches gracias muchas muchísimas adiós adios hasta luego pronto vale
 bueno genial perfecto claro jaja jajaja qué que tal cómo como estás estas está esta bien muy todo placer
@@ -88,6 +88,36 @@ xin chào chào cảm ơn cám tạm biệt bạn khỏe không vâng dạ đư�
 مرحبا مرحباً أهلا أهلاً اهلا السلام عليكم وعليكم كيف حالك بخير الحمد لله شكرا شكرًا شكراً جزيلا عفوا
 السلامة وداعا اللقاء أساعدك مساعدتك تمام حسنا حسنًا
 שלום היי תודה רבה בבקשה להתראות נשמע שלומך בסדר טוב אעזור לעזור
+hej hallå tack tackar bra mår hjälpa hejdå ses varsågod trevligt god morgon kväll natt okej gärna absolut
+uppskattar verkligen waardeer echt senang membantu hari आपकी आपका करके खुश سعيد سعيدة بمساعدتك
+"""
+
+# The commonest function words (pronouns, articles, copulas, auxiliaries, prepositions, conjunctions,
+# question words) of the languages whose stop words athena.text does not list: Dutch, Swedish, Polish,
+# Turkish, Indonesian, Vietnamese, Hindi and Arabic. Without them every word of such a text counted as
+# content, and "Ik ben blij dat ik kon helpen!" read as a fact by its content words alone. Words that
+# are also English words, names or chat spellings are left out ("van", "men", "den", "ten", "ben", "dan",
+# "kim", "ada", "die", "em", "ve", "mi", "da", "na").
+_FUNCTION_OTHER = """
+ik je jij hij zij ze wij we jullie het een de en dat dit zijn waren heb hebt heeft hebben kan kunnen
+wilt zal zou niet geen ook maar als naar voor bij uit aan op om te nog wel erg zeer veel mijn mij jou
+jouw uw haar ons onze hun er hier daar wat waar waarom wanneer kon
+jag du hon vi ni det ett och att som är var har hade kan vill inte också eller om när där här vad vem hur
+varför dig med ditt hennes vår vårt våra deras sig oss på av för från hos utan efter mycket så bara
+ja ty ona ono wy oni jest są był była było byli jestem jesteś jesteśmy mam masz mają nie tak we ze od
+po za przez dla że żeby tutaj te tego tej tym jak co kto gdzie kiedy dlaczego czy się mnie mój moja moje twój
+twoja jego jej nasz nasza bardzo już jeszcze też tylko lub albo może można
+sen bu şu bir ile de mı mu mü için gibi çok daha ama fakat veya ne neden nasıl nerede var yok değil
+benim senin onun bizim sizin onların bana sana ona seni onu siz onlar
+saya aku kamu anda dia kami kita ini itu di ke dari dengan untuk pada adalah akan sudah belum tidak bukan
+juga atau tetapi tapi karena jika kalau apa siapa bagaimana kapan mengapa sangat sekali bisa dapat mau
+ingin punya
+tôi anh chị ông bà nó chúng họ mình là và của có không được đã đang sẽ rất thì mà này đó với cho ở
+trong để từ như những các một cũng nhưng hoặc gì đâu nào sao khi bị
+मैं तुम वह यह हम वे मेरा मेरी मेरे तुम्हारा आपका उसका हमारा था थी थे का की के को में से पर और या भी तो ही
+नहीं न क्या कौन कहाँ कब क्यों एक बहुत कुछ सब
+أنا انا أنت انت هو هي نحن هم هذا هذه ذلك تلك في من إلى الى على عن مع و أو او لا لم لن ما ماذا أين متى
+كيف لماذا هل كان كانت يكون قد كل بعض جدا أيضا لكن الذي التي
 """
 
 CJK_SMALLTALK_PHRASES: tuple[str, ...] = tuple(
@@ -124,7 +154,9 @@ def _forms(base: str) -> tuple[str, ...]:
 
 
 VERB_FORMS: frozenset[str] = frozenset(form for base in _VERBS.split() for form in _forms(base))
-STOPWORDS: frozenset[str] = FUNCTION_WORDS | frozenset(_GENERAL.split()) | VERB_FORMS
+STOPWORDS: frozenset[str] = (
+    FUNCTION_WORDS | frozenset(_GENERAL.split()) | VERB_FORMS | frozenset(_FUNCTION_OTHER.split())
+)
 SMALLTALK: frozenset[str] = frozenset(_SMALLTALK.split()) | frozenset(_SMALLTALK_OTHER.split())
 LATIN_FUNCTION_WORDS: frozenset[str] = frozenset().union(*(STOP_WORDS[lang] for lang in ("en", "es", "fr", "de")))
 """The stop words of English, Spanish, French and German: capitalised, they are not names ("Unfortunately
