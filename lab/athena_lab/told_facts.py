@@ -79,6 +79,7 @@ PARTS = (
     "languages_4",
     "languages_5",
     "languages_6",
+    "languages_7",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

@@ -42,6 +42,11 @@ SMALL_TALK = {
     "vi-hello": [(U, "Xin chào!"), (A, "Xin chào! Tôi rất vui được giúp bạn.")],
     "hi-thanks": [(U, "धन्यवाद!"), (A, "मैं आपकी मदद करके खुश हूँ।")],
     "ar-thanks": [(U, "شكرا جزيلا!"), (A, "أنا سعيد بمساعدتك.")],
+    # Languages whose other words the signal cannot read (forming/unread_statements.py).
+    "el-thanks": [(U, "Ευχαριστώ πολύ!"), (A, "Παρακαλώ!")],
+    "th-hello": [(U, "สวัสดีครับ"), (A, "สวัสดีค่ะ")],
+    "cs-thanks": [(U, "Děkuji, to je všechno."), (A, "Prosím, nashledanou!")],
+    "fa-thanks": [(U, "خیلی ممنون!"), (A, "خواهش می‌کنم. روز خوبی داشته باشید.")],
 }
 FACTS = {
     "es-allergy": [(U, "Soy alérgico a los cacahuetes."), (A, "Entendido, nada de cacahuetes.")],
@@ -83,6 +88,11 @@ FACTS = {
     "vi-pets": [(U, "Tôi nuôi một con chó."), (A, "Vâng.")],
     "ar-name": [(U, "اسمي ليلى."), (A, "تشرفنا!")],
     "hi-home": [(U, "मैं जयपुर में रहती हूँ।"), (A, "ठीक है।")],
+    # Statements the signal cannot read, kept rather than lost.
+    "el-home": [(U, "Μένω στην Αθήνα."), (A, "Εντάξει.")],
+    "th-allergy": [(U, "ฉันแพ้ถั่วลิสง"), (A, "รับทราบค่ะ")],
+    "cs-home": [(U, "Bydlím v Brně."), (A, "Rozumím.")],
+    "fa-home": [(U, "من در شیراز زندگی می‌کنم."), (A, "متوجه شدم.")],
 }
 
 

@@ -30,6 +30,7 @@ class PartChoice(str, Enum):
     LANGUAGES_4 = "languages_4"
     LANGUAGES_5 = "languages_5"
     LANGUAGES_6 = "languages_6"
+    LANGUAGES_7 = "languages_7"
     ALL = "all"
 
 

@@ -75,12 +75,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from athena.text import pieces, tokens
+from athena.text import STOP_WORDS, pieces, tokens
 from athena_formation.forming.self_description import describes_self, is_activity, is_passing_state
+from athena_formation.forming.unread_statements import is_unread
 from athena_formation.text.calendar_words import MONTHS
 from athena_formation.text.gazetteer import FIRST_NAMES
 from athena_formation.text.messages import content_words, split_sentences, strip_markup
-from athena_formation.text.stopwords import LATIN_FUNCTION_WORDS, SMALLTALK, is_content_word
+from athena_formation.text.stopwords import LATIN_FUNCTION_WORDS, SMALLTALK, STOPWORDS, is_content_word
 
 __all__ = [
     "FACT_MIN_CONTENT_WORDS",
@@ -507,7 +508,9 @@ _CONTACT = re.compile(
 )
 """How to reach the speaker: "My phone number is 555-1234", "my email address changed" (not "my
 order number is", "my address was wrong")."""
-_QUESTION_END = re.compile(r"[?？]\W*$")
+_QUESTION_END = re.compile(r"[?？؟;]\W*$")
+"""A question mark at the end: also the Arabic and Persian "؟" and the Greek ";" (U+037E, which NFC makes
+";")."""
 _QUESTION_START = re.compile(
     r"^(?:can|could|would|will|should|shall|do|does|did|is|are|am|was|were|have|has|how|what|when|where|why|who|which)\b",
     re.IGNORECASE,
@@ -516,6 +519,13 @@ _STATEMENT_END = re.compile(r"[.!。！]\W*$")
 _ADDRESSED_I = frozenset(("I", "I'm", "I've", "I'd", "I'll"))
 _NOT_NAMES = SMALLTALK | LATIN_FUNCTION_WORDS
 """Capitalised, these are not names: "LOL", "Unfortunately We can't"."""
+
+
+_KNOWN_WORDS = (
+    frozenset().union(*STOP_WORDS.values()) | STOPWORDS | SMALLTALK | _SINGULAR | _PLURAL | _CUES | _DATE_WORDS
+)
+"""Every word the signal's lists hold, in any language: a sentence with few of them is one it cannot
+read (unread_statements.py)."""
 
 
 def _is_question(sentence: str) -> bool:
@@ -762,8 +772,9 @@ def speaks_of_self_unmarked(text: str) -> bool:
 
 
 def personal_fact_sentences(text: str) -> list[str]:
-    """The sentences of `text` that state a personal fact (see the module docstring)."""
-    return _stating(text, _specific)
+    """The sentences of `text` that state a personal fact (see the module docstring), or that are
+    statements in a language the signal has no words for (unread_statements.py)."""
+    return _stating(text, _specific, or_unread=True)
 
 
 def lasting_fact_sentences(text: str) -> list[str]:
@@ -775,18 +786,21 @@ def lasting_fact_sentences(text: str) -> list[str]:
     return _stating(text, _lasting)
 
 
-def _stating(text: str, specific: Callable[[str, list[str]], bool]) -> list[str]:
-    """The statements of `text` in the first person with `specific`, or of the kinds that need none."""
+def _stating(text: str, specific: Callable[[str, list[str]], bool], *, or_unread: bool = False) -> list[str]:
+    """The statements of `text` in the first person with `specific`, or of the kinds that need none;
+    with `or_unread`, also those the signal cannot read."""
     out = []
-    for sentence in _statements(text):
+    for sentence in split_sentences(strip_markup(text)):
+        if _is_question(sentence):
+            continue
         found = tokens(sentence)
-        if (_first_person(sentence, found) and specific(sentence, found)) or _without_first_person(sentence, found):
+        if (
+            (_first_person(sentence, found) and specific(sentence, found))
+            or _without_first_person(sentence, found)
+            or (or_unread and is_unread(sentence, found, _KNOWN_WORDS))
+        ):
             out.append(sentence)
     return out
-
-
-def _statements(text: str) -> list[str]:
-    return [s for s in split_sentences(strip_markup(text)) if not _is_question(s)]
 
 
 def states_personal_fact(texts: str | Iterable[str]) -> bool:

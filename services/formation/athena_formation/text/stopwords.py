@@ -63,7 +63,8 @@ definitely totally agreed agree same too also again much very really so just day
 # The same in the other languages the docs list, as athena.text tokenizes them (casefolded, accents
 # kept, CJK as character bigrams): greetings, thanks, goodbyes, "how are you", "fine", generic offers
 # of help (Spanish, French, German, Russian, Chinese, Japanese; Dutch, Polish, Turkish, Indonesian,
-# Vietnamese, Hindi, Arabic, Hebrew, Swedish). Without them a greeting would count as content and pass the gate.
+# Vietnamese, Hindi, Arabic, Hebrew, Swedish; and Greek, Thai, Czech, Romanian, Hungarian, Finnish,
+# Ukrainian and Persian, whose other words the personal-fact signal cannot read: forming/unread_statements.py). Without them a greeting would count as content and pass the gate.
 _SMALLTALK_OTHER = """
 hola buenas buenos días dias tardes noches gracias muchas muchísimas adiós adios hasta luego pronto vale
 bueno genial perfecto claro jaja jajaja qué que tal cómo como estás estas está esta bien muy todo placer
@@ -90,6 +91,12 @@ xin chào chào cảm ơn cám tạm biệt bạn khỏe không vâng dạ đư�
 שלום היי תודה רבה בבקשה להתראות נשמע שלומך בסדר טוב אעזור לעזור
 hej hallå tack tackar bra mår hjälpa hejdå ses varsågod trevligt god morgon kväll natt okej gärna absolut
 uppskattar verkligen waardeer echt senang membantu hari आपकी आपका करके खुश سعيد سعيدة بمساعدتك
+γεια σας σου καλημέρα καλησπέρα καληνύχτα ευχαριστώ ευχαριστούμε πολύ παρακαλώ αντίο εντάξει λέμε χαίρετε
+สวัสดี สวัสดีครับ สวัสดีค่ะ ขอบคุณ ขอบคุณครับ ขอบคุณค่ะ ขอบคุณมาก ขอบคุณมากครับ ขอบคุณมากค่ะ ลาก่อน โอเค ครับ ค่ะ
+děkuji děkuju díky dobrý ahoj nashledanou prosím pořádku mulțumesc mulțumim frumos bună ziua seara salut
+revedere mersi köszönöm szépen szia sziasztok jó napot reggelt estét viszontlátásra rendben kiitos hei moi
+huomenta hyvää päivää iltaa näkemiin selvä дякую вітаю побачення будь ласка гаразд سلام ممنون ممنونم مرسی
+خداحافظ خیلی روز خوبی داشته باشید خواهش کنم
 """
 
 # The commonest function words (pronouns, articles, copulas, auxiliaries, prepositions, conjunctions,
@@ -155,9 +162,10 @@ def _forms(base: str) -> tuple[str, ...]:
 
 VERB_FORMS: frozenset[str] = frozenset(form for base in _VERBS.split() for form in _forms(base))
 STOPWORDS: frozenset[str] = (
-    FUNCTION_WORDS | frozenset(_GENERAL.split()) | VERB_FORMS | frozenset(_FUNCTION_OTHER.split())
+    FUNCTION_WORDS | frozenset(_GENERAL.split()) | VERB_FORMS | frozenset(_FUNCTION_OTHER.casefold().split())
 )
-SMALLTALK: frozenset[str] = frozenset(_SMALLTALK.split()) | frozenset(_SMALLTALK_OTHER.split())
+SMALLTALK: frozenset[str] = frozenset(w.casefold() for w in f"{_SMALLTALK} {_SMALLTALK_OTHER}".split())
+"""Casefolded, as tokens are (Greek "σας" is "σασ")."""
 LATIN_FUNCTION_WORDS: frozenset[str] = frozenset().union(*(STOP_WORDS[lang] for lang in ("en", "es", "fr", "de")))
 """The stop words of English, Spanish, French and German: capitalised, they are not names ("Unfortunately
 We can't"); after "I'm" they end what the speaker is ("I'm off to bake")."""
