@@ -182,6 +182,23 @@ async def test_a_users_correction_of_a_fact_is_in_the_summary_beside_the_fact_it
     assert analysis.summary == "User: My favourite colour is blue. Oh and my favourite colour is green now, not blue."
 
 
+async def test_a_users_short_answer_to_a_question_about_them_is_in_the_summary_after_its_question() -> None:
+    # "Shellfish." has one word and "Any allergies?" two: neither was a candidate sentence, and the
+    # summary read as a question with no answer, or as the help-desk talk around it.
+    analysis = await analyze(
+        segment(
+            (U, "Can you help me plan dinners for next week? I want quick recipes I can cook after work."),
+            (A, "Happy to help with quick weeknight dinners. Any allergies?"),
+            (U, "Shellfish."),
+            (A, "Got it, no shellfish. Here is a plan with five quick dinners for the week."),
+        ),
+        llm=None,
+    )
+
+    assert "Agent: Any allergies? User: Shellfish." in analysis.summary
+    assert analysis.summary.startswith("User: Can you help me plan dinners for next week?")
+
+
 async def test_a_repeated_fact_that_says_nothing_changed_is_still_a_near_duplicate() -> None:
     analysis = await analyze(
         segment(

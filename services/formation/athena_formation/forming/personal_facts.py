@@ -85,7 +85,9 @@ from athena_formation.text.stopwords import LATIN_FUNCTION_WORDS, SMALLTALK, STO
 
 __all__ = [
     "FACT_MIN_CONTENT_WORDS",
+    "is_question",
     "lasting_fact_sentences",
+    "names_fact_kind",
     "personal_fact_sentences",
     "speaks_of_self_unmarked",
     "states_lasting_fact",
@@ -528,7 +530,12 @@ _KNOWN_WORDS = (
 read (unread_statements.py)."""
 
 
-def _is_question(sentence: str) -> bool:
+def names_fact_kind(found: list[str]) -> bool:
+    """Whether the tokens hold a cue word of a kind of personal fact (_CUES: "dog", "name", "allergy")."""
+    return any(t in _CUES for t in found)
+
+
+def is_question(sentence: str) -> bool:
     """Ends with "?", or opens like a question ("Can i use this tool to check my claim") and does not
     end like a statement."""
     text = sentence.strip()
@@ -791,7 +798,7 @@ def _stating(text: str, specific: Callable[[str, list[str]], bool], *, or_unread
     with `or_unread`, also those the signal cannot read."""
     out = []
     for sentence in split_sentences(strip_markup(text)):
-        if _is_question(sentence):
+        if is_question(sentence):
             continue
         found = tokens(sentence)
         if (

@@ -14,20 +14,26 @@ from typing import Any
 
 from athena.events import is_user_message, timestamp_of
 from athena_client.memory.v1 import memory_pb2
+from athena_formation.forming.answered_questions import answered_questions
 from athena_formation.forming.fact_updates import updates_fact
 from athena_formation.forming.personal_facts import lasting_fact_sentences
+from athena_formation.text.messages import conversation
 
 __all__ = ["fact_fields", "merged_facts", "profile_facts"]
 
 
 def profile_facts(events: Iterable[memory_pb2.Event]) -> list[dict[str, Any]]:
     """The lasting-fact sentences of the user's messages among `events`, in order: `text`, `event_id`
-    and `told_at` (the event's timestamp, epoch seconds, as chain documents keep times)."""
+    and `told_at` (the event's timestamp, epoch seconds, as chain documents keep times). An answer to
+    the agent's question about the user that states none is told as the question and the answer
+    ("What's your dog's name? Rex.", answered_questions.py)."""
+    events = list(events)
+    answers = answered_questions([m for m in conversation(events) if m.is_dialogue])
     return [
         {"text": sentence, "event_id": e.id, "told_at": timestamp_of(e.timestamp).timestamp()}
-        for e in events
+        for k, e in enumerate(events)
         if is_user_message(e)
-        for sentence in lasting_fact_sentences(e.content)
+        for sentence in lasting_fact_sentences(e.content) or ([answers[k]] if k in answers else [])
     ]
 
 

@@ -84,6 +84,7 @@ import numpy as np
 
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.forming.analysis import SMALL_TALK, Analysis
+from athena_formation.forming.answered_questions import answered_questions
 from athena_formation.forming.personal_facts import states_personal_fact
 from athena_formation.text.gazetteer import FIRST_NAMES
 from athena_formation.text.messages import (
@@ -365,9 +366,10 @@ def _states_fact(seg: _Segment) -> bool:
     statements count only when the user said something with a content word too: in a conversation
     between people (LoCoMo) the other side is a person whose news is a memory, and an assistant's
     "I booked your table at Nopa for 8" is a fact of the user's world; an agent talking to itself or
-    answering "hi" is not a conversation worth a chain."""
+    answering "hi" is not a conversation worth a chain. A user's answer to the agent's question about
+    them is a fact too ("What's your dog's name?" "Rex.", answered_questions.py)."""
     users = seg.indices(USER)
-    if states_personal_fact(seg.dialogue[k].text for k in users):
+    if states_personal_fact(seg.dialogue[k].text for k in users) or answered_questions(seg.dialogue):
         return True
     user_spoke = any(seg.stems[k] for k in users)
     return user_spoke and states_personal_fact(seg.dialogue[k].text for k in seg.indices(AGENT))

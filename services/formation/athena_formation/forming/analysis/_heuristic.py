@@ -20,6 +20,7 @@ from athena.embeddings import Embedder
 from athena_formation.forming.analysis._entities import extract_entities
 from athena_formation.forming.analysis._keywords import key_phrases, word_scores
 from athena_formation.forming.analysis._summary import (
+    answered_pairs,
     candidate_sentences,
     embedding_centrality,
     fallback_summary,
@@ -80,7 +81,7 @@ async def heuristic_summary(messages: Sequence[Message], *, embedder: Embedder |
         centrality = embedding_centrality(vectors)
     else:
         centrality = keyword_centrality(sentences, word_scores(messages))
-    return render(select(sentences, centrality, vectors))
+    return render(select(sentences, centrality, vectors, answered=answered_pairs(messages, sentences)))
 
 
 async def heuristic_analysis(

@@ -12,7 +12,10 @@
    question). Without user sentences, no lead.
 4. Then the user's latest correction of a lasting fact, if any (a sentence stating a lasting fact
    that says it changed, fact_updates.py: "Oh and my favourite colour is green now, not blue"), which
-   is never a near-duplicate of the fact it corrects; then the most central agent sentence after the
+   is never a near-duplicate of the fact it corrects; then the user's latest answer to the agent's
+   question about them with that question ("What's your dog's name?" "Rex.", answered_questions.py:
+   both are candidates whatever their length, and the answer is never the lead); then the most
+   central agent sentence after the
    lead (the answer), then the best remaining sentence, at most three in all, skipping near-duplicates
    (same speaker and cosine > 0.85 or a content-word Jaccard >= 0.6) and anything that would pass
    MAX_CHARS. Without step 4's correction, a chain where a user corrects a fact would be summarised
@@ -32,6 +35,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from athena_formation.forming.answered_questions import answered_questions
 from athena_formation.forming.fact_updates import states_updated_fact
 from athena_formation.text.messages import (
     AGENT,
@@ -49,6 +53,7 @@ from athena_formation.text.messages import (
 __all__ = [
     "MAX_CHARS",
     "MAX_SENTENCE_CHARS",
+    "answered_pairs",
     "candidate_sentences",
     "clip_text",
     "embedding_centrality",
@@ -74,8 +79,36 @@ def clip_text(text: str, max_chars: int) -> str:
 
 
 def candidate_sentences(messages: Sequence[Message]) -> list[Sentence]:
-    dialogue = [m for m in messages if m.is_dialogue] or list(messages)
-    return [s for s in sentences_of(dialogue) if len(words(s.text)) >= 3 and content_words(s.text)]
+    """Step 1 of the module docstring, with the user's answers to the agent's questions about them
+    and those questions, whatever their length ("Any allergies?" "Shellfish.")."""
+    dialogue = _dialogue(messages)
+    kept = {p for k in _answer_positions(dialogue) for p in (k - 1, k)}
+    return [
+        s for s in sentences_of(dialogue) if (len(words(s.text)) >= 3 and content_words(s.text)) or s.message in kept
+    ]
+
+
+def answered_pairs(messages: Sequence[Message], sentences: Sequence[Sentence]) -> list[tuple[int, int]]:
+    """(question, answer) indices in `sentences` of each user answer to the agent's question about
+    them (answered_questions.py): the question is its message's last sentence, the answer its
+    message's first."""
+    pairs = []
+    for k in sorted(_answer_positions(_dialogue(messages))):
+        question = [i for i, s in enumerate(sentences) if s.message == k - 1]
+        answer = [i for i, s in enumerate(sentences) if s.message == k]
+        if question and answer:
+            pairs.append((question[-1], answer[0]))
+    return pairs
+
+
+def _dialogue(messages: Sequence[Message]) -> list[Message]:
+    return [m for m in messages if m.is_dialogue] or list(messages)
+
+
+def _answer_positions(dialogue: Sequence[Message]) -> set[int]:
+    """Positions in `dialogue` of the user's answers to the agent's questions about them."""
+    answers = answered_questions(dialogue)
+    return {k for k, m in enumerate(dialogue) if m.index in answers}
 
 
 def keyword_centrality(sentences: Sequence[Sentence], scores: dict[str, float]) -> list[float]:
@@ -112,11 +145,18 @@ def _duplicate(a: int, b: int, sentences: Sequence[Sentence], vectors: np.ndarra
 
 
 def select(
-    sentences: Sequence[Sentence], centrality: Sequence[float], vectors: np.ndarray | None = None
+    sentences: Sequence[Sentence],
+    centrality: Sequence[float],
+    vectors: np.ndarray | None = None,
+    *,
+    answered: Sequence[tuple[int, int]] = (),
 ) -> list[Sentence]:
-    """Steps 3-4 of the module docstring: the chosen sentences, lead first, then in order."""
+    """Steps 3-4 of the module docstring: the chosen sentences, lead first, then in order.
+    `answered`: (question, answer) indices of the user's answers to the agent's questions about them
+    (answered_pairs)."""
     weighted = [c * _length_weight(s) for s, c in zip(sentences, centrality)]
-    user = [i for i, s in enumerate(sentences) if s.role == USER]
+    answers = {a for _, a in answered}
+    user = [i for i, s in enumerate(sentences) if s.role == USER and i not in answers]
     pool = [i for r, i in enumerate(user) if r == 0 or is_question_or_request(sentences[i].text)]
     lead: int | None = None
     if pool:
@@ -133,6 +173,10 @@ def select(
     correction = next((i for i in reversed(user) if states_updated_fact([sentences[i].text])), None)
     if correction is not None and correction not in chosen and fits(correction, duplicate_allowed=True):
         chosen.append(correction)
+    for pair in answered[-1:]:
+        new = [i for i in pair if i not in chosen]
+        if new and fits(new[0], duplicate_allowed=True) and (len(new) == 1 or _fit_both(new, chosen, sentences)):
+            chosen.extend(new)
     order = sorted(range(len(sentences)), key=lambda i: (-weighted[i], i))
     if lead is not None:
         answer = next((i for i in order if sentences[i].role == AGENT and i > lead and fits(i)), None)
@@ -147,6 +191,10 @@ def select(
     if lead is not None and any(sentences[i].role != USER for i in ordered if i < lead):
         ordered = [lead] + [i for i in ordered if i != lead]
     return [sentences[i] for i in ordered]
+
+
+def _fit_both(new: Sequence[int], chosen: Sequence[int], sentences: Sequence[Sentence]) -> bool:
+    return sum(min(len(sentences[j].text), MAX_SENTENCE_CHARS) + 8 for j in [*chosen, *new]) <= MAX_CHARS
 
 
 def render(chosen: Sequence[Sentence]) -> str:
@@ -164,6 +212,6 @@ def render(chosen: Sequence[Sentence]) -> str:
 
 def fallback_summary(messages: Sequence[Message]) -> str:
     """For segments with no candidate sentence: the first two messages as they are."""
-    dialogue = [m for m in messages if m.is_dialogue] or list(messages)
+    dialogue = _dialogue(messages)
     parts = [f"{role_label(m.role)}: {clip_text(m.text, 150)}" for m in dialogue[:2]]
     return clip_text(" ".join(parts), MAX_CHARS)
