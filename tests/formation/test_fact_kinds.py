@@ -95,6 +95,12 @@ def test_an_agents_query_about_the_user_adds_the_words_of_the_kind_it_names() ->
     assert _expansion("Melanie pottery") == []
 
 
+def test_a_query_for_how_the_user_wants_answers_adds_the_style_words_and_a_request_to_answer_does_not() -> None:
+    assert {*terms("short concise bullet")} <= set(_expansion("response style preferences"))
+    assert {*terms("short brief")} <= set(_expansion("How do I like my answers formatted?"))
+    assert _expansion("Can you answer my question about taxes?") == []
+
+
 def test_words_that_are_common_english_words_are_not_told_words_in_any_language() -> None:
     every_kind = "Who is in my family and what pets, health issues, diet, home and job do I have?"
     assert not {*terms("chat kind cane tier file fill man barn arts guru gift pies")} & set(_expansion(every_kind))

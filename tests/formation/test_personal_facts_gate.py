@@ -346,16 +346,17 @@ def test_thorough_mode_admits_no_small_talk_from_the_labelled_set(labelled: list
 # --- statements told in passing ------------------------------------------------------------------------
 
 TOLD_IN_PASSING = LABELLED.with_name("told_in_passing.json")
-# Floors a little below the rates measured after the fourth round of rules (docs/formation.md): every
-# fact of the first five sets and 30 of 36 of held_out_5, written before the round; no small-talk line
-# but one of held_out_5's ("I grew tired of waiting.", read as what the speaker did).
+# Floors a little below the rates measured now (docs/formation.md): every fact of the first five sets
+# and 34 of 36 of held_out_5 (30 after the round it was written before, whose misses have been read
+# since); no small-talk line but one of held_out_5's ("I grew tired of waiting.", read as what the
+# speaker did).
 IN_PASSING_FLOORS = {
     "written": 0.95,
     "held_out": 0.95,
     "held_out_2": 0.93,
     "held_out_3": 0.95,
     "held_out_4": 0.95,
-    "held_out_5": 0.8,
+    "held_out_5": 0.9,
 }
 SMALL_TALK_ADMITTED = {"held_out_5": 1}
 

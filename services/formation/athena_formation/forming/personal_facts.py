@@ -199,7 +199,7 @@ _CUES = frozenset(
     жена муж сын сына дочь дочери дочка дети ребёнок ребенок мама мать папа отец брат сестра собака кошка
     аллергия аллергии аллергик вегетарианец вегетарианка веган предпочитаю люблю любимый любимая зовут
     имя рождения живу работаю диабет диабетик левша правша кошки кошку кошек кот кота коты собаки собаку пёс пес попугай
-    хомяк детей врач врачом медсестра медсестрой учитель учителем учительница учительницей программист
+    хомяк детей изучаю врач врачом медсестра медсестрой учитель учителем учительница учительницей программист
     программистом инженер инженером юрист юристом бухгалтер бухгалтером
     शाकाहारी एलर्जी मधुमेह पत्नी पति बेटा बेटी बच्चे माँ मां पिता भाई बहन कुत्ता बिल्ली रहता रहती रहते काम नाम पसंद
     जन्मदिन
@@ -222,9 +222,13 @@ _CUES = frozenset(
 """Cue words of the kinds of personal fact, casefolded; in English also common lasting conditions
 ("adhd", "asthma", "seasick"); in other languages the words of family, pets, diet, home, work, names
 and likings, without those that are also English words ("man", "kind", "barn", "make", Polish "pies")."""
-_PHRASE_CUES = re.compile(r"\b(?:dị\s+ứng|ăn\s+chay|sinh\s+nhật|làm\s+việc|ulang\s+tahun)\b", re.IGNORECASE)
+_PHRASE_CUES = re.compile(
+    r"\b(?:dị\s+ứng|ăn\s+chay|sinh\s+nhật|làm\s+việc|ulang\s+tahun)\b|\bучу\s+(?!тебя|вас|его|её|ее|их)\w",
+    re.IGNORECASE,
+)
 """Cues of two words: Vietnamese "allergic", "vegetarian", "birthday", "work" and Indonesian "birthday",
-whose single words mean other things ("ứng" is also "apply")."""
+whose single words mean other things ("ứng" is also "apply"); Russian "I learn" with what is learnt
+("Я учу испанский"; not "Я учу тебя", "I teach you")."""
 _TURKISH_PRESENT = re.compile(r"\w{3,}[ıiuü]yorum\b", re.IGNORECASE)
 """A Turkish verb in the present, first person singular ("yaşıyorum", "I live"; "yorum" alone is "comment")."""
 _HINDI_SELF = re.compile(r"^\W*मैं\s+एक\s+\S+(?:\s+\S+)?\s+हूँ")
@@ -465,10 +469,12 @@ sources", "Please stop using emojis": a content word in the two words after them
 "always" or "never" not a function word nor a passing state (not "Always a pleasure", "Never mind",
 "always hungry after a run", "Stop, that's enough")."""
 _UNITS = re.compile(
-    r"^\W*(?:please\s*,?\s+)?use\s+(?:the\s+)?(?:metric|imperial|us|uk|si)\s+(?:units|system|measurements)\b",
+    r"^\W*(?:please\s*,?\s+)?use\s+(?:the\s+)?(?:metric|imperial|us|uk|si)\s+(?:units|system|measurements)\b"
+    r"|^\W*(?:please\s*,?\s+)?use\s+(?:british|american|us|uk|canadian|australian)\s+(?:spelling|english)\b",
     re.IGNORECASE,
 )
-"""A standing instruction on units: "Use metric units, please"."""
+"""A standing instruction on units or spelling: "Use metric units, please", "Please use British
+spelling"."""
 _INSTRUCTED_CHOICE = re.compile(
     r"^\W*(?:please\s*,?\s+)?(?:use|write|reply|answer|respond|spell|call|address|format|send|give|show|list)\b",
     re.IGNORECASE,

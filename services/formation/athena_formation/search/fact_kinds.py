@@ -91,8 +91,14 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
         "preference preferences prefer favourite favorite favourites favorites likes dislikes",
         "prefer rather favourite favorite love hate dislike enjoy",
     ),
+    "style": (
+        "style tone format formatting formatted responses verbosity",
+        "short brief concise detailed bullet bullets formal casual emoji emojis",
+    ),
 }
-"""Kind: (the words a question asks for it with, the words a fact of it is told with), in English."""
+"""Kind: (the words a question asks for it with, the words a fact of it is told with), in English.
+"style" is how the user wants to be answered ("response style preferences": "Please keep your
+answers short."); "answer" and "reply" are not its telling words, as any request names them."""
 
 _PARTNER_OTHER = (
     "esposa esposo marido casado casada pareja novio novia épouse époux mari femme mariée marié conjoint "
@@ -223,8 +229,8 @@ def _word_terms(words: Mapping[str, tuple[str, str]]) -> tuple[dict[str, frozens
 _ASKED, _TOLD = _word_terms(
     {
         kind: (
-            f"{asked} {_OTHER_LANGUAGES[kind][0]} {_FURTHER_LANGUAGES[kind][0]}",
-            f"{told} {_OTHER_LANGUAGES[kind][1]} {_FURTHER_LANGUAGES[kind][1]}",
+            f"{asked} {_OTHER_LANGUAGES.get(kind, ('', ''))[0]} {_FURTHER_LANGUAGES.get(kind, ('', ''))[0]}",
+            f"{told} {_OTHER_LANGUAGES.get(kind, ('', ''))[1]} {_FURTHER_LANGUAGES.get(kind, ('', ''))[1]}",
         )
         for kind, (asked, told) in FACT_KINDS.items()
     }
