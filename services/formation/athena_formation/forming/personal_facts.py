@@ -126,7 +126,7 @@ _SINGULAR = frozenset(
 pronoun, so their commonest first-person verbs are here too: "soy", "tengo", "sou", "sono", "mam",
 "jestem", "mieszkam"). Also Dutch, Swedish (not "min", "five min" in English), Turkish (not "ben" nor
 "beni", English names too; the person is a suffix, so "my wife", "my name", "my allergy" are here
-whole: "eşim", "adım", "alerjim"; verbs in "-yorum" are read by `_turkish_first_person`), Indonesian,
+whole: "eşim", "adım", "alerjim"; verbs in "-yorum" are read by `_TURKISH_PRESENT`), Indonesian,
 Vietnamese, Hindi, Arabic (whose "my" is a suffix and whose verbs say their person: "زوجتي", "أعيش"),
 Hebrew, and Korean as athena.text tokenizes it: a pronoun with its particle is one bigram ("저는"), a
 lone "제" or "내" ("my") one token."""

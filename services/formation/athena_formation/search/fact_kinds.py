@@ -226,15 +226,13 @@ def _word_terms(words: Mapping[str, tuple[str, str]]) -> tuple[dict[str, frozens
     return asking, telling
 
 
-_ASKED, _TOLD = _word_terms(
-    {
-        kind: (
-            f"{asked} {_OTHER_LANGUAGES.get(kind, ('', ''))[0]} {_FURTHER_LANGUAGES.get(kind, ('', ''))[0]}",
-            f"{told} {_OTHER_LANGUAGES.get(kind, ('', ''))[1]} {_FURTHER_LANGUAGES.get(kind, ('', ''))[1]}",
-        )
-        for kind, (asked, told) in FACT_KINDS.items()
-    }
-)
+def _in_every_language(kind: str) -> tuple[str, str]:
+    """The kind's asking and telling words in English and the other languages that list it."""
+    lists = [FACT_KINDS[kind], _OTHER_LANGUAGES.get(kind, ("", "")), _FURTHER_LANGUAGES.get(kind, ("", ""))]
+    return " ".join(asked for asked, _ in lists), " ".join(told for _, told in lists)
+
+
+_ASKED, _TOLD = _word_terms({kind: _in_every_language(kind) for kind in FACT_KINDS})
 
 _TOLD_SET = {kind: frozenset(words) for kind, words in _TOLD.items()}
 """A question naming what is told of a kind, and no kind by its asking words, asks for the kinds of
