@@ -42,12 +42,12 @@ _OFFER = re.compile(
 benefits according to your age?", "Do you need to find out more about your estimated benefit?")."""
 _ASKING = frozenset(
     """
-    based allergies dietary restrictions intolerances call nickname pronouns age hometown occupation
-    profession hobby hobbies pets kids married favorite favourite preferences prefer diet work
+    based dietary restrictions intolerances call nickname pronouns age hometown occupation profession
+    hobby hobbies married preferences work
     """.split()
 )
 """Words a question about the user asks with that the signal's cues lack ("Where are you based?",
-"Any allergies?", "What should I call you?")."""
+"Any dietary restrictions?", "What should I call you?")."""
 
 
 def answered_questions(dialogue: Sequence[Message]) -> dict[int, str]:

@@ -15,10 +15,9 @@
    is never a near-duplicate of the fact it corrects; then the user's latest answer to the agent's
    question about them with that question ("What's your dog's name?" "Rex.", answered_questions.py:
    both are candidates whatever their length, and the answer is never the lead); then the most
-   central agent sentence after the
-   lead (the answer), then the best remaining sentence, at most three in all, skipping near-duplicates
-   (same speaker and cosine > 0.85 or a content-word Jaccard >= 0.6) and anything that would pass
-   MAX_CHARS. Without step 4's correction, a chain where a user corrects a fact would be summarised
+   central agent sentence after the lead (the answer), then the best remaining sentence, at most
+   three in all, skipping near-duplicates (same speaker and cosine > 0.85 or a content-word Jaccard
+   >= 0.6) and anything that would pass MAX_CHARS. Without step 4's correction, a chain where a user corrects a fact would be summarised
    by the fact it no longer holds.
 5. Rendered in conversation order, except that the lead moves to the front if an agent sentence came
    before it (the summary opens with what the user wanted); each run of one speaker is prefixed with
@@ -164,10 +163,10 @@ def select(
         lead = max(pool, key=lambda i: (weighted[i] / (1 + 0.3 * rank[i]), -i))
     chosen: list[int] = [lead] if lead is not None else []
 
-    def fits(i: int, *, duplicate_allowed: bool = False) -> bool:
-        total = sum(min(len(sentences[j].text), MAX_SENTENCE_CHARS) + 8 for j in [*chosen, i])
+    def fits(*new: int, duplicate_allowed: bool = False) -> bool:
+        total = sum(min(len(sentences[j].text), MAX_SENTENCE_CHARS) + 8 for j in [*chosen, *new])
         return total <= MAX_CHARS and (
-            duplicate_allowed or not any(_duplicate(i, j, sentences, vectors) for j in chosen)
+            duplicate_allowed or not any(_duplicate(i, j, sentences, vectors) for i in new for j in chosen)
         )
 
     correction = next((i for i in reversed(user) if states_updated_fact([sentences[i].text])), None)
@@ -175,7 +174,7 @@ def select(
         chosen.append(correction)
     for pair in answered[-1:]:
         new = [i for i in pair if i not in chosen]
-        if new and fits(new[0], duplicate_allowed=True) and (len(new) == 1 or _fit_both(new, chosen, sentences)):
+        if new and fits(*new, duplicate_allowed=True):
             chosen.extend(new)
     order = sorted(range(len(sentences)), key=lambda i: (-weighted[i], i))
     if lead is not None:
@@ -191,10 +190,6 @@ def select(
     if lead is not None and any(sentences[i].role != USER for i in ordered if i < lead):
         ordered = [lead] + [i for i in ordered if i != lead]
     return [sentences[i] for i in ordered]
-
-
-def _fit_both(new: Sequence[int], chosen: Sequence[int], sentences: Sequence[Sentence]) -> bool:
-    return sum(min(len(sentences[j].text), MAX_SENTENCE_CHARS) + 8 for j in [*chosen, *new]) <= MAX_CHARS
 
 
 def render(chosen: Sequence[Sentence]) -> str:
