@@ -1,5 +1,5 @@
 """`athena eval told-facts` through the CLI and a whole local stack: one user tells the held-out facts
-(in English, in five other languages, in eight more, facts that requests bear on, and facts an agent's
+(in English, in five other languages, in eight more, in languages no list covers, facts that requests bear on, and facts an agent's
 own query asks for) between help-desk dialogues, leaves, and asks each back in other words."""
 
 from __future__ import annotations
@@ -16,19 +16,41 @@ from athena_lab.told_facts import load_pairs
 pytestmark = pytest.mark.slow
 
 SUPERSEG = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "segmentation" / "superseg_validation.jsonl"
-FOUND_FLOORS = {"held_out": 0.875, "languages_2": 0.85, "needs_2": 0.8, "agent_queries_2": 0.9, "languages_6": 0.8}
+FOUND_FLOORS = {
+    "held_out": 0.875,
+    "languages_2": 0.85,
+    "needs_2": 0.8,
+    "agent_queries_2": 0.9,
+    "languages_6": 0.8,
+    "languages_7": 0.8,
+}
 """A little below what this user finds with the shipped settings: 16 and 15 of 16, 11 of 12, 12 of 12,
-14 of 16 (docs/formation.md)."""
-RANK_FLOORS = {"held_out": 0.63, "languages_2": 0.64, "needs_2": 0.55, "agent_queries_2": 0.86, "languages_6": 0.8}
+14 of 16, 15 of 16 (docs/formation.md); languages_7 found 5 of 16 before statements the lists cannot
+read were kept, 11 before those in Latin letters alone were."""
+RANK_FLOORS = {
+    "held_out": 0.63,
+    "languages_2": 0.64,
+    "needs_2": 0.55,
+    "agent_queries_2": 0.86,
+    "languages_6": 0.8,
+    "languages_7": 0.8,
+}
 """Mean reciprocal rank, a little below this user's with the shipped settings: 0.662, 0.682, 0.583,
-0.917 and 0.875; without a chain's told facts scored on their own (SEARCH_TOLD_FACTS=false) 0.609,
+0.917, 0.875 and 0.875; without a chain's told facts scored on their own (SEARCH_TOLD_FACTS=false) 0.609,
 0.609 and 0.583 for the first three; agent_queries_2 gave 0.819 before an agent's own query was read
 as the user's (fact_kinds._about_the_user), languages_6 0.513 before its languages' words (9 of its
 16 facts found)."""
-CONTEXT_FLOORS = {"held_out": 0.85, "languages_2": 0.85, "needs_2": 0.9, "agent_queries_2": 0.9, "languages_6": 0.85}
+CONTEXT_FLOORS = {
+    "held_out": 0.85,
+    "languages_2": 0.85,
+    "needs_2": 0.9,
+    "agent_queries_2": 0.9,
+    "languages_6": 0.85,
+    "languages_7": 0.85,
+}
 """What GetContext gives an agent asking the question (3 relevant chains, a profile of 20), a little
-below what three users get: 48 and 46 of 48, 36 of 36, 36 of 36, 47 of 48 (docs/formation.md, "The
-user's profile")."""
+below what three users get: 48 and 46 of 48, 36 of 36, 36 of 36, 47 of 48, 44 of 48 (docs/formation.md,
+"The user's profile")."""
 
 
 @pytest.mark.parametrize("part", sorted(FOUND_FLOORS))

@@ -1,9 +1,10 @@
 """A statement in a language the personal-fact signal has no words for is kept as a fact, not lost.
 
-Greek, Thai, Czech, Ukrainian and Persian facts say nothing the signal's word lists can read; before
-this rule a fact told in two messages in one of them was rejected by the gate. Their greetings and
-thanks are small talk, and the languages the lists cover are read as before: a sentence of theirs
-never has a letter of an unlisted language.
+Greek, Thai, Czech, Ukrainian, Persian, Finnish or Hungarian facts say nothing the signal's word lists
+can read; before this rule a fact told in two messages in one of them was rejected by the gate. Their
+greetings and thanks are small talk, and the languages the lists cover are read as before: a sentence
+of theirs never has a letter of an unlisted language, and one of content words alone has everyday
+words of its language or English words.
 """
 
 from __future__ import annotations
@@ -19,6 +20,25 @@ UNREAD_FACTS = [
     "Мій син навчається в школі.",  # Ukrainian: "і", "ї"
     "من در تهران زندگی می‌کنم.",  # Persian: "ی", "ک"
     "Živim u Splitu.",  # Croatian: one word of three known ("u")
+]
+UNREAD_LATIN_FACTS = [  # no letter of their own: their words are neither listed nor English
+    "Olen kasvissyöjä.",  # Finnish
+    "Asun Helsingissä vaimoni kanssa.",  # Finnish
+    "Budapesten lakom a férjemmel.",  # Hungarian
+    "Laktózérzékeny vagyok.",  # Hungarian
+    "Mul on kaks koera.",  # Estonian
+    "Tinc dos gats.",  # Catalan
+    "Irakaslea naiz.",  # Basque
+    "Nina paka wawili.",  # Swahili
+    "Tá beirt pháistí agam.",  # Irish
+]
+ENGLISH_OF_CONTENT_WORDS = [
+    "Pizza tonight.",
+    "Crabs or lobster.",
+    "Oops, typo.",
+    "Two acceptable proofs exist.",
+    "Luna and Oliver!",
+    "Registration fee and plate fee.",
 ]
 SMALL_TALK = [
     "Ευχαριστώ πολύ!",
@@ -36,6 +56,13 @@ LISTED_LANGUAGES_SMALL_TALK = [
     "Schönes Wochenende!",
     "Es war ein schöner Tag.",
     "Fa caldo oggi.",
+    # Of content words alone, read as listed languages by their everyday words (text/stopwords.py)
+    "Tolles Spiel gestern.",
+    "Mooi weer vandaag.",
+    "Ładna pogoda dzisiaj.",
+    "Güzel bir gün.",
+    "Excelente servicio.",
+    "Va bene, grazie mille.",
 ]
 
 
@@ -43,6 +70,23 @@ LISTED_LANGUAGES_SMALL_TALK = [
 def test_a_statement_in_a_language_the_lists_do_not_cover_is_a_fact_but_not_a_lasting_one(sentence: str) -> None:
     assert personal_fact_sentences(sentence) == [sentence]
     assert lasting_fact_sentences(sentence) == []
+
+
+@pytest.mark.parametrize("sentence", UNREAD_LATIN_FACTS)
+def test_a_latin_statement_whose_words_are_neither_listed_nor_english_is_a_fact(sentence: str) -> None:
+    assert personal_fact_sentences(sentence) == [sentence]
+    assert lasting_fact_sentences(sentence) == []
+
+
+@pytest.mark.parametrize("sentence", ENGLISH_OF_CONTENT_WORDS)
+def test_english_of_content_words_alone_is_read_as_english_not_as_an_unread_language(sentence: str) -> None:
+    assert personal_fact_sentences(sentence) == []
+
+
+def test_one_word_neither_listed_nor_english_is_not_enough() -> None:
+    # "câini" alone is foreign in "Am doi câini." ("am" is known, "doi" English): a name or a typo
+    # looks the same ("Two accetable proofs exist.").
+    assert personal_fact_sentences("Am doi câini.") == personal_fact_sentences("Two accetable proofs.") == []
 
 
 @pytest.mark.parametrize("sentence", SMALL_TALK + LISTED_LANGUAGES_SMALL_TALK)

@@ -81,7 +81,13 @@ from athena_formation.forming.unread_statements import is_unread
 from athena_formation.text.calendar_words import MONTHS
 from athena_formation.text.gazetteer import FIRST_NAMES
 from athena_formation.text.messages import content_words, split_sentences, strip_markup
-from athena_formation.text.stopwords import LATIN_FUNCTION_WORDS, SMALLTALK, STOPWORDS, is_content_word
+from athena_formation.text.stopwords import (
+    EVERYDAY_OTHER,
+    LATIN_FUNCTION_WORDS,
+    SMALLTALK,
+    STOPWORDS,
+    is_content_word,
+)
 
 __all__ = [
     "FACT_MIN_CONTENT_WORDS",
@@ -530,7 +536,14 @@ _NOT_NAMES = SMALLTALK | LATIN_FUNCTION_WORDS
 
 
 _KNOWN_WORDS = (
-    frozenset().union(*STOP_WORDS.values()) | STOPWORDS | SMALLTALK | _SINGULAR | _PLURAL | _CUES | _DATE_WORDS
+    frozenset().union(*STOP_WORDS.values())
+    | STOPWORDS
+    | SMALLTALK
+    | EVERYDAY_OTHER
+    | _SINGULAR
+    | _PLURAL
+    | _CUES
+    | _DATE_WORDS
 )
 """Every word the signal's lists hold, in any language: a sentence with few of them is one it cannot
 read (unread_statements.py)."""

@@ -13,9 +13,12 @@ languages have their own cues), and either
   lists do not know (greetings and thanks of those scripts are small talk), or
 - has a letter of a language of a covered script whose words are not listed (Czech "ř", Romanian
   "ș", Hungarian "ő", Ukrainian "ї", Persian "گ", ...) and at most UNREAD_KNOWN_SHARE of its words
-  known: a sentence of a listed language never has such a letter, so its reading is unchanged. Their
-  letters shared with listed languages ("ä", "é", "â") do not count, so a Finnish or Hungarian
-  statement without "ő" or "ű" ("Olen kasvissyöjä.") is still judged by the lists alone.
+  known: a sentence of a listed language never has such a letter, so its reading is unchanged, or
+- is written in Latin letters alone, has at most UNREAD_KNOWN_SHARE of its words known, and at least
+  UNREAD_MIN_FOREIGN words, half of them or more, that are neither known nor English
+  (text/english_words.py): Finnish, Hungarian or Romanian without a letter of their own ("Olen
+  kasvissyöjä.", "Budapesten lakom a férjemmel."). English of content words alone ("Pizza tonight.",
+  "Crabs or lobster.") stays read: its words are English.
 
 An unread statement is a personal fact (the gate admits it) but not a lasting one: what it says is
 not known.
@@ -26,17 +29,23 @@ from __future__ import annotations
 import regex
 
 from athena.text import is_cjk
+from athena_formation.text.english_words import is_english_word
 
-__all__ = ["UNREAD_KNOWN_SHARE", "is_unread"]
+__all__ = ["UNREAD_KNOWN_SHARE", "UNREAD_MIN_FOREIGN", "is_unread"]
 
 UNREAD_KNOWN_SHARE = 1 / 3
 """Most share of known words in an unread sentence of a covered script: "Bydlím v Brně se svou
 ženou." knows "se" alone (1 of 6), "Živim u Splitu." "u" (1 of 3, the English chat "you")."""
 
+UNREAD_MIN_FOREIGN = 2
+"""Fewest words neither known nor English in an unread sentence of Latin letters alone: one such word
+is as often a name, a typo or a rare English word ("Luna and Oliver!", "Two accetable proofs")."""
+
 _COVERED_SCRIPT = regex.compile(
     r"[\p{Latin}\p{Cyrillic}\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Arabic}\p{Devanagari}\p{Hebrew}]"
 )
 _LETTER = regex.compile(r"\p{L}")
+_LATIN = regex.compile(r"\p{Latin}")
 _UNLISTED_LANGUAGE_LETTER = regex.compile(
     "[ěřůňťďšžčĚŘŮŇŤĎŠŽČ"  # Czech, Slovak, Slovene, Croatian, Latvian, Lithuanian
     "șțţȘȚŢ"  # Romanian (not "ş", which Turkish writes, nor "ă", which Vietnamese does)
@@ -58,7 +67,13 @@ def is_unread(sentence: str, found: list[str], known: frozenset[str]) -> bool:
     words = [t for t in found if any(ch.isalpha() for ch in t)]
     if not words or any(is_cjk(t) for t in words):
         return False
-    unknown = sum(t not in known for t in words)
-    if any(not _COVERED_SCRIPT.match(ch) for ch in _LETTER.findall(sentence)):
-        return unknown > 0
-    return bool(_UNLISTED_LANGUAGE_LETTER.search(sentence)) and len(words) - unknown <= UNREAD_KNOWN_SHARE * len(words)
+    unknown = [t for t in words if t not in known]
+    letters = _LETTER.findall(sentence)
+    if any(not _COVERED_SCRIPT.match(ch) for ch in letters):
+        return bool(unknown)
+    if len(words) - len(unknown) > UNREAD_KNOWN_SHARE * len(words):
+        return False
+    if _UNLISTED_LANGUAGE_LETTER.search(sentence):
+        return True
+    foreign = sum(not is_english_word(t) for t in unknown if not any(c.isdigit() for c in t))
+    return all(_LATIN.match(ch) for ch in letters) and foreign >= max(UNREAD_MIN_FOREIGN, len(words) / 2)

@@ -16,6 +16,7 @@ from athena.text import STOP_WORDS
 
 __all__ = [
     "CJK_SMALLTALK_PHRASES",
+    "EVERYDAY_OTHER",
     "FUNCTION_WORDS",
     "LATIN_FUNCTION_WORDS",
     "SMALLTALK",
@@ -62,7 +63,7 @@ definitely totally agreed agree same too also again much very really so just day
 
 # The same in the other languages the docs list, as athena.text tokenizes them (casefolded, accents
 # kept, CJK as character bigrams): greetings, thanks, goodbyes, "how are you", "fine", generic offers
-# of help (Spanish, French, German, Russian, Chinese, Japanese; Dutch, Polish, Turkish, Indonesian,
+# of help (Spanish, French, German, Italian, Portuguese, Russian, Chinese, Japanese; Dutch, Polish, Turkish, Indonesian,
 # Vietnamese, Hindi, Arabic, Hebrew, Swedish; and Greek, Thai, Czech, Romanian, Hungarian, Finnish,
 # Ukrainian and Persian, whose other words the personal-fact signal cannot read: forming/unread_statements.py). Without them a greeting would count as content and pass the gate.
 _SMALLTALK_OTHER = """
@@ -97,6 +98,9 @@ děkuji děkuju díky dobrý ahoj nashledanou prosím pořádku mulțumesc mulț
 revedere mersi köszönöm szépen szia sziasztok jó napot reggelt estét viszontlátásra rendben kiitos hei moi
 huomenta hyvää päivää iltaa näkemiin selvä дякую вітаю побачення будь ласка гаразд سلام ممنون ممنونم مرسی
 خداحافظ خیلی روز خوبی داشته باشید خواهش کنم
+ciao buongiorno buonasera buonanotte grazie mille prego arrivederci bene benissimo stai tutto perfetto
+certo piacere volentieri olá oi obrigado obrigada muito tchau até tudo bem beleza valeu tranquilo
+perfeito prazer ajudar posso
 """
 
 # The commonest function words (pronouns, articles, copulas, auxiliaries, prepositions, conjunctions,
@@ -166,6 +170,30 @@ STOPWORDS: frozenset[str] = (
 )
 SMALLTALK: frozenset[str] = frozenset(w.casefold() for w in f"{_SMALLTALK} {_SMALLTALK_OTHER}".split())
 """Casefolded, as tokens are (Greek "σας" is "σασ")."""
+EVERYDAY_OTHER: frozenset[str] = frozenset(
+    """
+akşam allemaal allihop anoche aujourd'hui avond bagus bellissima bellissimo bello bonita bonito
+bonne bugün buona buono bữa caldo calor cantik cena chaud chúc ciepło clima comida cuaca deliciosa
+delicioso deliziosa delizioso dingin dobra dzisiaj dziś délicieuse délicieux dîner dün enak eten
+etentje excelente excellente filme fint freddo frio froid frío gece gisteren gott gra güzel hafta
+harika hava hebat heerlijk heerlijke helg herkes herkese hermosa hermoso heute hoje hoy härlig
+härligt hôm idag iedereen igår increíble incroyable incrível indah jantar jeu jogo juego kallt kalt
+kemarin kolacja koud lecker leckere leckeres lekker lekkere leuk leuke lezzetli lindo lạnh
+magnifique makan makanan mantap maç mecz middag minggu miłego mooi mooie météo mọi ngon người ngủ
+noc noche noite notte nóng oggi ottima ottimo oyun panas partido partita película permainan
+pertandingan phim piękna pięknie piękny pogoda prachtig prachtige pranzo pyszne qua ragazzi repas
+schöne schönen schöner schönes semaine semana semua semuanya settimana soir soirée soğuk spel spiel
+splendida splendido stasera süper sıcak tarde tiempo todas tolle toller tolles trevlig trận trời
+tutti tuyệt tuần tối vandaag varmt väder wczoraj wedstrijd weekendu weer weertje wetter woche
+wochenende wszyscy wszystkim wunderbar wunderschön wunderschöne yemek zimno zusammen ótima ótimo đêm
+đẹp ładna ładnie ładny świetna świetny
+""".split()
+)
+"""Everyday words of the Latin-script languages the signal reads beyond English (today, tonight, the
+weather, good, beautiful, delicious, a game, dinner, everyone), casefolded; words that are also English
+words are left out ("bella", "match", "warm"). Not small talk and not function words: a remark made of
+them ("Fa caldo oggi.", "Tolles Spiel gestern.") is of a listed language, which the signal reads, not
+an unread one (forming/unread_statements.py)."""
 LATIN_FUNCTION_WORDS: frozenset[str] = frozenset().union(*(STOP_WORDS[lang] for lang in ("en", "es", "fr", "de")))
 """The stop words of English, Spanish, French and German: capitalised, they are not names ("Unfortunately
 We can't"); after "I'm" they end what the speaker is ("I'm off to bake")."""
