@@ -32,6 +32,13 @@ UNREAD_LATIN_FACTS = [  # no letter of their own: their words are neither listed
     "Nina paka wawili.",  # Swahili
     "Tá beirt pháistí agam.",  # Irish
 ]
+UNREAD_CYRILLIC_FACTS = [
+    "Живим у Београду са женом.",  # Serbian: no letter Russian writes in most sentences
+    "Имам две деца.",  # Bulgarian, the same
+    "Аз съм вегетарианец.",  # Bulgarian: "ъ" before a consonant
+    "Живеам во Скопје.",  # Macedonian: "ј"
+    "Мен Алматыда тұрамын.",  # Kazakh: "ұ"
+]
 ENGLISH_OF_CONTENT_WORDS = [
     "Pizza tonight.",
     "Crabs or lobster.",
@@ -49,6 +56,10 @@ SMALL_TALK = [
     "Дякую, до побачення!",
     "ممنون، روز خوبی داشته باشید.",
     "Mulțumesc frumos!",
+    "Хвала пуно!",
+    "Благодаря много!",
+    "Asante sana!",
+    "Moltes gràcies!",
 ]
 LISTED_LANGUAGES_SMALL_TALK = [
     "Hôm nay trời đẹp quá.",  # Vietnamese writes "đ" and "ă": they are not letters of an unlisted language
@@ -76,6 +87,17 @@ def test_a_statement_in_a_language_the_lists_do_not_cover_is_a_fact_but_not_a_la
 def test_a_latin_statement_whose_words_are_neither_listed_nor_english_is_a_fact(sentence: str) -> None:
     assert personal_fact_sentences(sentence) == [sentence]
     assert lasting_fact_sentences(sentence) == []
+
+
+@pytest.mark.parametrize("sentence", UNREAD_CYRILLIC_FACTS)
+def test_a_cyrillic_statement_that_is_not_russian_is_a_fact(sentence: str) -> None:
+    assert personal_fact_sentences(sentence) == [sentence]
+
+
+def test_a_russian_remark_of_content_words_is_read_as_russian() -> None:
+    # "я" is a letter Serbian, Macedonian and Bulgarian-without-"ъ" never write in such a remark.
+    assert personal_fact_sentences("Отличная погода сегодня.") == []
+    assert personal_fact_sentences("Подъезд закрыт.") == []  # "ъ" before "е": Russian
 
 
 @pytest.mark.parametrize("sentence", ENGLISH_OF_CONTENT_WORDS)

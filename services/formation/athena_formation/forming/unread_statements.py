@@ -18,7 +18,9 @@ languages have their own cues), and either
   UNREAD_MIN_FOREIGN words, half of them or more, that are neither known nor English
   (text/english_words.py): Finnish, Hungarian or Romanian without a letter of their own ("Olen
   kasvissyöjä.", "Budapesten lakom a férjemmel."). English of content words alone ("Pizza tonight.",
-  "Crabs or lobster.") stays read: its words are English.
+  "Crabs or lobster.") stays read: its words are English; or
+- is written in Cyrillic alone without a letter Russian writes in most sentences (_RUSSIAN_LETTER),
+  and has as many unknown words (Serbian, Bulgarian: "Живим у Београду са женом.").
 
 An unread statement is a personal fact (the gate admits it) but not a lasting one: what it says is
 not known.
@@ -38,14 +40,16 @@ UNREAD_KNOWN_SHARE = 1 / 3
 ženou." knows "se" alone (1 of 6), "Živim u Splitu." "u" (1 of 3, the English chat "you")."""
 
 UNREAD_MIN_FOREIGN = 2
-"""Fewest words neither known nor English in an unread sentence of Latin letters alone: one such word
-is as often a name, a typo or a rare English word ("Luna and Oliver!", "Two accetable proofs")."""
+"""Fewest foreign words (neither known nor English; in Cyrillic, not known) in an unread sentence of
+one script without a language's own letter: one such word is as often a name, a typo or a rare English
+word ("Luna and Oliver!", "Two accetable proofs")."""
 
 _COVERED_SCRIPT = regex.compile(
     r"[\p{Latin}\p{Cyrillic}\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Arabic}\p{Devanagari}\p{Hebrew}]"
 )
 _LETTER = regex.compile(r"\p{L}")
 _LATIN = regex.compile(r"\p{Latin}")
+_CYRILLIC = regex.compile(r"\p{Cyrillic}")
 _UNLISTED_LANGUAGE_LETTER = regex.compile(
     "[ěřůňťďšžčĚŘŮŇŤĎŠŽČ"  # Czech, Slovak, Slovene, Croatian, Latvian, Lithuanian
     "șțţȘȚŢ"  # Romanian (not "ş", which Turkish writes, nor "ă", which Vietnamese does)
@@ -56,9 +60,16 @@ _UNLISTED_LANGUAGE_LETTER = regex.compile(
     "þðÞÐ"  # Icelandic
     "õÕ"  # Estonian
     "іїєґІЇЄҐўЎ"  # Ukrainian, Belarusian
+    "ђјљњћџѓќѕЂЈЉЊЋЏЃЌЅ"  # Serbian, Macedonian
+    "әғқңөұүһӣӯҳҷҗӘҒҚҢӨҰҮҺӢӮҲҶҖ"  # Kazakh, Kyrgyz, Mongolian, Tajik, Tatar
     "پچژگکیۀ"  # Persian, Urdu
+    "ٹڈڑںےہھۓټډړږښګڼۍېڕڵۆێ"  # Urdu, Pashto, Kurdish
     "]"
+    "|ъ(?![еёюяЕЁЮЯ])"  # Bulgarian ("съм"): Russian writes "ъ" only before "е", "ё", "ю", "я"
 )
+_RUSSIAN_LETTER = regex.compile("[яюйьыэёщъЯЮЙЬЫЭЁЩЪ]")
+"""Letters Russian writes in most sentences and Serbian never does: a Cyrillic sentence without one,
+of unknown words, is not read as Russian ("Живим у Београду са женом.")."""
 
 
 def is_unread(sentence: str, found: list[str], known: frozenset[str]) -> bool:
@@ -75,5 +86,11 @@ def is_unread(sentence: str, found: list[str], known: frozenset[str]) -> bool:
         return False
     if _UNLISTED_LANGUAGE_LETTER.search(sentence):
         return True
-    foreign = sum(not is_english_word(t) for t in unknown if not any(c.isdigit() for c in t))
-    return all(_LATIN.match(ch) for ch in letters) and foreign >= max(UNREAD_MIN_FOREIGN, len(words) / 2)
+    unknown = [t for t in unknown if not any(c.isdigit() for c in t)]
+    if all(_LATIN.match(ch) for ch in letters):
+        foreign = sum(not is_english_word(t) for t in unknown)
+    elif all(_CYRILLIC.match(ch) for ch in letters) and not _RUSSIAN_LETTER.search(sentence):
+        foreign = len(unknown)
+    else:
+        return False
+    return foreign >= max(UNREAD_MIN_FOREIGN, len(words) / 2)

@@ -63,9 +63,12 @@ definitely totally agreed agree same too also again much very really so just day
 
 # The same in the other languages the docs list, as athena.text tokenizes them (casefolded, accents
 # kept, CJK as character bigrams): greetings, thanks, goodbyes, "how are you", "fine", generic offers
-# of help (Spanish, French, German, Italian, Portuguese, Russian, Chinese, Japanese; Dutch, Polish, Turkish, Indonesian,
-# Vietnamese, Hindi, Arabic, Hebrew, Swedish; and Greek, Thai, Czech, Romanian, Hungarian, Finnish,
-# Ukrainian and Persian, whose other words the personal-fact signal cannot read: forming/unread_statements.py). Without them a greeting would count as content and pass the gate.
+# of help (Spanish, French, German, Italian, Portuguese, Russian, Chinese, Japanese; Dutch, Polish,
+# Turkish, Indonesian, Vietnamese, Hindi, Arabic, Hebrew, Swedish; and Greek, Thai, Czech, Romanian,
+# Hungarian, Finnish, Ukrainian, Persian, Serbian, Croatian, Bulgarian, Macedonian, Kazakh, Catalan,
+# Estonian, Latvian, Lithuanian, Slovak, Albanian, Icelandic, Swahili, Tagalog, Welsh, Basque and
+# Afrikaans, whose other words the personal-fact signal cannot read: forming/unread_statements.py).
+# Without them a greeting would count as content and pass the gate.
 _SMALLTALK_OTHER = """
 hola buenas buenos días dias tardes noches gracias muchas muchísimas adiós adios hasta luego pronto vale
 bueno genial perfecto claro jaja jajaja qué que tal cómo como estás estas está esta bien muy todo placer
@@ -101,6 +104,10 @@ huomenta hyvää päivää iltaa näkemiin selvä дякую вітаю поба
 ciao buongiorno buonasera buonanotte grazie mille prego arrivederci bene benissimo stai tutto perfetto
 certo piacere volentieri olá oi obrigado obrigada muito tchau até tudo bem beleza valeu tranquilo
 perfeito prazer ajudar posso
+hvala puno dobro jutro laku noć zdravo ćao doviđenja хвала пуно добро јутро лаку ноћ велико здраво ћао
+довиђења вече благодаря благодарам мерси лека нощ здравей довиждане чао рахмет сәлем сәлеметсіз сау
+болыңыз gràcies adéu aitäh tere paldies sveiki ačiū labas ďakujem faleminderit mirëdita takk halló asante
+habari jambo karibu salamat kumusta paalam diolch helo eskerrik asko kaixo agur dankie goeie môre totsiens
 """
 
 # The commonest function words (pronouns, articles, copulas, auxiliaries, prepositions, conjunctions,
