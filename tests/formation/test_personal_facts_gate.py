@@ -438,6 +438,12 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "Ich jogge jeden Abend im Park.",
         "My phone number is 555-1234.",
         "My email address is sam@example.com.",
+        "I can't have caffeine after noon.",
+        "I avoid dairy.",
+        "I don't drink alcohol.",
+        "I'm writing a novel.",
+        "I'm working on my PhD thesis.",
+        "Min dotter heter Elsa.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -458,6 +464,7 @@ def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_fact
         "What am I allergic to?",
         "I'm training for a marathon.",
         "I'm saving up for a house.",
+        "I'm learning to play the cello.",
     ],
 )
 def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str) -> None:
@@ -485,6 +492,11 @@ def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str
         "那只狗很可爱。",
         "My order number is 1234.",
         "My address was wrong on the form.",
+        "I avoid that.",
+        "I can't have it.",
+        "I'm writing an email.",
+        "I'm trying to fix the printer.",
+        "It is a 10 min walk.",
     ],
 )
 def test_into_with_no_content_word_hatred_as_a_noun_and_changes_of_things_are_not_lasting_facts(text: str) -> None:

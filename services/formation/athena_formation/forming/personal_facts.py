@@ -130,7 +130,8 @@ _SINGULAR = frozenset(
 )
 """Singular first-person words, casefolded (Spanish, Portuguese, Italian and Polish often drop the
 pronoun, so their commonest first-person verbs are here too: "soy", "tengo", "sou", "sono", "mam",
-"jestem", "mieszkam"). Also Dutch, Swedish (not "min", "five min" in English), Turkish (not "ben" nor
+"jestem", "mieszkam"). Also Dutch, Swedish (not "min", "five min" in English, unless a cue follows
+it: "Min dotter heter Elsa", `_singular_first_person`), Turkish (not "ben" nor
 "beni", English names too; the person is a suffix, so "my wife", "my name", "my allergy" are here
 whole: "eşim", "adım", "alerjim"; verbs in "-yorum" are read by `_TURKISH_PRESENT`), Indonesian,
 Vietnamese, Hindi, Arabic (whose "my" is a suffix and whose verbs say their person: "زوجتي", "أعيش"),
@@ -387,11 +388,28 @@ _COMMUTE = re.compile(
 """How the speaker gets to work: "I cycle to work" ("work" is not a content word)."""
 _ONGOING = re.compile(
     r"\b(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?:currently\s+|still\s+|now\s+)?(\w+ing)\s+"
-    r"(?:up\s+for\s+|for\s+)?(?:a\s+|an\s+|the\s+|my\s+|our\s+)?(\w[\w'-]*)",
+    r"(?:up\s+for\s+|for\s+|to\s+\w+\s+)?(?:a\s+|an\s+|the\s+|my\s+|our\s+)?(\w[\w'-]*)",
     re.IGNORECASE,
 )
 """What the speaker is in the middle of, with a content word: "I'm training for a marathon", "I'm
-saving up for a house" (not the verbs of the moment, _OF_THE_MOMENT: "I'm waiting for the download")."""
+saving up for a house", "I'm learning to play the cello" (not the verbs of the moment, _OF_THE_MOMENT:
+"I'm waiting for the download", "I'm trying to fix the printer")."""
+_LONG_WORK = re.compile(
+    r"\b(?:i'?m|i\s+am)\s+(?:currently\s+|still\s+|slowly\s+)?(?:writing|working\s+on|finishing)\s+"
+    r"(?:a|an|my)\s+(?:\w+\s+)?(?:novel|book|thesis|dissertation|memoir|screenplay|phd|album|cookbook)\b",
+    re.IGNORECASE,
+)
+"""A work of months the speaker is writing: "I'm writing a novel", "I'm working on my PhD thesis"
+("writing" is a verb of the moment otherwise: "I'm writing an email")."""
+_RESTRICTION = re.compile(
+    r"\bi\s+(?:can't|can’t|cannot|can\s+not|shouldn't|mustn't|must\s+not)\s+"
+    r"(?:have|eat|drink|take|tolerate|digest)\s+(?:any\s+)?(\w[\w'-]*)"
+    r"|\bi\s+(?:don't|do\s+not)\s+(?:eat|drink|take)\s+(?:any\s+)?(\w[\w'-]*)"
+    r"|\bi\s+(?:try\s+to\s+)?(?:avoid|stay\s+away\s+from|steer\s+clear\s+of|cut\s+out)\s+(?:all\s+)?(\w[\w'-]*)",
+    re.IGNORECASE,
+)
+"""What the speaker does not eat, drink or take, with a content word: "I can't have caffeine after
+noon", "I avoid dairy", "I don't drink alcohol" (not "I can't have it ready", "I avoid that")."""
 _OF_THE_MOMENT = frozenset(
     """
     going getting doing looking heading trying thinking working waiting hoping reading checking running
@@ -569,6 +587,7 @@ def _elided_je(sentence: str) -> bool:
 def _singular_first_person(sentence: str, found: list[str]) -> bool:
     return (
         any(t in _SINGULAR for t in found)
+        or any(t == "min" and k + 1 < len(found) and found[k + 1] in _CUES for k, t in enumerate(found))
         or _elided_je(sentence)
         or any(ch in sentence for ch in _CJK_FIRST_PERSON)
         or bool(_PRO_DROP_OPENER.match(sentence))
@@ -735,6 +754,8 @@ def _lasting(sentence: str, found: list[str]) -> bool:
             p.search(sentence) for p in (_PREFERENCE, _CALLED, _CONTACT, _LASTING_CONDITION, _CHANGED_HABIT, _TEACHES)
         )
         or _content_after(_INTO, sentence)
+        or _content_after(_RESTRICTION, sentence)
+        or bool(_LONG_WORK.search(sentence))
         or _content_after(_ROOTS_AND_ROUNDS, sentence)
         or bool(_COMMUTE.search(sentence))
         or _changes_employer(sentence)
