@@ -14,11 +14,13 @@ languages have their own cues), and either
 - has a letter of a language of a covered script whose words are not listed (Czech "ř", Romanian
   "ș", Hungarian "ő", Ukrainian "ї", Persian "گ", ...) and at most UNREAD_KNOWN_SHARE of its words
   known: a sentence of a listed language never has such a letter, so its reading is unchanged, or
-- is written in Latin letters alone, has at most UNREAD_KNOWN_SHARE of its words known, and at least
+- is written in Latin letters alone, has at most UNREAD_KNOWN_SHARE of its words known and none of
+  three letters or more, no letter only listed languages write (_LISTED_LANGUAGE_MARK), and at least
   UNREAD_MIN_FOREIGN words, half of them or more, that are neither known nor English
   (text/english_words.py): Finnish, Hungarian or Romanian without a letter of their own ("Olen
   kasvissyöjä.", "Budapesten lakom a férjemmel."). English of content words alone ("Pizza tonight.",
-  "Crabs or lobster.") stays read: its words are English; or
+  "Crabs or lobster.") stays read: its words are English; so do a listed language's remarks ("Tåget
+  är försenat igen.", "Het museum sluit om zes uur."): a letter or a word of its own; or
 - is written in Cyrillic alone without a letter Russian writes in most sentences (_RUSSIAN_LETTER),
   and has as many unknown words (Serbian, Bulgarian: "Живим у Београду са женом.").
 
@@ -62,11 +64,24 @@ _UNLISTED_LANGUAGE_LETTER = regex.compile(
     "іїєґІЇЄҐўЎ"  # Ukrainian, Belarusian
     "ђјљњћџѓќѕЂЈЉЊЋЏЃЌЅ"  # Serbian, Macedonian
     "әғқңөұүһӣӯҳҷҗӘҒҚҢӨҰҮҺӢӮҲҶҖ"  # Kazakh, Kyrgyz, Mongolian, Tajik, Tatar
+    "ə"  # Azerbaijani
     "پچژگکیۀ"  # Persian, Urdu
     "ٹڈڑںےہھۓټډړږښګڼۍېڕڵۆێ"  # Urdu, Pashto, Kurdish
     "]"
     "|ъ(?![еёюяЕЁЮЯ])"  # Bulgarian ("съм"): Russian writes "ъ" only before "е", "ё", "ю", "я"
 )
+_LISTED_LANGUAGE_MARK = regex.compile(
+    "[ąęłńśźż"  # Polish (Lithuanian's "ą", "ę" come with letters of its own, read first)
+    "ığş"  # Turkish ("ə" makes Azerbaijani unlisted first)
+    "ñßãœùûêèàå"  # Spanish, German, Portuguese, French ("à"), Italian ("è", "più"), Swedish
+    "ơưđạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ"  # Vietnamese
+    "]|ij"  # Dutch ("mijn", "zijn", "tijd")
+)
+"""Letters (casefolded) only listed languages write among those in Latin letters: a sentence with one
+is of a listed language, which the signal reads ("Tåget är försenat igen.", "Spotkanie zostało
+odwołane."). Not "ä", "ö", "ü", "é", "á", "ó", "ç", "ă", "â", "î", "õ", "ë", which Finnish, Hungarian,
+Estonian, Catalan, Romanian or Albanian write too; "à" is French's and Italian's, though Catalan writes
+it too ("Sóc vegetarià." is read as a listed language's)."""
 _RUSSIAN_LETTER = regex.compile("[яюйьыэёщъЯЮЙЬЫЭЁЩЪ]")
 """Letters Russian writes in most sentences and Serbian never does: a Cyrillic sentence without one,
 of unknown words, is not read as Russian ("Живим у Београду са женом.")."""
@@ -88,9 +103,16 @@ def is_unread(sentence: str, found: list[str], known: frozenset[str]) -> bool:
         return True
     unknown = [t for t in unknown if not any(c.isdigit() for c in t)]
     if all(_LATIN.match(ch) for ch in letters):
+        if _LISTED_LANGUAGE_MARK.search(sentence.casefold()) or any(_listed_word(t, known) for t in words):
+            return False
         foreign = sum(not is_english_word(t) for t in unknown)
     elif all(_CYRILLIC.match(ch) for ch in letters) and not _RUSSIAN_LETTER.search(sentence):
         foreign = len(unknown)
     else:
         return False
     return foreign >= max(UNREAD_MIN_FOREIGN, len(words) / 2)
+
+
+def _listed_word(word: str, known: frozenset[str]) -> bool:
+    """A known word of three letters or more ("het", "är", "się"): the signal reads a sentence with one."""
+    return len(word) > 2 and word in known

@@ -112,7 +112,8 @@ habari jambo karibu salamat kumusta paalam diolch helo eskerrik asko kaixo agur 
 
 # The commonest function words (pronouns, articles, copulas, auxiliaries, prepositions, conjunctions,
 # question words) of the languages whose stop words athena.text does not list: Dutch, Swedish, Polish,
-# Turkish, Indonesian, Vietnamese, Hindi and Arabic. Without them every word of such a text counted as
+# Turkish, Indonesian, Vietnamese, Hindi, Arabic, Italian and Portuguese (those of the last two that
+# Spanish or English share are listed there). Without them every word of such a text counted as
 # content, and "Ik ben blij dat ik kon helpen!" read as a fact by its content words alone. Words that
 # are also English words, names or chat spellings are left out ("van", "men", "den", "ten", "ben", "dan",
 # "kim", "ada", "die", "em", "ve", "mi", "da", "na").
@@ -136,6 +137,17 @@ trong để từ như những các một cũng nhưng hoặc gì đâu nào sao 
 नहीं न क्या कौन कहाँ कब क्यों एक बहुत कुछ सब
 أنا انا أنت انت هو هي نحن هم هذا هذه ذلك تلك في من إلى الى على عن مع و أو او لا لم لن ما ماذا أين متى
 كيف لماذا هل كان كانت يكون قد كل بعض جدا أيضا لكن الذي التي
+blev blir bli igen redan innan klockan aldrig alltid yine sonra önce kadar hep şimdi artık hiç lagi masih
+hanya sedang pernah telah selalu altijd nooit toch straks znowu zawsze nigdy teraz potem lại lúc giờ luôn
+gli dello degli dalla dalle nel nella nei nelle sulla tra cui è sei siamo siete erano essere abbiamo avete
+hanno questo questa questi queste quello quella quelli quando perché anche molto più già ancora sempre
+tutte ogni lì tuo tua suo sua vostro loro sto sta anch'io però quindi allora oppure neanche nemmeno poi
+dopo senza verso sopra sotto dentro fuori stata stato stati sarà sarebbe ero eri eravamo allo agli coi nello
+negli sugli sullo
+uma umas pelo pela pelos pelas sem quem não é são estão estou eram tem temos têm esse essa esses essas isso
+isto aquele aquela aquilo onde porquê também muita muitos muitas já ainda nunca aqui lá teu seu você
+vocês ele ela eles elas lhe então depois às aos foi foram fui estava estavam estive será seria vai vão vou
+tinha tinham havia há
 """
 
 CJK_SMALLTALK_PHRASES: tuple[str, ...] = tuple(
