@@ -444,6 +444,10 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "I'm writing a novel.",
         "I'm working on my PhD thesis.",
         "Min dotter heter Elsa.",
+        "Nado todas las mañanas.",
+        "Juego al fútbol todos los domingos.",
+        "Nuoto ogni mattina.",
+        "Corro todas as manhãs.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -497,6 +501,10 @@ def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str
         "I'm writing an email.",
         "I'm trying to fix the printer.",
         "It is a 10 min walk.",
+        "Cerrado los domingos.",
+        "Abierto todos los días.",
+        "Centro abierto todos los días.",
+        "Esto pasa todos los días.",
     ],
 )
 def test_into_with_no_content_word_hatred_as_a_noun_and_changes_of_things_are_not_lasting_facts(text: str) -> None:

@@ -463,14 +463,30 @@ _HABITUAL = re.compile(
     r"|\b(?:todos\s+los|todas\s+las|todos\s+os|todas\s+as|tous\s+les|toutes\s+les)\s+"
     r"(?:días|mañanas|noches|semanas|dias|manhãs|noites|jours|matins|soirs|semaines)\b"
     r"|\b(?:cada|chaque|ogni|jeden|jede|jeder)\s+(?:día|mañana|noche|semana|dia|manhã|noite|jour|matin|soir"
-    r"|semaine|giorno|mattina|sera|settimana|tag|morgen|abend|woche)\b"
+    r"|semaine|giorno|mattina|sera|settimana|tag|morgen|abend|woche"
+    r"|lunedì|martedì|mercoledì|giovedì|venerdì|sabato|domenica)\b"
+    r"|\btutti\s+i\s+giorni\b|\btutte\s+le\s+(?:mattine|sere|settimane)\b"
+    r"|\blos\s+(?:lunes|martes|miércoles|jueves|viernes|sábados|domingos|fines\s+de\s+semana)\b"
+    r"|\baos\s+(?:sábados|domingos|fins\s+de\s+semana)\b"
+    r"|^\W*(?:siempre|sempre|normalmente|di\s+solito)\b"
     r"|\b(?:каждый|каждое|каждую|каждые)\s+\w+|\bпо\s+(?:утрам|вечерам|выходным)\b",
     re.IGNORECASE,
 )
 """"I usually", "every morning", "twice a week": with a first person and a content word, a habit ("I go
 to the gym every morning", "I always take the stairs"; not "I'm always here for you"). The same
 frequencies in Spanish, Portuguese, French, Italian, German and Russian ("Je cours tous les matins",
-"Я каждое утро бегаю"); Chinese, Japanese and Korean ones are cues (_CJK_CUES)."""
+"Я каждое утро бегаю", "Nuoto tutti i giorni", "Juego al tenis los sábados", a sentence opening with
+"Siempre"); Chinese, Japanese and Korean ones are cues (_CJK_CUES)."""
+_PRO_DROP_VERB = re.compile(
+    r"^\W*(?:(?:siempre|sempre|casi|quase|normalmente|también|anche|também|lo|la|los|las|me|mi|ci|ti|te|si)\s+)?"
+    r"(\w{3,}o)\s+(\w+)",
+    re.IGNORECASE,
+)
+"""A Spanish, Italian or Portuguese verb in the first person present opening the sentence ("Nado",
+"Corro", "Lo hago"): with a frequency of _HABITUAL, the speaker's habit, though no pronoun says whose
+("Nado todas las mañanas", "Nuoto ogni mattina"); not a function word ("Esto pasa todos los días"), a
+participle ("Cerrado los domingos") nor a noun, which an adjective or a verb follows ("Centro abierto
+todos los días"): the word after the verb is a function word."""
 _EVERYWHERE = re.compile(r"\b(?:i|we)\s+(\w+)\s+everywhere\b", re.IGNORECASE)
 """A habit by where it holds: "I bike everywhere" (not a verb in the past: "I looked everywhere")."""
 _MEMORY_REQUEST = re.compile(
@@ -591,8 +607,37 @@ def _singular_first_person(sentence: str, found: list[str]) -> bool:
         or _elided_je(sentence)
         or any(ch in sentence for ch in _CJK_FIRST_PERSON)
         or bool(_PRO_DROP_OPENER.match(sentence))
+        or _pro_drop_habit(sentence)
         or bool(_TURKISH_PRESENT.search(sentence))
     )
+
+
+def _pro_drop_habit(sentence: str) -> bool:
+    """_PRO_DROP_VERB with a frequency of _HABITUAL."""
+    match = _PRO_DROP_VERB.match(sentence)
+    if match is None:
+        return False
+    verb, after = match.group(1).lower(), match.group(2).lower()
+    return (
+        not _is_function_word(verb)
+        and not (verb in _IRREGULAR_PARTICIPLES or (len(verb) > 5 and verb.endswith(("ado", "ido"))))
+        and (_is_function_word(after) or after in _AFTER_THE_VERB)
+        and bool(_HABITUAL.search(sentence))
+    )
+
+
+_IRREGULAR_PARTICIPLES = frozenset(
+    "abierto cubierto muerto puesto dicho hecho escrito visto roto vuelto resuelto aperto chiuso fatto detto".split()
+)
+"""With the regular ones ("cerrado", "servido"; not "nado"), participles open notices ("Cerrado los
+domingos", "Abierto todos los días"), not habits."""
+_AFTER_THE_VERB = frozenset("todos todas tutti tutte cada ogni los aos al ao à na no nos nas".split())
+"""Words that follow a verb and not a noun, besides function words: a frequency's first word and the
+contractions of a preposition and an article ("Juego al tenis", "Treino na academia")."""
+
+
+def _is_function_word(word: str) -> bool:
+    return word in STOPWORDS or word in LATIN_FUNCTION_WORDS
 
 
 def _first_person(sentence: str, found: list[str]) -> bool:
