@@ -487,6 +487,14 @@ _PRO_DROP_VERB = re.compile(
 ("Nado todas las mañanas", "Nuoto ogni mattina"); not a function word ("Esto pasa todos los días"), a
 participle ("Cerrado los domingos") nor a noun, which an adjective or a verb follows ("Centro abierto
 todos los días"): the word after the verb is a function word."""
+_IRREGULAR_PARTICIPLES = frozenset(
+    "abierto cubierto muerto puesto dicho hecho escrito visto roto vuelto resuelto aperto chiuso fatto detto".split()
+)
+"""With the regular ones ("cerrado", "servido"; not "nado"), participles open notices ("Cerrado los
+domingos", "Abierto todos los días"), not habits."""
+_AFTER_THE_VERB = frozenset("todos todas tutti tutte cada ogni los aos al ao à na no nos nas".split())
+"""Words that follow a verb and not a noun, besides function words: a frequency's first word and the
+contractions of a preposition and an article ("Juego al tenis", "Treino na academia")."""
 _EVERYWHERE = re.compile(r"\b(?:i|we)\s+(\w+)\s+everywhere\b", re.IGNORECASE)
 """A habit by where it holds: "I bike everywhere" (not a verb in the past: "I looked everywhere")."""
 _MEMORY_REQUEST = re.compile(
@@ -624,16 +632,6 @@ def _pro_drop_habit(sentence: str) -> bool:
         and (_is_function_word(after) or after in _AFTER_THE_VERB)
         and bool(_HABITUAL.search(sentence))
     )
-
-
-_IRREGULAR_PARTICIPLES = frozenset(
-    "abierto cubierto muerto puesto dicho hecho escrito visto roto vuelto resuelto aperto chiuso fatto detto".split()
-)
-"""With the regular ones ("cerrado", "servido"; not "nado"), participles open notices ("Cerrado los
-domingos", "Abierto todos los días"), not habits."""
-_AFTER_THE_VERB = frozenset("todos todas tutti tutte cada ogni los aos al ao à na no nos nas".split())
-"""Words that follow a verb and not a noun, besides function words: a frequency's first word and the
-contractions of a preposition and an article ("Juego al tenis", "Treino na academia")."""
 
 
 def _is_function_word(word: str) -> bool:

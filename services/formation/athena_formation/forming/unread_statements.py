@@ -22,7 +22,8 @@ languages have their own cues), and either
   "Crabs or lobster.") stays read: its words are English; so do a listed language's remarks ("Tåget
   är försenat igen.", "Het museum sluit om zes uur."): a letter or a word of its own; or
 - is written in Cyrillic alone without a letter Russian writes in most sentences (_RUSSIAN_LETTER),
-  and has as many unknown words (Serbian, Bulgarian: "Живим у Београду са женом.").
+  and has at least UNREAD_MIN_FOREIGN unknown words, half its words or more (Serbian, Bulgarian:
+  "Живим у Београду са женом.", "Имам две деца.").
 
 An unread statement is a personal fact (the gate admits it) but not a lasting one: what it says is
 not known.
