@@ -23,7 +23,8 @@ from athena.stm import ShortTermWindow
 from athena.tombstones import erased_at_now, write_redis_tombstone
 from athena_client import AsyncAthenaClient, EventInput
 from athena_client.memory.v1 import memory_pb2
-from athena_formation.search.open_events import OpenTurn, newest_turns
+from athena_formation.search.lexicon import terms
+from athena_formation.search.open_events import OpenTurn, newest_turns, open_turns
 from athena_formation.search.ranking import Ranking
 from athena_ingest.open_events import newest_events
 
@@ -122,6 +123,64 @@ async def test_a_users_question_about_a_kind_of_fact_finds_a_turn_just_told_in_o
     [told_plain] = [h for h in plain if list(h.event_ids) == asthma]
     assert told.source == WINDOW and expanded[0] == told
     assert told_plain.lexical_score == 0 < told.lexical_score and told.score > told_plain.score
+
+
+async def test_a_short_answer_to_the_agents_question_is_found_at_once_read_with_that_question(stack: Stack) -> None:
+    """A short answer ("Alex.") says nothing alone: its turn is read (words, embedding) with the question it answers,
+    which is shown first in the hit and is not one of its events (it is the turn before's)."""
+    async with stack.client() as client:
+        ids = await _store(
+            client,
+            TRAVEL,
+            [
+                *KYOTO,
+                ("agent", "One more thing for the booking: what's your partner's name?"),
+                ("user", "Alex."),
+                ("agent", "Thanks, got it."),
+                *DOG,
+            ],
+        )
+        hits = await client.search_memory(TRAVEL, "What is my partner called?")
+
+    answer = ids[len(KYOTO) + 1 : len(KYOTO) + 3]
+    first = hits[0]
+    assert first.source == WINDOW and list(first.event_ids) == answer
+    assert first.chain.summary.splitlines() == [
+        "Agent: One more thing for the booking: what's your partner's name?",
+        "User: Alex.",
+        "Agent: Thanks, got it.",
+    ]
+    assert "partner" in first.matched_terms
+
+
+def test_an_answer_is_read_with_the_agent_message_before_it_only_when_that_asks_and_it_states_no_fact_alone() -> None:
+    scope = memory_pb2.Scope(tenant_id="t", user_id="u", agent_id="a")
+
+    def event(n: int, role: int, content: str, kind: int = memory_pb2.EVENT_TYPE_MESSAGE) -> memory_pb2.Event:
+        return memory_pb2.Event(id=f"ev{n}", scope=scope, role=role, type=kind, content=content)
+
+    user, agent = memory_pb2.ROLE_USER, memory_pb2.ROLE_AGENT
+    segment = formation_pb2.Segment(
+        events=[
+            event(0, user, "Hi."),
+            event(1, agent, "Hello! Where are you flying from？ "),
+            event(2, user, "Lisbon."),
+            event(3, agent, "Noted."),
+            event(4, user, "And back on Sunday."),
+            event(5, agent, "Which seat do you want?", memory_pb2.EVENT_TYPE_THOUGHT),
+            event(6, user, "Window."),
+            event(7, agent, "Anything else I should know?"),
+            event(8, user, "I'm allergic to penicillin."),
+        ]
+    )
+    turns = open_turns([segment], scope, {})
+
+    assert [t.event_ids for t in turns] == [["ev0", "ev1"], ["ev2", "ev3"], ["ev4", "ev5"], ["ev6", "ev7"], ["ev8"]]
+    # Not a message (a thought), and a lasting fact that reads alone: neither is read with what precedes it.
+    assert [t.asked.id if t.asked else None for t in turns] == [None, "ev1", None, None, None]
+    assert turns[1].content == "Hello! Where are you flying from？ \nLisbon.\nNoted."
+    [flying], [seat] = terms("flying"), terms("seat")
+    assert turns[1].lexicon[flying] == 1 and seat not in turns[3].lexicon
 
 
 async def test_a_correction_just_told_is_found_before_the_fact_it_corrects_told_minutes_before(

@@ -31,6 +31,7 @@ class PartChoice(str, Enum):
     LANGUAGES_5 = "languages_5"
     LANGUAGES_6 = "languages_6"
     LANGUAGES_7 = "languages_7"
+    ANSWERS = "answers"
     ALL = "all"
 
 
@@ -43,6 +44,11 @@ def told_facts(
     k: int = typer.Option(5, "--k", min=1, max=100, help="How many hits SearchMemory returns per question."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     timeout: float = typer.Option(600.0, help="Seconds to wait for the pipeline per user."),
+    at_once: bool = typer.Option(
+        False,
+        "--at-once",
+        help="Ask right after telling, before leaving: the facts still in the window or being formed.",
+    ),
     env: list[str] = typer.Option(
         [], "--env", metavar="KEY=VALUE", help="KEY=VALUE setting for the stack (e.g. SEARCH_EXPANSION_WEIGHT=0)."
     ),
@@ -69,6 +75,7 @@ def told_facts(
                 users=users,
                 k=k,
                 timeout=timeout,
+                at_once=at_once,
                 progress=update,
             )
         )
