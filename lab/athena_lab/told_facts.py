@@ -100,6 +100,7 @@ PARTS = (
     "languages_6",
     "languages_7",
     "answers",
+    "answers_2",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

@@ -41,6 +41,7 @@ import regex
 
 __all__ = [
     "STOP_WORDS",
+    "ends_in_question",
     "found_words",
     "is_cjk",
     "latin_language",
@@ -213,6 +214,16 @@ def pieces(text: str) -> list[str]:
     """The text's words as written (case kept, NFC) and every other visible character on its own, in
     order: for a reader that needs to know where punctuation breaks a phrase."""
     return _PIECE.findall(unicodedata.normalize("NFC", text))
+
+
+_QUESTION_MARKS = ("?", "\uff1f", "\u061f")
+"""The marks that end a question: Latin, full-width (Chinese, Japanese) "？", Arabic "؟"."""
+
+
+def ends_in_question(text: str) -> bool:
+    """Whether the text ends in a question mark (closing quotes and brackets aside): what a short
+    answer after it ("Priya." after "What's your name?") answers."""
+    return text.rstrip(" \t\n\"')]\u201d\u2019\u300d\u300f\uff09").endswith(_QUESTION_MARKS)
 
 
 def latin_share(text: str) -> float | None:

@@ -103,6 +103,19 @@ async def test_an_answer_without_words_continues_after_a_message_the_model_canno
     assert (decision.path, decision.is_break, decision.score) == ("unreadable", False, 1.0)
 
 
+async def test_an_answer_to_the_agents_question_continues_its_topic_whatever_its_words() -> None:
+    """ "プリヤです。" shares no word with "お名前は？": cut there, the question stayed in the segment
+    before and the answer, alone, was no fact the gate could read."""
+    asked = [*CHINESE_FACTS[:2], agent("お名前は？"), user("プリヤです。")]
+    told = [*CHINESE_FACTS[:2], agent("お名前を教えてください。"), user("プリヤです。")]
+
+    answer = await _decide(asked, CountingEmbedder())
+    after_a_statement = await _decide(told, CountingEmbedder())
+
+    assert (answer.path, answer.is_break, answer.score) == ("unreadable", False, 1.0)
+    assert after_a_statement.path == "unreadable" and after_a_statement.is_break
+
+
 async def test_with_an_arbiter_the_arbiter_decides_and_without_an_answer_the_lexical_rule_does() -> None:
     window = CHINESE_FACTS[:3]
     same, silent = Arbiter(True), Arbiter(None)

@@ -24,10 +24,12 @@ FOUND_FLOORS = {
     "agent_queries_2": 0.9,
     "languages_6": 0.8,
     "languages_7": 0.8,
+    "answers_2": 0.85,
 }
 """A little below what this user finds with the shipped settings: 16 and 15 of 16, 11 of 12, 12 of 12,
-14 of 16, 15 of 16 (docs/formation.md); languages_7 found 5 of 16 before statements the lists cannot
-read were kept, 11 before those in Latin letters alone were."""
+14 of 16, 15 of 16, 8 of 8 (docs/formation.md); languages_7 found 5 of 16 before statements the lists cannot
+read were kept, 11 before those in Latin letters alone were; answers_2 (short answers to questions in
+other languages) 4 of 8 before such questions were read as asking about the user."""
 RANK_FLOORS = {
     "held_out": 0.63,
     "languages_2": 0.64,
@@ -35,9 +37,10 @@ RANK_FLOORS = {
     "agent_queries_2": 0.86,
     "languages_6": 0.8,
     "languages_7": 0.8,
+    "answers_2": 0.8,
 }
 """Mean reciprocal rank, a little below this user's with the shipped settings: 0.662, 0.682, 0.583,
-0.917, 0.875 and 0.875; without a chain's told facts scored on their own (SEARCH_TOLD_FACTS=false) 0.609,
+0.917, 0.875, 0.875 and 1.0 (answers_2; 0.5 before); without a chain's told facts scored on their own (SEARCH_TOLD_FACTS=false) 0.609,
 0.609 and 0.583 for the first three; agent_queries_2 gave 0.819 before an agent's own query was read
 as the user's (fact_kinds._about_the_user), languages_6 0.513 before its languages' words (9 of its
 16 facts found)."""
@@ -48,6 +51,7 @@ CONTEXT_FLOORS = {
     "agent_queries_2": 0.9,
     "languages_6": 0.85,
     "languages_7": 0.85,
+    "answers_2": 0.85,
 }
 """What GetContext gives an agent asking the question (3 relevant chains, a profile of 20), a little
 below what three users get: 48 and 46 of 48, 36 of 36, 36 of 36, 47 of 48, 44 of 48 (docs/formation.md,
@@ -63,7 +67,7 @@ def test_the_told_facts_eval_finds_most_held_out_facts_asked_in_other_words(part
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout[result.stdout.index("{") :])
     asked = len(load_pairs(part))
-    assert report["users"] == 1 and report["questions"] == asked >= 12
+    assert report["users"] == 1 and report["questions"] == asked >= 8
     ranks = report["ranks"][0]
     assert len(ranks) == asked and all(r is None or 1 <= r <= 5 for r in ranks)
     assert report["found_at_k"] >= FOUND_FLOORS[part]

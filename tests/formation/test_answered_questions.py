@@ -29,6 +29,14 @@ ANSWERED = {
     "allergy": ("Any allergies I should know about?", "Shellfish."),  # no "you": it names no one else
     "birthday": ("When is your birthday?", "March 3rd."),
     "diet": ("Do you have any dietary restrictions?", "Vegetarian, and no nuts please."),
+    # Other languages: the person in the verb or not said at all, the kind in words of their own.
+    "name-es": ("¿Cómo te llamas?", "Priya."),
+    "name-ja": ("お名前は？", "プリヤです。"),
+    "children-zh": ("你有孩子吗？", "有，两个女儿。"),
+    "work-pt": ("Qual é a sua profissão?", "Enfermeira."),
+    "work-de": ("Was machst du beruflich?", "Lehrerin, an einer Grundschule."),
+    "home-fr": ("Où habitez-vous ?", "À Lyon, près du parc."),
+    "home-ru": ("Где вы живёте?", "В Казани."),
 }
 SMALL_TALK = {
     "how-are-you": ("How are you today?", "Good, thanks."),
@@ -37,6 +45,8 @@ SMALL_TALK = {
     "someone-else": ("What's Melanie's dog's name?", "Bella."),
     "question-back": ("Where are you based?", "Why do you ask?"),
     "offer": ("Would you like to know about retirement benefits for your age?", "Yes, please explain them."),
+    "someone-else-zh": ("他叫什么名字？", "小明。"),
+    "someone-else-es": ("¿Cómo se llama él?", "Pablo."),
 }
 
 

@@ -32,6 +32,7 @@ class PartChoice(str, Enum):
     LANGUAGES_6 = "languages_6"
     LANGUAGES_7 = "languages_7"
     ANSWERS = "answers"
+    ANSWERS_2 = "answers_2"
     ALL = "all"
 
 

@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from athena.text import latin_share, terms
+from athena.text import ends_in_question, latin_share, terms
 from athena_cognition.detector._classifier import Classifier, load_classifier, packaged_artifact, save_classifier
 from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_features, feature_names, hand_features
 from athena_cognition.detector._gate import Thresholds
@@ -86,8 +86,9 @@ class EveryUserMessageScorer:
 
 class LexicalOverlapScorer:
     """No embedding: the share of the new user message's terms (athena.text.terms, any script) found in
-    the two messages before it in the segment, 1 for a message without terms ("ok", "thanks": an
-    answer continues). What decide() falls back to where the embedding model cannot read the messages
+    the two messages before it in the segment; 1 for a message without terms ("ok", "thanks") and for
+    one right after the agent's question ("プリヤです。" after "お名前は？"): an answer continues. What
+    decide() falls back to where the embedding model cannot read the messages
     (`ContinuityScorer.reads`), and a scorer of its own to measure that rule."""
 
     name = "lexical_overlap"
@@ -98,11 +99,19 @@ class LexicalOverlapScorer:
 
     def score(self, window: Sequence[Turn], new_index: int, vectors: Mapping[int, np.ndarray]) -> float:
         new = set(terms(window[new_index].content))
-        if not new:
+        if not new or _answers_the_agent(window, new_index):
             return 1.0
         before = message_indices(window, new_index)[-3:-1]
         seen = {t for i in before for t in terms(window[i].content)}
         return len(new & seen) / len(new)
+
+
+def _answers_the_agent(window: Sequence[Turn], new_index: int) -> bool:
+    """The event right before the new message is the agent's message ending in a question."""
+    if new_index == 0:
+        return False
+    last = window[new_index - 1]
+    return last.role == "agent" and last.type == "message" and ends_in_question(last.content)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,13 +7,15 @@ below the gate's minimum: the fact was rejected and lost. With the question it i
 user's, and the question says its kind.
 
 An agent message *asks about the user* when its last sentence is a question with a second-person word
-("you", "your"; "tu", "vous", "du", "você", ...), or naming no one else ("Any allergies I should
-know about?"), and a word of a kind of personal fact (the signal's cue words, "name", "allergy",
-"dog", "birthday", with the words questions use: "based", "allergies", "dietary", "call", ...), and
-is not an offer ("Would you like to know ...?", "Do you need ...?"). The user message right after
-it *answers* it when it is not a question and has a content word: not "Yes, thanks!" nor "No, that's
-all.". Its fact is the question and the answer, as one text ("What's your dog's name? Rex."), told
-when the answer was.
+("you", "your"; "tu", "vous", "du", "você", "ты", "你", "あなた", ...), or naming no one else ("Any
+allergies I should know about?", "¿Tienes hijos?", "お名前は？": most languages say the person by the
+verb or not at all), and a word of a kind of personal fact (the signal's cue words, "name",
+"allergy", "dog", "birthday", "名前", with the words questions use: "based", "allergies", "dietary",
+"call", "llamas", "prénom", "beruflich", "profissão", ...), and is not an offer ("Would you like to
+know ...?", "Do you need ...?"). French inversions count by their parts ("habitez-vous"). The user
+message right after it *answers* it when it is not a question and has a content word: not "Yes,
+thanks!" nor "No, that's all.". Its fact is the question and the answer, as one text ("What's your
+dog's name? Rex."), told when the answer was.
 """
 
 from __future__ import annotations
@@ -29,10 +31,45 @@ from athena_formation.text.messages import AGENT, USER, Message, content_words, 
 __all__ = ["answered_questions"]
 
 _YOU = frozenset(
-    "you your yours you're yourself u ur tu tú vous votre vos ton ta tes du dein deine você teu tua tuo".split()
+    """
+    you your yours you're yourself u ur
+    tu tú te ti tus usted ustedes vous votre vos ton ta tes toi du dich dir dein deine deinen deinem deiner
+    você vocês teu tua teus tuas tuo tuoi tue voi vostro vostra jij jou jouw uw dig din ditt dina
+    ty cię ciebie tobie twój twoja twoje pan pani sen senin siz sizin kamu anda kau bạn
+    ты тебя тебе тобой твой твоя твоё твое твои вы вас вам ваш ваша ваше ваши
+    आप आपका आपकी आपके तुम तुम्हारा तुम्हारी أنت انت
+    """.split()
 )
-"""Second-person words of a question to the user (casefolded tokens)."""
-_OTHERS = frozenset("he she they him her his hers them their theirs".split())
+"""Second-person words of a question to the user (casefolded tokens), of the languages the signal
+reads; not "su", "seu", "sua", "Sie" or "je", which are also "his", "her", "she" or "I" elsewhere
+(such questions are read as naming no one else)."""
+_YOU_CJK = ("你", "您", "あなた", "당신")
+"""Second-person words of Chinese, Japanese and Korean, found in the text (its tokens are pairs of characters)."""
+_ASKING_CJK = (
+    "仕事",
+    "工作",
+    "职业",
+    "ペット",
+    "宠物",
+    "반려동물",
+    "住んで",
+    "住在",
+    "어디 살",
+    "家族",
+    "家人",
+    "가족",
+)
+"""_ASKING's words in Chinese, Japanese and Korean, found in the text: work, pets, where one lives, family."""
+_OTHERS = frozenset(
+    """
+    he she they him her his hers them their theirs él ella ellos ellas elle ils elles lui ele ela eles elas
+    hij zij hem haar он она они его её ее их
+    """.split()
+)
+"""Third-person words: a question with one asks about someone else ("What's his name?"); not French
+"il" or Portuguese "o", which are also articles, nor Indonesian "dia", Portuguese "day"."""
+_OTHERS_CJK = ("他", "她", "彼")
+"""Third-person words of Chinese and Japanese ("他叫什么名字？"), found in the text."""
 _OFFER = re.compile(
     r"^\W*(?:would\s+you\s+like|do\s+you\s+(?:want|need|wish)|are\s+you\s+(?:looking|interested|asking)"
     r"|did\s+you\s+know|can\s+i|may\s+i|shall\s+i|should\s+i|is\s+there\s+anything)\b",
@@ -44,10 +81,18 @@ _ASKING = frozenset(
     """
     based dietary restrictions intolerances call nickname pronouns age hometown occupation profession
     hobby hobbies married preferences work
+    llamas vives dedicas trabajas profesión mascotas alergias pareja dieta niños
+    prénom habites habitez travailles travaillez métier animaux régime
+    heisst wohnst beruflich beruf arbeitest haustier haustiere allergien ernährung
+    chiami abiti lavori professione animali bambini
+    chama moras mora trabalhas profissão animais crianças
+    woon woont beroep huisdieren
+    живёшь живешь живёте живете работаешь работаете профессия питомцы животные
     """.split()
 )
 """Words a question about the user asks with that the signal's cues lack ("Where are you based?",
-"Any dietary restrictions?", "What should I call you?")."""
+"Any dietary restrictions?", "What should I call you?"; "¿Cómo te llamas?", "Quel est ton prénom ?",
+"Was machst du beruflich?", "Qual é a sua profissão?", "Где вы живёте?")."""
 
 
 def answered_questions(dialogue: Sequence[Message]) -> dict[int, str]:
@@ -69,15 +114,21 @@ def _question_about_the_user(text: str) -> str | None:
         return None
     question = sentences[-1]
     found = tokens(question)
-    if _OFFER.match(question) or not (names_fact_kind(found) or not _ASKING.isdisjoint(found)):
+    found += [part for t in found if "-" in t for part in t.split("-") if part]
+    asks = not _ASKING.isdisjoint(found) or any(word in question for word in _ASKING_CJK)
+    if _OFFER.match(question) or not (names_fact_kind(found, question) or asks):
         return None
-    return question if not _YOU.isdisjoint(found) or _names_no_one(question, found) else None
+    you = not _YOU.isdisjoint(found) or any(word in question for word in _YOU_CJK)
+    return question if you or _names_no_one(question, found) else None
 
 
 def _names_no_one(question: str, found: list[str]) -> bool:
     """No third person and no capitalised name after the first word ("Any allergies I should know
-    about?"): in a talk with one user, a question that names no one else is about them."""
-    return _OTHERS.isdisjoint(found) and not any(w[:1].isupper() for w in pieces(question)[1:] if w != "I")
+    about?"; "¿Tienes hijos?": the opening mark is not a word): in a talk with one user, a question
+    that names no one else is about them."""
+    words = [w for w in pieces(question) if any(ch.isalpha() for ch in w)]
+    others = not _OTHERS.isdisjoint(found) or any(word in question for word in _OTHERS_CJK)
+    return not others and not any(w[:1].isupper() for w in words[1:] if w != "I")
 
 
 def _answers(text: str) -> bool:

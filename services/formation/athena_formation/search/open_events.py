@@ -28,6 +28,7 @@ import numpy as np
 
 from athena.events import ROLE_NAMES, TYPE_NAMES, is_user_message, timestamp_of
 from athena.internal.v1 import formation_pb2
+from athena.text import ends_in_question
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.forming.profile_facts import fact_fields
 from athena_formation.search.lexicon import chain_lexicon, lexicon_length
@@ -230,16 +231,12 @@ def _turn(events: list[memory_pb2.Event], terms: EventTerms, asked: memory_pb2.E
     return OpenTurn(events=tuple(events), lexicon=lexicon, asked=asked)
 
 
-_QUESTION_MARKS = ("?", "？", "؟")
-"""The question marks that end a question: Latin, full-width (Chinese, Japanese), Arabic."""
-
-
 def _is_question(event: memory_pb2.Event) -> bool:
     """An agent message that ends in a question (what a short user answer answers)."""
     return (
         event.role == memory_pb2.ROLE_AGENT
         and event.type == memory_pb2.EVENT_TYPE_MESSAGE
-        and event.content.rstrip().endswith(_QUESTION_MARKS)
+        and ends_in_question(event.content)
     )
 
 
