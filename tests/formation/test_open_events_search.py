@@ -125,9 +125,10 @@ async def test_a_users_question_about_a_kind_of_fact_finds_a_turn_just_told_in_o
     assert told_plain.lexical_score == 0 < told.lexical_score and told.score > told_plain.score
 
 
-async def test_a_short_answer_to_the_agents_question_is_found_at_once_read_with_that_question(stack: Stack) -> None:
-    """A short answer ("Alex.") says nothing alone: its turn is read (words, embedding) with the question it answers,
-    which is shown first in the hit and is not one of its events (it is the turn before's)."""
+async def test_a_short_answer_to_the_agents_question_is_found_at_once_in_a_turn_with_that_question(
+    stack: Stack,
+) -> None:
+    """A short answer ("Alex.") says nothing alone: its turn opens with the question it answers."""
     async with stack.client() as client:
         ids = await _store(
             client,
@@ -142,7 +143,7 @@ async def test_a_short_answer_to_the_agents_question_is_found_at_once_read_with_
         )
         hits = await client.search_memory(TRAVEL, "What is my partner called?")
 
-    answer = ids[len(KYOTO) + 1 : len(KYOTO) + 3]
+    answer = ids[len(KYOTO) : len(KYOTO) + 3]
     first = hits[0]
     assert first.source == WINDOW and list(first.event_ids) == answer
     assert first.chain.summary.splitlines() == [
@@ -151,9 +152,11 @@ async def test_a_short_answer_to_the_agents_question_is_found_at_once_read_with_
         "Agent: Thanks, got it.",
     ]
     assert "partner" in first.matched_terms
+    # The turn before ends with the reply before the question.
+    assert all(ids[len(KYOTO)] not in h.event_ids for h in hits[1:])
 
 
-def test_an_answer_is_read_with_the_agent_message_before_it_only_when_that_asks_and_it_states_no_fact_alone() -> None:
+def test_an_answer_opens_its_turn_with_the_agents_question_only_when_it_asks_and_the_answer_states_no_fact() -> None:
     scope = memory_pb2.Scope(tenant_id="t", user_id="u", agent_id="a")
 
     def event(n: int, role: int, content: str, kind: int = memory_pb2.EVENT_TYPE_MESSAGE) -> memory_pb2.Event:
@@ -162,25 +165,31 @@ def test_an_answer_is_read_with_the_agent_message_before_it_only_when_that_asks_
     user, agent = memory_pb2.ROLE_USER, memory_pb2.ROLE_AGENT
     segment = formation_pb2.Segment(
         events=[
-            event(0, user, "Hi."),
-            event(1, agent, "Hello! Where are you flying from？ "),
-            event(2, user, "Lisbon."),
-            event(3, agent, "Noted."),
-            event(4, user, "And back on Sunday."),
-            event(5, agent, "Which seat do you want?", memory_pb2.EVENT_TYPE_THOUGHT),
-            event(6, user, "Window."),
-            event(7, agent, "Anything else I should know?"),
-            event(8, user, "I'm allergic to penicillin."),
+            event(0, agent, "Welcome! What's your name?"),
+            event(1, user, "Sam."),
+            event(2, agent, "Hello! Where are you flying from？ "),
+            event(3, user, "Lisbon."),
+            event(4, agent, "Noted."),
+            event(5, user, "And back on Sunday."),
+            event(6, agent, "Which seat do you want?", memory_pb2.EVENT_TYPE_THOUGHT),
+            event(7, user, "Window."),
+            event(8, agent, "Anything else I should know?"),
+            event(9, user, "I'm allergic to penicillin."),
         ]
     )
     turns = open_turns([segment], scope, {})
 
-    assert [t.event_ids for t in turns] == [["ev0", "ev1"], ["ev2", "ev3"], ["ev4", "ev5"], ["ev6", "ev7"], ["ev8"]]
-    # Not a message (a thought), and a lasting fact that reads alone: neither is read with what precedes it.
-    assert [t.asked.id if t.asked else None for t in turns] == [None, "ev1", None, None, None]
+    # Not a message (a thought), and a lasting fact that reads alone: neither takes what precedes it.
+    assert [t.event_ids for t in turns] == [
+        ["ev0", "ev1"],
+        ["ev2", "ev3", "ev4"],
+        ["ev5", "ev6"],
+        ["ev7", "ev8"],
+        ["ev9"],
+    ]
     assert turns[1].content == "Hello! Where are you flying from？ \nLisbon.\nNoted."
-    [flying], [seat] = terms("flying"), terms("seat")
-    assert turns[1].lexicon[flying] == 1 and seat not in turns[3].lexicon
+    [flying] = terms("flying")
+    assert turns[1].lexicon[flying] == 1 and flying not in turns[0].lexicon
 
 
 async def test_a_correction_just_told_is_found_before_the_fact_it_corrects_told_minutes_before(

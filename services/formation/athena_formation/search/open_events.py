@@ -7,8 +7,8 @@ them a fact said a moment ago would not be found until its segment is formed.
 They are searched per turn, a user message with what followed it up to the next user message (the
 events before the first user message of a window or segment are a turn of their own): the evidence a
 question asks for is usually one turn, and a turn with its reply reads as what was said. A user
-message that answers the agent's question ("Priya." after "What's your name?") is read with that
-question (`OpenTurn.asked`): alone, its words and its embedding say nothing of what it answers. A turn is
+message that answers the agent's question ("Priya." after "What's your name?") opens its turn with
+that question: alone, its words and its embedding say nothing of what it answers. A turn is
 filtered like a chain (it holds an event with every metadata pair asked for), and its words are
 scored by the same BM25 as the chains' lexicons, against the user's chain statistics with the turns
 added as further documents (`lexical_scores`), so the two kinds of hits are ranked on one scale
@@ -70,11 +70,7 @@ class OpenTurn:
 
     events: tuple[memory_pb2.Event, ...]
     lexicon: Mapping[str, int] = field(compare=False)
-    """Term counts over the events' contents (and the question `asked`), as a chain's lexicon counts them."""
-    asked: memory_pb2.Event | None = None
-    """The agent's question the turn's user message answers: the agent message just before it, when
-    it ends in a question mark and the user message states no lasting fact on its own
-    (`EventTerms.facts_of`). It is the previous turn's last event; here it is read, not returned."""
+    """Term counts over the events' contents, as a chain's lexicon counts them."""
 
     @property
     def event_ids(self) -> list[str]:
@@ -82,13 +78,8 @@ class OpenTurn:
 
     @property
     def content(self) -> str:
-        """What is embedded: the question asked, then the events' contents, one a line."""
-        return "\n".join(e.content for e in self.read_events)
-
-    @property
-    def read_events(self) -> tuple[memory_pb2.Event, ...]:
-        """The events read and shown: the question asked, then the turn's own."""
-        return self.events if self.asked is None else (self.asked, *self.events)
+        """What is embedded: the events' contents, one a line."""
+        return "\n".join(e.content for e in self.events)
 
 
 class EventTerms:
@@ -147,20 +138,21 @@ def open_turns(
     turns: list[OpenTurn] = []
     for segment in segments:
         current: list[memory_pb2.Event] = []
-        asked: memory_pb2.Event | None = None
         for event in segment.events:
             if event.id in seen or not of_scope(event, scope):
                 continue
             seen.add(event.id)
             if current and is_user_message(event):
-                turns.append(_turn(current, terms, asked))
-                # A statement of a lasting fact reads alone ("My mom lives with us."); an answer
-                # ("Priya.") needs what it answers.
-                asked = current[-1] if _is_question(current[-1]) and not terms.facts_of(event)[0] else None
-                current = []
+                # An answer ("Priya.") takes the question it answers into its turn; a statement of a
+                # lasting fact reads alone ("My mom lives with us.").
+                answered = _is_question(current[-1]) and not terms.facts_of(event)[0]
+                current, opening = (current[:-1], current[-1:]) if answered else (current, [])
+                if current:
+                    turns.append(_turn(current, terms))
+                current = opening
             current.append(event)
         if current:
-            turns.append(_turn(current, terms, asked))
+            turns.append(_turn(current, terms))
     return [t for t in turns if _passes(t, filters)] if filters else turns
 
 
@@ -213,7 +205,7 @@ def turn_as_chain(turn: OpenTurn) -> memory_pb2.Chain:
     first, last = turn.events[0], turn.events[-1]
     chain = memory_pb2.Chain(
         scope=first.scope,
-        summary="\n".join(_line(e) for e in turn.read_events),
+        summary="\n".join(_line(e) for e in turn.events),
         event_ids=turn.event_ids,
         event_count=len(turn.events),
     )
@@ -224,11 +216,11 @@ def turn_as_chain(turn: OpenTurn) -> memory_pb2.Chain:
     return chain
 
 
-def _turn(events: list[memory_pb2.Event], terms: EventTerms, asked: memory_pb2.Event | None) -> OpenTurn:
+def _turn(events: list[memory_pb2.Event], terms: EventTerms) -> OpenTurn:
     lexicon: Counter[str] = Counter()
-    for event in events if asked is None else (asked, *events):
+    for event in events:
         lexicon.update(terms.of(event))
-    return OpenTurn(events=tuple(events), lexicon=lexicon, asked=asked)
+    return OpenTurn(events=tuple(events), lexicon=lexicon)
 
 
 def _is_question(event: memory_pb2.Event) -> bool:
