@@ -43,6 +43,8 @@ def test_asking_what_i_do_for_a_living_asks_for_work_and_where_i_am_living_for_h
 
     assert {*terms("job pharmacist nurse teacher")} <= work and not {*terms("home apartment")} & work
     assert {*terms("home apartment moved")} <= home and not {*terms("job pharmacist")} & home
+    # "I'm based in Lisbon", or "Lisbon." after the agent's "Where are you based?"
+    assert {*terms("based")} <= set(_expansion("Where do I live?"))
 
 
 def test_a_question_in_spanish_french_german_italian_or_portuguese_adds_the_words_of_all_six() -> None:

@@ -84,7 +84,7 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
         "diet dietary food foods eat meal meals",
         "vegetarian vegan pescatarian allergic gluten lactose dairy kosher halal intolerant",
     ),
-    "home": ("live living based city town home address location", "live moved home apartment house flat"),
+    "home": ("live living based city town home address location", "live moved home apartment house flat based"),
     "work": ("job work career profession occupation employer", f"work job employer company office {_OCCUPATIONS}"),
     "name": ("name names nickname", "call called name named nickname"),
     "preferences": (
