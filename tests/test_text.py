@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import unicodedata
 
-from athena.text import found_words, latin_language, latin_share, pieces, stem, stop_words, terms, tokens
+from athena.text import (
+    ends_in_question,
+    found_words,
+    latin_language,
+    latin_share,
+    pieces,
+    stem,
+    stop_words,
+    terms,
+    tokens,
+)
 
 
 def test_cafe_stays_cafe_whether_typed_precomposed_or_with_a_combining_accent() -> None:
@@ -116,3 +126,11 @@ def test_latin_share_is_the_share_of_letters_in_the_latin_script() -> None:
     assert latin_share("我的生日是十月三日。") == 0.0 and latin_share("Мой любимый писатель") == 0.0
     assert latin_share("ab 我的") == 0.5  # letters only: the space does not count
     assert latin_share("12:30 👍") is None  # no letter at all
+
+
+def test_a_question_ends_in_a_latin_full_width_or_arabic_question_mark_closing_quotes_aside() -> None:
+    assert ends_in_question("What's your name?") and ends_in_question("お名前は？") and ends_in_question("ما اسمك؟")
+    assert ends_in_question('He asked "where do you live?" ') and ends_in_question("（どこに住んでいますか？）")
+    assert (
+        not ends_in_question("Noted.") and not ends_in_question("Why? Because it rained.") and not ends_in_question("")
+    )
