@@ -591,10 +591,10 @@ _KNOWN_WORDS = (
 read (unread_statements.py)."""
 
 
-def names_fact_kind(found: list[str], text: str = "") -> bool:
-    """Whether the tokens hold a cue word of a kind of personal fact (_CUES: "dog", "name", "allergy"),
-    or the `text` a Chinese, Japanese or Korean one (_CJK_CUES: "名前", "孩子", "이름")."""
-    return any(t in _CUES for t in found) or (bool(text) and _has_cjk_cue(text))
+def names_fact_kind(found: list[str], text: str) -> bool:
+    """Whether the tokens (`found`, of `text`) hold a cue word of a kind of personal fact (_CUES: "dog",
+    "name", "allergy"), or the text a Chinese, Japanese or Korean one (_CJK_CUES: "名前", "孩子", "이름")."""
+    return any(t in _CUES for t in found) or _has_cjk_cue(text)
 
 
 def is_question(sentence: str) -> bool:
