@@ -89,6 +89,16 @@ def test_an_agents_query_naming_the_user_or_a_bare_topic_is_about_the_user() -> 
     assert not the_users_own("a query of more than five words naming no one")
 
 
+def test_a_question_in_another_language_naming_no_one_is_the_users_own_and_an_english_one_is_not() -> None:
+    # The person is in the verb alone: "where do I live?" in Turkish, "how many dogs do I have?" in
+    # Romanian, "do I eat meat?" in Finnish, "where do I live?" in Hungarian.
+    for query in ("Hangi şehirde oturuyorum?", "Câți câini am?", "Syönkö lihaa?", "Hol lakom?"):
+        assert the_users_own(query), query
+    # Someone else named or pointed to, or English, which says "I" of the user: not the user's.
+    for query in ("¿Dónde vive Ana?", "Où habite-t-elle ?", "Где он живёт?", "What is the capital of France?"):
+        assert not the_users_own(query), query
+
+
 def test_an_agents_query_about_the_user_adds_the_words_of_the_kind_it_names() -> None:
     assert {*terms("insulin diabetic asthma")} <= set(_expansion("medical conditions"))
     assert {*terms("wife husband")} <= set(_expansion("user's spouse"))

@@ -28,7 +28,7 @@ from athena.text import pieces, tokens
 from athena_formation.forming.personal_facts import is_question, names_fact_kind
 from athena_formation.text.messages import AGENT, USER, Message, content_words, split_sentences, strip_markup
 
-__all__ = ["answered_questions"]
+__all__ = ["answered_questions", "names_no_one"]
 
 _YOU = frozenset(
     """
@@ -119,10 +119,10 @@ def _question_about_the_user(text: str) -> str | None:
     if _OFFER.match(question) or not (names_fact_kind(found, question) or asks):
         return None
     you = not _YOU.isdisjoint(found) or any(word in question for word in _YOU_CJK)
-    return question if you or _names_no_one(question, found) else None
+    return question if you or names_no_one(question, found) else None
 
 
-def _names_no_one(question: str, found: list[str]) -> bool:
+def names_no_one(question: str, found: list[str]) -> bool:
     """No third person and no capitalised name after the first word ("Any allergies I should know
     about?"; "¿Tienes hijos?": the opening mark is not a word): in a talk with one user, a question
     that names no one else is about them."""

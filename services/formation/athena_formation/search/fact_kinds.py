@@ -25,8 +25,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from athena.text import pieces, terms, tokens
+from athena.text import ends_in_question, is_cjk, pieces, terms, tokens
+from athena_formation.forming.answered_questions import names_no_one
 from athena_formation.forming.personal_facts import speaks_of_self_unmarked
+from athena_formation.text.english_words import is_english_word
 from athena_formation.text.gazetteer import FIRST_NAMES
 
 __all__ = ["FACT_KINDS", "expansion_terms", "the_users_own"]
@@ -289,7 +291,24 @@ def the_users_own(query: str) -> bool:
         or any(p in query for p in _CJK_PERSONS)
         or speaks_of_self_unmarked(query)
         or _about_the_user(query)
+        or _foreign_question_of_no_one(query)
     )
+
+
+def _foreign_question_of_no_one(query: str) -> bool:
+    """A question in a language other than English that names no one else ("Hangi şehirde
+    oturuyorum?", "Câți câini am?", "Syönkö lihaa?"): many languages say the person by the verb alone,
+    in forms no list holds, and in one user's memory a question that names no one is theirs. English
+    says "I" or "my" of the user, so an English question without them asks about the world. Chinese,
+    Japanese and Korean have rules of their own (`speaks_of_self_unmarked`, _CJK_PERSONS): a name there
+    is not capitalised ("田中さんはどこに住んでいますか？")."""
+    if not ends_in_question(query) or any(is_cjk(ch) for ch in query):
+        return False
+    words = [w.casefold() for w in pieces(query) if any(ch.isalpha() for ch in w)]
+    if not words or 2 * sum(is_english_word(w) for w in words) >= len(words):
+        return False
+    found = tokens(query)
+    return names_no_one(query, found + [part for t in found if "-" in t for part in t.split("-") if part])
 
 
 def _about_the_user(query: str) -> bool:
