@@ -44,7 +44,7 @@ def test_tiage_validation_sample_keeps_its_pk() -> None:
     scores = _scores("tiage_validation.jsonl", "--limit", "50")
 
     assert scores["dialogues"] == 50
-    assert scores["pk"] <= 0.37
+    assert scores["pk"] <= 0.38
 
 
 def test_a_detector_that_breaks_at_every_user_message_is_below_the_floor() -> None:

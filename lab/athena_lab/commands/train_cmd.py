@@ -268,3 +268,47 @@ def encoder_cv_cmd(
         )
     )
     typer.echo(json.dumps(report, indent=2))
+
+
+@app.command("opener-typicality")
+def opener_typicality(
+    out: Annotated[
+        Path | None, typer.Option("--out", file_okay=False, help="Output folder (default: the detector package).")
+    ] = None,
+    data_dir: _DataDir = None,
+    clusters: Annotated[int, typer.Option("--clusters", min=1, help="k-means centres of the agent turns.")] = 16,
+    alpha: Annotated[
+        float,
+        typer.Option("--alpha", min=0.0, max=0.5, help="Share of held-out training agent turns below the floor."),
+    ] = 0.05,
+    cross_validate: Annotated[
+        bool,
+        typer.Option("--cross-validate", help="Also measure the gate in the opener's 5-fold cross-validation (slow)."),
+    ] = False,
+) -> None:
+    """Fit the agent turns the opener may break at (opener_v2_typical.npz and its record): k-means
+    centres of the training agent turns and a floor on an agent turn's largest cosine to them."""
+    from athena_lab.segmentation.train_typicality import TypicalityConfig, train_typicality
+
+    record = asyncio.run(
+        train_typicality(
+            out_dir=out or _detector_dir(),
+            data_dir=data_dir,
+            config=TypicalityConfig(clusters=clusters, alpha=alpha, cross_validate=cross_validate),
+            log=_log,
+        )
+    )
+    metrics = record["metrics_no_llm"]
+    assert isinstance(metrics, dict)
+    for name, variants in metrics.items():
+        for variant, m in variants.items():
+            if "pk" in m:
+                typer.echo(f"{name} {variant}: pk {m['pk']} wd {m['wd']} f1 {m['f1']}")
+            else:  # cross-validated: both sets pooled over the folds
+                typer.echo(f"{name} {variant}: mean pk {m['objective_mean_pk']}")
+
+
+def _detector_dir() -> Path:
+    from athena_lab.segmentation.train_continuity import DETECTOR_DIR
+
+    return DETECTOR_DIR

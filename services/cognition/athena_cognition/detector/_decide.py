@@ -22,8 +22,9 @@ Order of checks (seed "Chain-break detection", steps 1-4, after a time gap):
    the two messages before it), with no placement; the model's score would be noise there.
 3. Boundary placement, if the scorer carries an opener model (`scorer.opener`, continuity only):
    when the turn right before the new message is an agent message and the opener gives
-   P(that agent turn opened a new topic) >= its threshold, break there (`agent_opened`,
-   starts_at = new_index - 1), whatever the continuity score.
+   P(that agent turn opened a new topic) >= its threshold, and the agent turn is typical of the
+   opener's training turns (`OpenerModel.typical`, the `continuity` scorer's: detector/_typicality.py),
+   break there (`agent_opened`, starts_at = new_index - 1), whatever the continuity score.
 4. Score, then the three-way gate: high continues, low breaks, the gray zone asks the arbiter
    (the LLM); no arbiter or no answer: the fallback of `fallback_is_break`.
 
@@ -213,7 +214,7 @@ async def decide(
     opener = getattr(scorer, "opener", None)
     if isinstance(opener, OpenerModel):
         p_open = opener.probability(window, new_index, vectors)
-        if p_open is not None and p_open >= opener.threshold:
+        if p_open is not None and opener.opens(p_open, vectors[new_index - 1]):
             return Decision(is_break=True, path=Path.AGENT_OPENED, score=score, scorer=name, starts_at=new_index - 1)
 
     outcome = gate(score, thresholds)

@@ -23,6 +23,7 @@ from athena.config import EmbeddingProvider, Settings, SettingsError
 from athena_cognition.detector._classifier import packaged_artifact
 from athena_cognition.detector._placement import OPENER_ARTIFACT, OPENER_VECTOR_ARTIFACT
 from athena_cognition.detector._scorers import AGNOSTIC_ARTIFACT, CONTINUITY_ARTIFACT
+from athena_cognition.detector._typicality import TYPICAL_AGENT_TURNS_ARTIFACT
 
 __all__ = [
     "LOCAL_EMBEDDING_MODEL",
@@ -42,7 +43,7 @@ LOCAL_EMBEDDING_DIM = 384
 
 # The artifacts each scorer reads (make_scorer): their records say what embedding they need.
 _SCORER_ARTIFACTS: dict[str, tuple[str, ...]] = {
-    "continuity": (CONTINUITY_ARTIFACT, OPENER_VECTOR_ARTIFACT),
+    "continuity": (CONTINUITY_ARTIFACT, OPENER_VECTOR_ARTIFACT, TYPICAL_AGENT_TURNS_ARTIFACT),
     "continuity_agnostic": (AGNOSTIC_ARTIFACT, OPENER_ARTIFACT),
 }
 

@@ -13,7 +13,9 @@ A small `Classifier` (detector/_classifier.py), numpy at inference, trained by `
 message it is: "do you like cooking?" reads as an opener whatever came before), so only the
 embedding model it was trained with may run it (the `continuity` scorer's, which reads the new
 message's raw embedding too); `opener_v1.npz` reads the hand features alone, whose embeddings enter
-only as cosines, and runs with any embedding model (the `continuity_agnostic` scorer's).
+only as cosines, and runs with any embedding model (the `continuity_agnostic` scorer's). The
+`continuity` scorer's opener breaks only at an agent turn typical of its training turns
+(`OpenerModel.typical`, detector/_typicality.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 from athena_cognition.detector._classifier import Classifier, load_classifier, packaged_artifact, save_classifier
 from athena_cognition.detector._features import _ACK, _QUESTION_OPENER, _SHIFT, _content, _unit, _words
 from athena_cognition.detector._turns import Turn, message_indices
+from athena_cognition.detector._typicality import TypicalTurns
 
 __all__ = [
     "AGENT_EMBEDDING_PREFIX",
@@ -187,6 +190,8 @@ class OpenerModel:
 
     classifier: Classifier
     threshold: float  # P >= threshold: the break opens at the agent turn
+    typical: TypicalTurns | None = None
+    """When set, the break opens only at an agent turn typical of the training ones (_typicality.py)."""
 
     def __post_init__(self) -> None:
         names = self.classifier.feature_names
@@ -206,6 +211,12 @@ class OpenerModel:
         if not opener_candidate(window, new_index):
             return None
         return self.predict(opener_features(window, new_index, vectors, agent_embedding=self.agent_embedding))
+
+    def opens(self, probability: float | None, agent_vector: np.ndarray) -> bool:
+        """Whether the agent turn, of this `probability` and embedding, opened the new topic."""
+        if probability is None or probability < self.threshold:
+            return False
+        return self.typical is None or self.typical.holds(agent_vector)
 
     def save(self, path: str | Path) -> None:
         save_classifier(path, self.classifier, threshold=self.threshold)

@@ -17,6 +17,7 @@ from athena_cognition.detector._features import HAND_FEATURE_NAMES, extract_feat
 from athena_cognition.detector._gate import Thresholds
 from athena_cognition.detector._placement import OPENER_ARTIFACT, OpenerModel, load_opener_model
 from athena_cognition.detector._turns import Turn, message_indices, user_message_indices
+from athena_cognition.detector._typicality import load_typical_agent_turns
 
 __all__ = [
     "AGNOSTIC_ARTIFACT",
@@ -247,12 +248,15 @@ def make_scorer(name: str, *, placement: bool = True) -> Scorer:
     embedding model cannot read, on its own for evaluation).
 
     `placement` (the continuity scorers): also load the committed opener model, so a break can open
-    at the agent turn before the new message (`Decision.starts_at`); False reproduces the older
-    behaviour.
+    at the agent turn before the new message (`Decision.starts_at`), for `continuity` only at an
+    agent turn typical of the opener's training turns (detector/_typicality.py); False reproduces
+    the older behaviour.
     """
     key = getattr(name, "value", name)
     if key == "continuity":
-        return ContinuityScorer(opener=load_opener_model() if placement else None)
+        return ContinuityScorer(
+            opener=replace(load_opener_model(), typical=load_typical_agent_turns()) if placement else None
+        )
     if key == "continuity_agnostic":
         model = load_continuity_model(agnostic=True)
         return AgnosticContinuityScorer(model, opener=_opener_for(model) if placement else None)
