@@ -201,12 +201,10 @@ async def _cross_validate(
     """The opener's out-of-fold figures without and with the gate, each fold's models fitted on the others."""
     recipe = OpenerConfig()
     rows = {d.id: await opener_examples([d], embedder, agent_embedding=True) for d in (*superseg, *tiage)}
-    threshold = load_opener_model().threshold
+    threshold, gate = load_opener_model().threshold, load_continuity_model().thresholds
     starts: dict[str, dict[str, tuple[int, ...]]] = {"without_gate": {}, "with_gate": {}}
     for f, (train_ss, train_ti, held) in enumerate(fold_splits(superseg, tiage, recipe.folds)):
-        continuity = await fit_continuity(
-            train_ss, train_ti, embedder, recipe.continuity, load_continuity_model().thresholds
-        )
+        continuity = await fit_continuity(train_ss, train_ti, embedder, recipe.continuity, gate)
         opener = replace(fit_opener(opener_parts(rows, train_ss, train_ti, recipe), recipe), threshold=threshold)
         vectors, ids = await agent_turn_vectors([*train_ss, *train_ti], embedder)
         typical = fit_typical_turns(vectors, ids, config)

@@ -28,7 +28,7 @@ from athena.text import pieces, tokens
 from athena_formation.forming.personal_facts import is_question, names_fact_kind
 from athena_formation.text.messages import AGENT, USER, Message, content_words, split_sentences, strip_markup
 
-__all__ = ["answered_questions", "names_no_one"]
+__all__ = ["answered_questions", "names_no_one", "with_hyphen_parts"]
 
 _YOU = frozenset(
     """
@@ -113,13 +113,18 @@ def _question_about_the_user(text: str) -> str | None:
     if not sentences or not is_question(sentences[-1]):
         return None
     question = sentences[-1]
-    found = tokens(question)
-    found += [part for t in found if "-" in t for part in t.split("-") if part]
+    found = with_hyphen_parts(tokens(question))
     asks = not _ASKING.isdisjoint(found) or any(word in question for word in _ASKING_CJK)
     if _OFFER.match(question) or not (names_fact_kind(found, question) or asks):
         return None
     you = not _YOU.isdisjoint(found) or any(word in question for word in _YOU_CJK)
     return question if you or names_no_one(question, found) else None
+
+
+def with_hyphen_parts(found: list[str]) -> list[str]:
+    """The tokens and the parts of the hyphenated ones: a French inversion's pronoun ("habite-t-elle")
+    and its verb are words of their own."""
+    return found + [part for t in found if "-" in t for part in t.split("-") if part]
 
 
 def names_no_one(question: str, found: list[str]) -> bool:

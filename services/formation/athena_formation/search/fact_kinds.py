@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from athena.text import ends_in_question, is_cjk, pieces, terms, tokens
-from athena_formation.forming.answered_questions import names_no_one
+from athena_formation.forming.answered_questions import names_no_one, with_hyphen_parts
 from athena_formation.forming.personal_facts import speaks_of_self_unmarked
 from athena_formation.text.english_words import is_english_word
 from athena_formation.text.gazetteer import FIRST_NAMES
@@ -307,8 +307,7 @@ def _foreign_question_of_no_one(query: str) -> bool:
     words = [w.casefold() for w in pieces(query) if any(ch.isalpha() for ch in w)]
     if not words or 2 * sum(is_english_word(w) for w in words) >= len(words):
         return False
-    found = tokens(query)
-    return names_no_one(query, found + [part for t in found if "-" in t for part in t.split("-") if part])
+    return names_no_one(query, with_hyphen_parts(tokens(query)))
 
 
 def _about_the_user(query: str) -> bool:
