@@ -1,4 +1,4 @@
-"""athena.text: words of any script, casefolded with their accents, CJK as bigrams, stop words per language."""
+"""athena.text: words of any script, casefolded with their accents, CJK and Thai as bigrams, stop words per language."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from athena.text import (
     stop_words,
     terms,
     tokens,
+    words,
 )
 
 
@@ -67,6 +68,24 @@ def test_chinese_runs_become_overlapping_bigrams_and_a_lone_character_stays_one_
 def test_japanese_and_korean_runs_are_bigrams_too() -> None:
     assert tokens("東京タワー") == ["東京", "京タ", "タワ", "ワー"]
     assert tokens("서울에서 왔어요")[:3] == ["서울", "울에", "에서"]
+
+
+def test_thai_lao_khmer_and_myanmar_runs_are_bigrams_of_their_grapheme_clusters() -> None:
+    # อยู่ is one consonant and one cluster with its vowel and tone marks: อ + ยู่
+    assert tokens("อยู่") == ["อยู่"]
+    assert tokens("ฉันแพ้กุ้ง") == ["ฉัน", "นแ", "แพ้", "พ้กุ้", "กุ้ง"]
+    assert words("ฉันแพ้กุ้ง") == ["ฉันแพ้กุ้ง"]
+    assert tokens("ກ") == ["ກ"] and terms("ກ") == ["ກ"]  # a lone letter of them is a term, as a CJK one is
+    assert tokens("ខ្ញុំរស់នៅភ្នំពេញ។")[-1] == "ពេញ"  # Khmer's full stop is not a letter of the run
+    assert tokens("ကျွန်တော် ရန်ကုန်") == ["ကျွန်", "န်တေ", "တော်", "ရန်", "န်ကု", "ကုန်"]
+
+
+def test_a_thai_question_shares_terms_with_the_fact_it_asks_about() -> None:
+    fact, question = terms("ฉันอาศัยอยู่ที่เชียงใหม่"), terms("ฉันอาศัยอยู่ที่ไหน")
+    assert {"ฉัน", "ศัย", "อยู่", "ยู่ที่"} <= set(fact) & set(question)
+    assert not set(terms("ฉันแพ้กุ้ง")) & {"เชี", "ชีย", "หม่"}
+    held = set(fact)
+    assert found_words("ฉันอาศัยอยู่ที่ไหน", lambda w: w in held) == ["ฉันอาศัยอยู่ที่"]
 
 
 def test_words_of_any_script_keep_their_combining_marks() -> None:

@@ -17,6 +17,10 @@ uses and the same word in a conversation always meet, in any script.
   single such character stays one token: a two-character word, the commonest length, is then always
   one token, and a longer one is matched by its bigrams. (Korean does space its words, but particles
   are glued to them: "서울에서" and "서울은" share the bigram 서울.)
+- Thai, Lao, Khmer and Myanmar are not spaced between words either: a run of them becomes the
+  overlapping bigrams of its grapheme clusters (a consonant with its vowel and tone marks is one
+  cluster: "อยู่" is อ + ยู่), so "ฉันอาศัยอยู่ที่เชียงใหม่" and "ฉันอาศัยอยู่ที่ไหน" share the bigrams
+  of ฉันอาศัยอยู่ที่ instead of being two unrelated words. Whole runs are what `words` returns.
 - A *term* is what the lexical index stores and queries: a token cut at hyphens and underscores,
   apostrophes removed, not a stop word, not a single letter, and stemmed.
 
@@ -44,6 +48,7 @@ __all__ = [
     "ends_in_question",
     "found_words",
     "is_cjk",
+    "is_unspaced",
     "latin_language",
     "latin_share",
     "pieces",
@@ -150,13 +155,17 @@ _MIN_NON_ENGLISH_HITS = 2
 # --- words ----------------------------------------------------------------------------------------
 
 _CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc"  # U+30FC: the katakana long-vowel mark
-_LETTER = rf"[[\p{{L}}\p{{N}}]--[{_CJK_CLASS}]]"
-_LETTER_OR_MARK = rf"[[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]"
+_UNSPACED_CLASS = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"  # their marks included: the script, not \p{L}
+_LETTER = rf"[[\p{{L}}\p{{N}}]--[{_CJK_CLASS}{_UNSPACED_CLASS}]]"
+_LETTER_OR_MARK = rf"[[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}{_UNSPACED_CLASS}]]"
 _WORD_BODY = rf"{_LETTER}{_LETTER_OR_MARK}*(?:['’\-_]{_LETTER}{_LETTER_OR_MARK}*)*"
 _CJK_RUN = rf"[{_CJK_CLASS}]+"
-_WORD = regex.compile(rf"(?V1){_CJK_RUN}|{_WORD_BODY}")
-_PIECE = regex.compile(rf"(?V1){_CJK_RUN}|{_WORD_BODY}|[^\s\p{{L}}\p{{N}}\p{{M}}]")
+_UNSPACED_RUN = rf"[[{_UNSPACED_CLASS}]--[\p{{P}}\p{{Z}}]]+"  # not their own punctuation (Khmer's ។)
+_WORD = regex.compile(rf"(?V1){_CJK_RUN}|{_UNSPACED_RUN}|{_WORD_BODY}")
+_PIECE = regex.compile(rf"(?V1){_CJK_RUN}|{_UNSPACED_RUN}|{_WORD_BODY}|[^\s\p{{L}}\p{{N}}\p{{M}}]")
 _IS_CJK = regex.compile(rf"(?V1)[{_CJK_CLASS}]+")
+_IS_UNSPACED = regex.compile(rf"(?V1)[{_CJK_CLASS}{_UNSPACED_CLASS}]+")
+_CLUSTER = regex.compile(r"\X")
 _IS_LATIN = regex.compile(r"[\p{Latin}\p{N}\p{M}'\-_]+")
 _ANY_LETTER = regex.compile(r"\p{L}")
 _LATIN_LETTER = regex.compile(r"\p{Latin}")
@@ -177,8 +186,22 @@ def is_cjk(token: str) -> bool:
     return bool(_IS_CJK.fullmatch(token))
 
 
+@lru_cache(maxsize=65536)
+def is_unspaced(token: str) -> bool:
+    """Whether the token is of a script written without spaces between words (CJK, Thai, Lao, Khmer,
+    Myanmar): a bigram or a lone character (cluster), which is a term however short."""
+    return bool(_IS_UNSPACED.fullmatch(token))
+
+
+def _units(run: str) -> list[str]:
+    """What a run's bigrams are made of: its characters (CJK) or its grapheme clusters (the others,
+    whose vowels and tone marks are combining characters)."""
+    return list(run) if is_cjk(run) else _CLUSTER.findall(run)
+
+
 def _bigrams(run: str) -> list[str]:
-    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+    units = _units(run)
+    return ["".join(units)] if len(units) == 1 else [units[i] + units[i + 1] for i in range(len(units) - 1)]
 
 
 def _trimmed(word: str) -> str:
@@ -194,16 +217,17 @@ def _trimmed(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """The text's words as a reader sees them, casefolded: hyphenated and apostrophized words whole,
-    and a run of CJK characters whole (it is usually several words, so `tokens` splits it)."""
-    return [w for w in (_trimmed(m) if not is_cjk(m) else m for m in _WORD.findall(_normal(text))) if w]
+    and a run of an unspaced script (CJK, Thai...) whole (it is usually several words, so `tokens`
+    splits it)."""
+    return [w for w in (_trimmed(m) if not is_unspaced(m) else m for m in _WORD.findall(_normal(text))) if w]
 
 
 def tokens(text: str) -> list[str]:
-    """The text's tokens in order: its words, each CJK run as overlapping character bigrams (see the
-    module docstring). What counts, compares and looks up words should read these."""
+    """The text's tokens in order: its words, each run of an unspaced script as overlapping bigrams
+    (see the module docstring). What counts, compares and looks up words should read these."""
     out: list[str] = []
     for word in words(text):
-        if is_cjk(word):
+        if is_unspaced(word):
             out.extend(_bigrams(word))
         else:
             out.append(word)
@@ -301,7 +325,7 @@ def _term(part: str, stops: frozenset[str]) -> str | None:
     if part in stops:
         return None
     part = part.replace("'", "")
-    if not part or part in stops or (len(part) < 2 and not part.isdigit() and not is_cjk(part)):
+    if not part or part in stops or (len(part) < 2 and not part.isdigit() and not is_unspaced(part)):
         return None
     return stem(part)
 
@@ -319,13 +343,14 @@ def terms(text: str) -> list[str]:
 def found_words(query: str, found: Callable[[str], bool]) -> list[str]:
     """The query's words (casefolded, as written) that `found` accepts, each once, in order: for
     showing which words of a search matched. Stop words and words under three characters are left
-    out. A CJK run is shown by its longest stretches whose every bigram (or lone character) `found`
-    accepts: "北京烤鸭" when all of 北京 京烤 烤鸭 were found, "北京" when only that one was."""
+    out. A run of an unspaced script is shown by its longest stretches whose every bigram (or lone
+    character) `found` accepts: "北京烤鸭" when all of 北京 京烤 烤鸭 were found, "北京" when only that
+    one was."""
     query_words = words(query)
     stops = stop_words(tokens(query))
     out: list[str] = []
     for word in query_words:
-        if is_cjk(word):
+        if is_unspaced(word):
             shown = _found_stretches(word, found, stops)
         elif len(word) >= 3 and word not in stops and found(word):
             shown = [word]
@@ -336,9 +361,10 @@ def found_words(query: str, found: Callable[[str], bool]) -> list[str]:
 
 
 def _found_stretches(run: str, found: Callable[[str], bool], stops: frozenset[str]) -> list[str]:
+    units = _units(run)
     grams = _bigrams(run)
     hit = [g not in stops and found(g) for g in grams]
-    if len(run) == 1:
+    if len(units) == 1:
         return [run] if hit[0] else []
     out: list[str] = []
     i = 0
@@ -349,6 +375,6 @@ def _found_stretches(run: str, found: Callable[[str], bool], stops: frozenset[st
         j = i
         while j + 1 < len(grams) and hit[j + 1]:
             j += 1
-        out.append(run[i : j + 2])
+        out.append("".join(units[i : j + 2]))
         i = j + 1
     return out

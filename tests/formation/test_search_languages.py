@@ -70,3 +70,28 @@ async def test_a_russian_and_a_chinese_chain_are_found_by_their_words_and_show_t
     formation.recall.ranking = Ranking(lexical_weight=1.0, size_prior=0.0)  # the words alone
     assert (await _search(stub, "Какой велосипед купила Маша?")).hits[0].chain.id == russian
     assert (await _search(stub, "成都哪家火锅好吃？")).hits[0].chain.id == chinese
+
+
+# A trip to Chiang Mai: the temple on the mountain and the night market.
+THAI = [
+    ("user", "เดือนหน้าฉันจะไปเที่ยวเชียงใหม่ อยากไปวัดพระธาตุดอยสุเทพและตลาดกลางคืน ควรไปวันไหนดี"),
+    ("agent", "ไปวัดพระธาตุดอยสุเทพตอนเช้าจะดีที่สุด ส่วนตลาดกลางคืนวันอาทิตย์ที่ถนนคนเดินคึกคักมาก"),
+    ("user", "จากตัวเมืองเชียงใหม่ไปดอยสุเทพใช้เวลานานไหม"),
+    ("agent", "นั่งรถสองแถวสีแดงจากประตูช้างเผือกประมาณสี่สิบนาทีก็ถึงวัดพระธาตุดอยสุเทพ"),
+]
+
+
+async def test_a_thai_chain_is_found_by_its_words_though_thai_puts_no_space_between_them(
+    formation: Formation, stub: Any
+) -> None:
+    thai = await _form(stub, THAI)
+    await _form(stub, CHINESE)
+    await _form(stub, COOKING)
+
+    lexicon = (await formation.store.get(thai))["lexicon"]
+    assert lexicon["เชี"] >= 2 and "สุเ" in lexicon  # bigrams of grapheme clusters, not whole runs
+
+    formation.recall.ranking = Ranking(lexical_weight=1.0, size_prior=0.0)  # the words alone
+    first = (await _search(stub, "ไปดอยสุเทพยังไง")).hits[0]
+    assert first.chain.id == thai and first.lexical_score > 0
+    assert "ไปดอยสุเทพ" in first.matched_terms

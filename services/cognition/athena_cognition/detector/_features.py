@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from athena.text import is_cjk, terms, tokens
+from athena.text import is_unspaced, terms, tokens
 from athena_cognition.detector._turns import Turn, message_indices
 
 __all__ = ["EMBEDDING_FEATURE_PREFIX", "HAND_FEATURE_NAMES", "extract_features", "feature_names", "hand_features"]
@@ -113,14 +113,15 @@ def feature_names(dim: int) -> list[str]:
 
 
 def _words(text: str) -> list[str]:
-    """The message's tokens (athena.text: any script, casefolded, CJK as bigrams)."""
+    """The message's tokens (athena.text: any script, casefolded, CJK and Thai runs as bigrams)."""
     return tokens(text)
 
 
 def _content(text: str) -> set[str]:
     """The message's content words: its terms (stop words of its language dropped, stemmed), of three
-    letters or more unless CJK, so that "dogs" meets "dog" and Russian or Chinese words count too."""
-    return {t for t in terms(text) if len(t) > 2 or is_cjk(t)}
+    letters or more unless of an unspaced script (a CJK or Thai bigram), so that "dogs" meets "dog"
+    and Russian, Chinese or Thai words count too."""
+    return {t for t in terms(text) if len(t) > 2 or is_unspaced(t)}
 
 
 def _unit(vec: np.ndarray) -> np.ndarray:

@@ -66,7 +66,7 @@ lists cover English, Spanish, French, German, Portuguese and Italian, with Russi
 and Korean cue words (a Japanese or Korean statement naming no one else is the speaker's, as those
 languages seldom say "I"); the first-person words also Russian, Dutch, Polish, Turkish, Indonesian, Vietnamese,
 Hindi, Arabic and Hebrew, whose facts are then told by a number or by the content-word count (which
-leaves CJK out: its character bigrams are not words). Words come from
+leaves CJK and Thai out: their bigrams are not words). Words come from
 athena.text, the one Unicode tokenizer, through the analysis's `content_words` and `split_sentences`.
 """
 
@@ -75,12 +75,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from athena.text import STOP_WORDS, pieces, tokens
+from athena.text import STOP_WORDS, is_unspaced, pieces, tokens
 from athena_formation.forming.self_description import describes_self, is_activity, is_passing_state
 from athena_formation.forming.unread_statements import is_unread
 from athena_formation.text.calendar_words import MONTHS
 from athena_formation.text.gazetteer import FIRST_NAMES
-from athena_formation.text.messages import content_words, split_sentences, strip_markup
+from athena_formation.text.messages import content_words, split_sentences, strip_markup, without_smalltalk_phrases
 from athena_formation.text.stopwords import (
     EVERYDAY_OTHER,
     LATIN_FUNCTION_WORDS,
@@ -774,16 +774,12 @@ def _content_after(pattern: re.Pattern[str], sentence: str) -> bool:
     return any(any(w and is_content_word(w.lower()) for w in match.groups()) for match in pattern.finditer(sentence))
 
 
-def _has_cjk(word: str) -> bool:
-    return any("\u3040" <= ch <= "\u30ff" or "\u3400" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" for ch in word)
-
-
 def _enough_content(sentence: str, found: list[str]) -> bool:
-    """FACT_MIN_CONTENT_WORDS content words (not first names, not CJK bigrams) in the singular first
-    person."""
+    """FACT_MIN_CONTENT_WORDS content words (not first names, not the bigrams of an unspaced script:
+    CJK, Thai) in the singular first person."""
     if not _singular_first_person(sentence, found):
         return False
-    counted = [w for w in content_words(sentence) if not _has_cjk(w) and w not in FIRST_NAMES]
+    counted = [w for w in content_words(sentence) if not is_unspaced(w) and w not in FIRST_NAMES]
     return len(counted) >= FACT_MIN_CONTENT_WORDS
 
 
@@ -888,7 +884,7 @@ def _stating(text: str, specific: Callable[[str, list[str]], bool], *, or_unread
         if (
             (_first_person(sentence, found) and specific(sentence, found))
             or _without_first_person(sentence, found)
-            or (or_unread and is_unread(sentence, found, _KNOWN_WORDS))
+            or (or_unread and is_unread(sentence, tokens(without_smalltalk_phrases(sentence)), _KNOWN_WORDS))
         ):
             out.append(sentence)
     return out

@@ -6,10 +6,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from athena.text import is_cjk, stem, stop_words
+from athena.text import is_unspaced, stem, stop_words
 from athena.text import tokens as words
 from athena_client.memory.v1 import memory_pb2
-from athena_formation.text.stopwords import CJK_SMALLTALK_PHRASES, is_content_word
+from athena_formation.text.stopwords import UNSPACED_SMALLTALK_PHRASES, is_content_word
 
 __all__ = [
     "AGENT",
@@ -25,6 +25,7 @@ __all__ = [
     "split_sentences",
     "stem",
     "strip_markup",
+    "without_smalltalk_phrases",
     "words",
 ]
 
@@ -146,15 +147,17 @@ def sentences_of(messages: Sequence[Message]) -> list[Sentence]:
 def content_words(text: str) -> list[str]:
     """The text's content words (see athena_formation.text.stopwords), casefolded, in order: neither the English topic
     filter's words nor the stop words of the text's language."""
-    found = words(_without_cjk_smalltalk(text))
+    found = words(without_smalltalk_phrases(text))
     stops = stop_words(found)
     return [w for w in found if w not in stops and is_content_word(w)]
 
 
-def _without_cjk_smalltalk(text: str) -> str:
-    if not any(is_cjk(ch) for ch in text):
+def without_smalltalk_phrases(text: str) -> str:
+    """The text with the small-talk phrases of the scripts written without spaces (CJK, Thai) taken
+    out: a greeting there is no word of its own to drop, but bigrams that would read as content."""
+    if not any(is_unspaced(ch) for ch in text):
         return text
-    for phrase in CJK_SMALLTALK_PHRASES:
+    for phrase in UNSPACED_SMALLTALK_PHRASES:
         text = text.replace(phrase, " ")
     return text
 

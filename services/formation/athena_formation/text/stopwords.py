@@ -15,12 +15,12 @@ from functools import lru_cache
 from athena.text import STOP_WORDS
 
 __all__ = [
-    "CJK_SMALLTALK_PHRASES",
     "EVERYDAY_OTHER",
     "FUNCTION_WORDS",
     "LATIN_FUNCTION_WORDS",
     "SMALLTALK",
     "STOPWORDS",
+    "UNSPACED_SMALLTALK_PHRASES",
     "VERB_FORMS",
     "is_content_word",
 ]
@@ -62,7 +62,7 @@ definitely totally agreed agree same too also again much very really so just day
 """
 
 # The same in the other languages the docs list, as athena.text tokenizes them (casefolded, accents
-# kept, CJK as character bigrams): greetings, thanks, goodbyes, "how are you", "fine", generic offers
+# kept, CJK as character bigrams; Thai's are phrases, UNSPACED_SMALLTALK_PHRASES): greetings, thanks, goodbyes, "how are you", "fine", generic offers
 # of help (Spanish, French, German, Italian, Portuguese, Russian, Chinese, Japanese; Dutch, Polish,
 # Turkish, Indonesian, Vietnamese, Hindi, Arabic, Hebrew, Swedish; and Greek, Thai, Czech, Romanian,
 # Hungarian, Finnish, Ukrainian, Persian, Serbian, Croatian, Bulgarian, Macedonian, Kazakh, Catalan,
@@ -96,7 +96,6 @@ xin chào chào cảm ơn cám tạm biệt bạn khỏe không vâng dạ đư�
 hej hallå tack tackar bra mår hjälpa hejdå ses varsågod trevligt god morgon kväll natt okej gärna absolut
 uppskattar verkligen waardeer echt senang membantu hari आपकी आपका करके खुश سعيد سعيدة بمساعدتك
 γεια σας σου καλημέρα καλησπέρα καληνύχτα ευχαριστώ ευχαριστούμε πολύ παρακαλώ αντίο εντάξει λέμε χαίρετε
-สวัสดี สวัสดีครับ สวัสดีค่ะ ขอบคุณ ขอบคุณครับ ขอบคุณค่ะ ขอบคุณมาก ขอบคุณมากครับ ขอบคุณมากค่ะ ลาก่อน โอเค ครับ ค่ะ
 děkuji děkuju díky dobrý ahoj nashledanou prosím pořádku mulțumesc mulțumim frumos bună ziua seara salut
 revedere mersi köszönöm szépen szia sziasztok jó napot reggelt estét viszontlátásra rendben kiitos hei moi
 huomenta hyvää päivää iltaa näkemiin selvä дякую вітаю побачення будь ласка гаразд سلام ممنون ممنونم مرسی
@@ -150,17 +149,19 @@ vocês ele ela eles elas lhe então depois às aos foi foram fui estava estavam 
 tinha tinham havia há
 """
 
-CJK_SMALLTALK_PHRASES: tuple[str, ...] = tuple(
+UNSPACED_SMALLTALK_PHRASES: tuple[str, ...] = tuple(
     """
     有什么可以帮你 有什么可以帮您 有什么能帮你 我也很好 我很好 早上好 晚上好 大家好 不客气 没问题 怎么样
     你好 您好 谢谢 多谢 感谢 再见 拜拜 好的 哈哈 晚安 没事 最近 还好 不错 请问 こんにちは こんばんは
     おはよう ありがとう ございます さようなら よろしく 무엇을 도와드릴까요 도와드릴게요 안녕하세요 안녕히 안녕
     감사합니다 고맙습니다 고마워요 천만에요 반갑습니다 지내세요 지내요 괜찮아요 알겠습니다 좋아요
+    ขอบคุณมาก ขอบคุณ สวัสดี ลาก่อน โอเค ครับ ค่ะ
     """.split()
 )
-"""Chinese, Japanese and Korean small-talk phrases: their character bigrams would otherwise read as
-content (a Chinese or Japanese text has no spaces to say where a greeting ends, and Korean glues
-endings to its words)."""
+"""Chinese, Japanese, Korean and Thai small-talk phrases (Thai's polite particles ครับ and ค่ะ with
+them), taken out of a text before its words are read: their bigrams would otherwise read as content
+(Chinese, Japanese and Thai have no spaces to say where a greeting ends, and Korean glues endings to
+its words). A longer phrase before the phrases it holds."""
 
 FUNCTION_WORDS: frozenset[str] = STOP_WORDS["en"]
 # Common verbs that head clauses, not topics ("convert FSGLI coverage", "wife enjoy"); with their -s
