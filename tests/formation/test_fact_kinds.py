@@ -81,6 +81,17 @@ def test_a_question_for_the_users_name_adds_how_names_are_told_and_a_pets_name_a
     assert {*terms("called cat puppy")} <= dog and not {*terms("wife nurse")} & dog
 
 
+def test_asking_my_own_name_meets_the_agents_question_an_answered_name_is_kept_with() -> None:
+    # "Priya." answering "¿Cómo te llamas?" is kept as "¿Cómo te llamas? Priya." (answered_questions.py)
+    for asked, told in [
+        ("¿Cómo me llamo?", "¿Cómo te llamas? Priya."),
+        ("Come mi chiamo?", "Come ti chiami? Priya."),
+        ("Wie heiße ich?", "Wie heißt du? Priya."),
+        ("Como eu me chamo?", "Como você se chama? Priya."),
+    ]:
+        assert set(_expansion(asked)) & set(terms(told)), asked
+
+
 def test_an_agents_query_naming_the_user_or_a_bare_topic_is_about_the_user() -> None:
     for query in ("user allergies", "the user's spouse", "dietary restrictions", "medical conditions", "pets"):
         assert the_users_own(query), query

@@ -148,7 +148,11 @@ _OTHER_LANGUAGES: dict[str, tuple[str, str]] = {
         "ingenieurin lehrer lehrerin arzt ärztin krankenschwester lavoro infermiere infermiera ingegnere "
         "insegnante trabalho enfermeira engenheiro engenheira",
     ),
-    "name": ("nombre nom nome", "llamo nombre appelle nom heiße chamo nome chiamo"),
+    "name": (
+        "nombre nom nome",
+        # with the forms an agent asks with ("¿Cómo te llamas? Priya.": answered_questions.py)
+        "llamo nombre appelle nom heiße chamo nome chiamo llamas llama appelles heißt chama chamas chiami",
+    ),
     "preferences": (
         "preferencias préférences vorlieben preferenze preferências",
         "prefiero préfère bevorzuge preferisco prefiro",
