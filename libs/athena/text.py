@@ -199,8 +199,8 @@ def _units(run: str) -> list[str]:
     return list(run) if is_cjk(run) else _CLUSTER.findall(run)
 
 
-def _bigrams(run: str) -> list[str]:
-    units = _units(run)
+def _bigrams(units: list[str]) -> list[str]:
+    """Overlapping pairs of a run's units (`_units`); a run of one unit is its own token."""
     return ["".join(units)] if len(units) == 1 else [units[i] + units[i + 1] for i in range(len(units) - 1)]
 
 
@@ -228,7 +228,7 @@ def tokens(text: str) -> list[str]:
     out: list[str] = []
     for word in words(text):
         if is_unspaced(word):
-            out.extend(_bigrams(word))
+            out.extend(_bigrams(_units(word)))
         else:
             out.append(word)
     return out
@@ -362,7 +362,7 @@ def found_words(query: str, found: Callable[[str], bool]) -> list[str]:
 
 def _found_stretches(run: str, found: Callable[[str], bool], stops: frozenset[str]) -> list[str]:
     units = _units(run)
-    grams = _bigrams(run)
+    grams = _bigrams(units)
     hit = [g not in stops and found(g) for g in grams]
     if len(units) == 1:
         return [run] if hit[0] else []

@@ -884,10 +884,17 @@ def _stating(text: str, specific: Callable[[str, list[str]], bool], *, or_unread
         if (
             (_first_person(sentence, found) and specific(sentence, found))
             or _without_first_person(sentence, found)
-            or (or_unread and is_unread(sentence, tokens(without_smalltalk_phrases(sentence)), _KNOWN_WORDS))
+            or (or_unread and is_unread(sentence, _without_smalltalk_tokens(sentence, found), _KNOWN_WORDS))
         ):
             out.append(sentence)
     return out
+
+
+def _without_smalltalk_tokens(sentence: str, found: list[str]) -> list[str]:
+    """The sentence's tokens (`found`) without its CJK or Thai small-talk phrases: read again only when
+    it held one."""
+    plain = without_smalltalk_phrases(sentence)
+    return found if plain == sentence else tokens(plain)
 
 
 def states_personal_fact(texts: str | Iterable[str]) -> bool:
