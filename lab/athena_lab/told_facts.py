@@ -101,6 +101,7 @@ PARTS = (
     "languages_7",
     "answers",
     "answers_2",
+    "everyday",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

@@ -12,7 +12,8 @@ from support.formation_data import SCOPE, make_segment
 
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
-from athena_formation.search.fact_evidence import fact_scores, lift
+from athena_formation.search.fact_evidence import best_facts, fact_scores, lift
+from athena_formation.search.fact_kinds import expansion_terms
 from athena_formation.search.lexicon import chain_lexicon, terms
 from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
@@ -221,3 +222,79 @@ async def test_a_hit_whose_fact_was_corrected_later_in_the_chain_names_the_corre
     first = found.hits[0]
     assert first.chain.id == colour
     assert f"corrected later: {green!r}" in first.why
+
+
+JAPANESE = "I'm learning Japanese."
+BENEFITS_WITH_A_MOMENT = [
+    *BENEFITS_WITH_A_FACT[:4],
+    ("user", f"{JAPANESE} Is there a form in Japanese?"),
+    *BENEFITS_WITH_A_FACT[5:],
+]
+
+
+async def test_a_passing_fact_that_is_no_lasting_one_is_kept_apart_from_the_profile_and_found_by_meaning(
+    formation: Formation, stub: Any
+) -> None:
+    """A fact of the user's present ("I'm learning Japanese.") is kept as one of the chain's
+    `moment_facts`, not its `profile_facts`; a question sharing no word with it ("Which language am I
+    studying?") finds it by its own embedding, among the user's newest facts."""
+    benefits = await _form(stub, BENEFITS_WITH_A_MOMENT)
+    gift = await _form(stub, WEDDING_GIFT)
+    doc = await formation.store.get(benefits)
+    assert doc is not None
+    assert [f["text"] for f in doc["moment_facts"]] == [JAPANESE] and doc["profile_facts"] == []
+    request = formation_pb2.SearchRequest(
+        request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Which language am I studying?", limit=2)
+    )
+
+    found = (await stub.SearchMemory(request, timeout=30)).hits
+    formation.recall.ranking = Ranking(told_facts=False)
+    as_wholes = (await stub.SearchMemory(request, timeout=30)).hits
+
+    assert [h.chain.id for h in found] == [benefits, gift]
+    assert found[0].why.startswith(f"a fact told in it, {JAPANESE!r}") and found[0].lexical_score == 0
+    assert found[0].score > {h.chain.id: h.score for h in as_wholes}[benefits]
+
+
+def test_the_newest_facts_the_query_shares_no_word_with_come_after_those_it_does() -> None:
+    index = UserLexicon()
+    for n in range(6):
+        index.put(_row(f"c{n}", (f"I'm training for race {n}.",)))
+    index.put(_row("dog", ("We have a golden retriever called Max.",)))
+    corpus = index.query(terms("retriever")).corpus
+
+    chosen = best_facts(index, terms("retriever"), corpus, agent_id=None, newest=3)
+
+    assert [(f.chain_id, lexical > 0) for f, lexical in chosen] == [
+        ("dog", True),
+        ("c5", False),
+        ("c4", False),
+        ("c3", False),
+    ]
+    assert [f.chain_id for f, _ in best_facts(index, terms("retriever"), corpus, agent_id=None, newest=0)] == ["dog"]
+
+
+def test_a_chains_other_personal_facts_are_not_met_by_their_words_only_among_the_newest() -> None:
+    """ "Friends of mine are getting married in June." is no answer to "Am I married?": a chain's
+    `moment_facts` are scored by their embedding alone, never by the words they share with a query."""
+    friends = "Friends of mine are getting married in June."
+    index = UserLexicon()
+    index.put(_row("benefits", (HUSBAND,)))
+    index.put(
+        LexiconRow(
+            chain_id="gift", agent_id="helper", lexicon=chain_lexicon([friends]), event_count=4, moments=(friends,)
+        )
+    )
+    query = terms("Am I married?")
+    expansion = expansion_terms("Am I married?", query)
+    corpus = index.query(query, expansion=expansion, expansion_weight=0.5).corpus
+
+    def chosen(newest: int) -> list[tuple[str, bool, bool]]:
+        found = best_facts(
+            index, query, corpus, agent_id=None, expansion=expansion, expansion_weight=0.5, newest=newest
+        )
+        return [(f.chain_id, f.lasting, lexical > 0) for f, lexical in found]
+
+    assert index.told_facts(terms=terms("married")) == []
+    assert chosen(newest=0) == [("benefits", True, True)]  # the husband, by the partner kind's words
+    assert chosen(newest=5) == [("benefits", True, True), ("gift", False, False)]

@@ -33,6 +33,7 @@ class PartChoice(str, Enum):
     LANGUAGES_7 = "languages_7"
     ANSWERS = "answers"
     ANSWERS_2 = "answers_2"
+    EVERYDAY = "everyday"
     ALL = "all"
 
 

@@ -275,7 +275,7 @@ class ChainFormer:
             event_count=int(doc.get("event_count", 0)),
             agents=chain_agents(doc),
             span=chain_span(doc),
-            facts=fact_texts(doc.get("profile_facts") or ()),
+            told=doc,
         )
 
     async def carry_out(self, segment: formation_pb2.Segment, record: Mapping[str, Any]) -> None:
@@ -432,6 +432,7 @@ class ChainFormer:
                 "lasting_fact": bool(record.get("lasting_fact", False)),
                 "updates_fact": bool(record.get("updates_fact", False)),
                 "profile_facts": list(record.get("profile_facts", [])),
+                "moment_facts": list(record.get("moment_facts", [])),
                 "recall_count": 0,
                 "recall_strength": 0.0,
                 "status": "active",
@@ -468,7 +469,7 @@ class ChainFormer:
                 lexicon=words["lexicon"],
                 event_count=len(events),
                 span=(epoch(timestamp_of(events[0].timestamp)), epoch(timestamp_of(events[-1].timestamp))),
-                facts=fact_texts((existing or {}).get("profile_facts") or record.get("profile_facts") or ()),
+                told=existing or record,
             )
         if continues:
             await self._warm_continued(continues, now)
@@ -498,11 +499,12 @@ class ChainFormer:
         event_count: int,
         agents: Sequence[str] = (),
         span: tuple[float | None, float | None] = (None, None),
-        facts: tuple[str, ...] = (),
+        told: Mapping[str, Any] | None = None,
     ) -> None:
         """`agents`: the chain's agents (chain_agents.py); none given: the scope's agent. `span`: the
-        epoch seconds of its first and last event, for the dates a search names. `facts`: the lasting
-        facts told in it (LexiconRow.facts)."""
+        epoch seconds of its first and last event, for the dates a search names. `told`: the chain
+        document or formation record whose `profile_facts` and `moment_facts` it keeps
+        (LexiconRow.facts and moments)."""
         key = agents_key(agents or [scope.agent_id])
         await self.vectors.upsert(
             chain_id=chain_id, tenant_id=scope.tenant_id, user_id=scope.user_id, agent_id=key, embedding=vector
@@ -517,8 +519,14 @@ class ChainFormer:
                 event_count=event_count,
                 first_event_at=span[0],
                 last_event_at=span[1],
-                facts=facts,
+                facts=fact_texts((told or {}).get("profile_facts") or ()),
+                moments=fact_texts((told or {}).get("moment_facts") or ()),
             )
+            # Into the embedder's cache, which a search's shares (the same model by default): a search
+            # embeds the user's newest facts (fact_evidence.FACTS_NEWEST), and a sentence of a longer
+            # message was not embedded on its own yet.
+            if row.facts or row.moments:
+                await self.embedder.embed([*row.facts, *row.moments])
             self.lexical.put(scope.tenant_id, scope.user_id, row)
         await self._step("indexed")
 
@@ -559,6 +567,7 @@ class ChainFormer:
                 "lasting_fact": bool(chain.get("lasting_fact")) or bool(record.get("lasting_fact", False)),
                 "updates_fact": bool(chain.get("updates_fact")) or bool(record.get("updates_fact", False)),
                 "profile_facts": merged_facts(chain.get("profile_facts", []), record.get("profile_facts", [])),
+                "moment_facts": merged_facts(chain.get("moment_facts", []), record.get("moment_facts", [])),
                 "embedding_state": "pending",
                 "updated_at": epoch(now),
                 "last_accessed_at": epoch(now),
@@ -590,7 +599,7 @@ class ChainFormer:
             event_count=int(doc.get("event_count", len(combined))),
             agents=chain_agents(doc),
             span=chain_span(doc),
-            facts=fact_texts(doc.get("profile_facts") or ()),
+            told=doc,
         )
         return chain_id, "merged"
 
@@ -685,7 +694,7 @@ class ChainFormer:
             event_count=len(events),
             agents=fields["agent_ids"],
             span=chain_span(fields),
-            facts=fact_texts(fields["profile_facts"]),
+            told=fields,
         )
         return True
 

@@ -11,11 +11,17 @@ their words, the cosine of its own embedding, ranked as a chain of one event (ra
 scores the better of its own score and its best fact's; the hit is still the chain, and its `why`
 names the fact. When a later fact of the same chain corrects that fact ("... green now, not blue"
 after "My favourite colour is blue."), the `why` names the correction too.
+
+For a question in English, the user's newest facts that share no word with it are embedded too
+(FACTS_NEWEST) and scored by their cosine alone, with the user's other personal facts (a chain's
+`moment_facts`: a plan, what they are learning, forming/profile_facts.py), which are found this way
+only: by their words, "Friends of mine are getting married in June." would answer "Am I married?".
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -27,11 +33,17 @@ from athena_formation.search.open_events import lexical_scores
 from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.store.lexical_index import Corpus, ToldFact, UserLexicon
 
-__all__ = ["FACTS_EMBEDDED", "best_facts", "fact_scores", "lift"]
+__all__ = ["FACTS_EMBEDDED", "FACTS_NEWEST", "best_facts", "fact_scores", "lift"]
 
 FACTS_EMBEDDED = 5
 """Most facts embedded for one search (the best by their words), in the call that embeds the open
 turns; the embedder's cache keeps each text for the next searches."""
+
+FACTS_NEWEST = 50
+"""The user's newest facts that share no word with the query, embedded beside those and scored by
+their cosine alone: "Which language am I studying?" meets "I'm learning Japanese." by meaning only.
+The newest, as what a user told lately is what they ask back; bounded, as each is a text to embed
+(once: the cache keeps it)."""
 
 
 def best_facts(
@@ -43,16 +55,16 @@ def best_facts(
     expansion: Sequence[str] = (),
     expansion_weight: float = 0.0,
     most: int = FACTS_EMBEDDED,
+    newest: int = FACTS_NEWEST,
 ) -> list[tuple[ToldFact, float]]:
-    """The user's told facts the query's words meet, with their lexical scores, best first (the
-    newer on a tie), at most `most`."""
+    """The user's lasting facts the query's words meet, with their lexical scores, best first (the
+    newer on a tie), at most `most`; then the `newest` others, lasting or not (ToldFact.lasting),
+    newest first, with a lexical score of 0 (found by their embedding alone)."""
     if most <= 0:
         return []
     facts = lexicon.told_facts(
         agent_id=agent_id, terms=[*query_terms, *expansion] if expansion_weight > 0 else query_terms
     )
-    if not facts:
-        return []
     scores = lexical_scores(
         [f.lexicon for f in facts],
         query_terms,
@@ -61,8 +73,13 @@ def best_facts(
         expansion_weight=expansion_weight,
         added=False,
     )
-    order = sorted((i for i in range(len(facts)) if scores[i] > 0), key=lambda i: (-scores[i], -i))
-    return [(facts[i], float(scores[i])) for i in order[:most]]
+    order = sorted((i for i in range(len(facts)) if scores[i] > 0 and facts[i].lasting), key=lambda i: (-scores[i], -i))
+    best = [(facts[i], float(scores[i])) for i in order[:most]]
+    if newest > 0:
+        taken = {(f.chain_id, f.position) for f, _ in best}
+        others = (f for f in reversed(lexicon.told_facts(agent_id=agent_id)) if (f.chain_id, f.position) not in taken)
+        best += [(f, 0.0) for f in itertools.islice(others, newest)]
+    return best
 
 
 def fact_scores(

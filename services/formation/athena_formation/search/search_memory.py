@@ -20,7 +20,7 @@ from athena_formation.curation.owned import owned_chain
 from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_strength
 from athena_formation.page_tokens import decode_offset, encode_offset
 from athena_formation.search.chain_message import chain_to_proto
-from athena_formation.search.fact_evidence import best_facts, fact_scores, lift
+from athena_formation.search.fact_evidence import FACTS_NEWEST, best_facts, fact_scores, lift
 from athena_formation.search.fact_kinds import expansion_terms, the_users_own
 from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
@@ -45,6 +45,7 @@ from athena_formation.store.chain_agents import holds_agent
 from athena_formation.store.chain_store import ChainStore, agent_query, epoch
 from athena_formation.store.lexical_index import LexicalIndex, LexicalScores, ToldFact, UserLexicon, chain_span
 from athena_formation.store.vector_index import VectorIndex
+from athena_formation.text.english_words import is_english_text
 
 __all__ = ["TOLD_WHY", "Recall", "matched_terms"]
 
@@ -162,6 +163,7 @@ class Recall:
                     agent_id=scope.agent_id or None,
                     expansion=expansion,
                     expansion_weight=weight,
+                    newest=FACTS_NEWEST if is_english_text(request.query) else 0,
                 )
             texts = [turns[i].content for i in candidates] + [f.text for f, _ in facts]
             if texts:  # embedded after the query (one model), while the chains' vectors are scanned

@@ -28,7 +28,7 @@ __all__ = ["SEARCH_SKIPS", "ChainStore", "agent_query", "cutoff", "epoch", "from
 _FULL_READ_SECONDS = 600.0
 _SPAN = {"first_event_at": 1, "last_event_at": 1}
 """The chain's time span, read with its lexicon (the dates a search names, query_period.py)."""
-_LEXICON_EXTRAS = {**_SPAN, "profile_facts": 1}
+_LEXICON_EXTRAS = {**_SPAN, "profile_facts": 1, "moment_facts": 1}
 """Read with a chain's lexicon besides it: its span and its told facts' sentences (search/fact_evidence.py)."""
 SEARCH_SKIPS = ("lexicon",)
 """Fields of a chain document a search does not read (the lexical index holds the lexicon)."""

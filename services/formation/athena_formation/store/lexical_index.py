@@ -86,17 +86,24 @@ class LexiconRow:
     facts: tuple[str, ...] = ()
     """The lasting facts the user told in it (its `profile_facts`' sentences): scored one by one for
     a question about the user (search/fact_evidence.py)."""
+    moments: tuple[str, ...] = ()
+    """The user's other personal facts told in it (its `moment_facts`' sentences): scored by their
+    embedding alone, among the user's newest facts (fact_evidence.FACTS_NEWEST)."""
 
 
 @dataclass(frozen=True)
 class ToldFact:
-    """A lasting fact of one of the user's chains, with its terms counted as a chain's lexicon counts them."""
+    """A fact of one of the user's chains, with its terms counted as a chain's lexicon counts them."""
 
     chain_id: str
     text: str
     lexicon: Mapping[str, int]
     position: int = 0
-    """Its place among its chain's facts, oldest first (the order `profile_facts` keeps)."""
+    """Its place among its chain's facts, oldest first (the order `profile_facts` keeps), its other
+    personal facts after the lasting ones."""
+    lasting: bool = True
+    """One of the chain's lasting facts (LexiconRow.facts), else one of its `moments`: those are not
+    found by their words (their chain is), so they are left out of the term index."""
 
 
 @dataclass(frozen=True)
@@ -255,8 +262,8 @@ class UserLexicon:
         return [self.ids[i] for i in latest]
 
     def told_facts(self, *, agent_id: str | None = None, terms: Iterable[str] | None = None) -> list[ToldFact]:
-        """The lasting facts of the live chains (of `agent_id`'s, when given), oldest row first; with
-        `terms`, only those of the chains with a fact holding one of them (the others would score 0)."""
+        """The facts of the live chains (of `agent_id`'s, when given), oldest row first; with `terms`,
+        only those of the chains with a lasting fact holding one of them (the others would score 0)."""
         if not self._facts:
             return []
         if terms is None:
@@ -283,9 +290,11 @@ class UserLexicon:
         first = row.first_event_at if row.first_event_at is not None else nan
         self._spans.extend((first, row.last_event_at if row.last_event_at is not None else first))
         self._alive.append(1)
-        if row.facts:
+        if row.facts or row.moments:
+            told = [(text, True) for text in row.facts] + [(text, False) for text in row.moments]
             self._facts[index] = tuple(
-                ToldFact(row.chain_id, text, Counter(terms(text)), position=k) for k, text in enumerate(row.facts)
+                ToldFact(row.chain_id, text, Counter(terms(text)), position=k, lasting=lasting)
+                for k, (text, lasting) in enumerate(told)
             )
             self._index_facts(index)
         self._live += 1
@@ -303,7 +312,7 @@ class UserLexicon:
 
     def _index_facts(self, row: int) -> None:
         for fact in self._facts[row]:
-            for term in fact.lexicon:
+            for term in fact.lexicon if fact.lasting else ():
                 self._fact_rows.setdefault(term, set()).add(row)
 
     def _kill(self, chain_id: str) -> None:
@@ -565,11 +574,13 @@ def row_from_doc(doc: Mapping[str, Any]) -> LexiconRow:
         first_event_at=first,
         last_event_at=last,
         facts=fact_texts(doc.get("profile_facts") or ()),
+        moments=fact_texts(doc.get("moment_facts") or ()),
     )
 
 
 def fact_texts(profile_facts: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
-    """The distinct sentences of a chain's `profile_facts` (forming/profile_facts.py), in order."""
+    """The distinct sentences of a chain's `profile_facts` or `moment_facts` (forming/profile_facts.py),
+    in order."""
     return tuple(dict.fromkeys(str(f["text"]) for f in profile_facts if f.get("text")))
 
 

@@ -12,8 +12,14 @@ from __future__ import annotations
 from functools import lru_cache
 
 from athena.embeddings import bundled_model_path
+from athena.text import latin_language, tokens
 
-__all__ = ["english_words", "is_english_word"]
+__all__ = ["ENGLISH_TEXT_SHARE", "english_words", "is_english_text", "is_english_word"]
+
+ENGLISH_TEXT_SHARE = 0.75
+"""Least share of a text's words that are English for the text to be English: the vocabulary holds
+many short words of other languages ("que", "je", "de", "bin"), so "Bin ich verheiratet?" has two of
+three and "¿En qué ciudad vivo?" three of four."""
 
 
 _CHAT = """
@@ -53,3 +59,13 @@ def _is_english_part(part: str) -> bool:
         part.endswith(suffix) and len(part) - len(suffix) > 2 and part[: -len(suffix)] + end in words
         for suffix, end in _SUFFIXES
     )
+
+
+def is_english_text(text: str) -> bool:
+    """Whether a text is English: its Latin-script language by stop words (athena.text) and more than
+    ENGLISH_TEXT_SHARE of its words English. What the bundled model, which learned English, reads by
+    meaning; in another language its cosines follow the language more than what is said."""
+    found = [t for t in tokens(text) if any(ch.isalpha() for ch in t)]
+    if not found or latin_language(found) != "en":
+        return False
+    return sum(is_english_word(t) for t in found) > ENGLISH_TEXT_SHARE * len(found)
