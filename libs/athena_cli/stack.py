@@ -31,9 +31,19 @@ from athena_client import AsyncAthenaClient, ClientOptions
 if TYPE_CHECKING:
     from prometheus_client.samples import Sample
 
-__all__ = ["LocalStack", "StackCredentials", "StackPorts", "ensure_redis_server_installed", "sample_total"]
+__all__ = [
+    "PORT_TAKEN",
+    "LocalStack",
+    "StackCredentials",
+    "StackPorts",
+    "ensure_redis_server_installed",
+    "sample_total",
+]
 
 SERVICES = ("ingest", "cognition", "formation")
+PORT_TAKEN = "Address already in use"
+"""What a service's log says when its port was taken after it was chosen free (by another process):
+`wait_serving` stops waiting at once."""
 
 
 @dataclass
@@ -282,6 +292,8 @@ class LocalStack:
                     last = health_pb2.HealthCheckResponse.ServingStatus.Name(status)
                 except grpc.RpcError as exc:
                     last = exc.code().name
+                if PORT_TAKEN in (log := self.log_tail(name)):  # another process holds it: waiting cannot help
+                    raise RuntimeError(f"{name} could not bind {target} ({PORT_TAKEN}); log:\n{log}")
                 time.sleep(0.2)
         raise TimeoutError(f"{name} not SERVING after {timeout}s ({last}); log:\n{self.log_tail(name)}")
 

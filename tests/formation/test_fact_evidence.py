@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from support.formation_data import SCOPE, make_segment
 
+from athena.embeddings import LocalEmbedder
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.search.fact_evidence import best_facts, fact_scores, lift
@@ -298,3 +299,29 @@ def test_a_chains_other_personal_facts_are_not_met_by_their_words_only_among_the
     assert index.told_facts(terms=terms("married")) == []
     assert chosen(newest=0) == [("benefits", True, True)]  # the husband, by the partner kind's words
     assert chosen(newest=5) == [("benefits", True, True), ("gift", False, False)]
+
+
+async def test_a_chains_facts_are_in_the_search_embedders_cache_once_it_is_indexed(
+    formation: Formation, stub: Any
+) -> None:
+    """A short fact told inside a longer message ("I'm vegan.") was embedded on its own by nothing when
+    the chain was formed (the summary weighs sentences of three words or more); a search embeds it
+    among the user's newest facts, so indexing the chain puts it in the cache the search's embedder
+    reads (the same model by default)."""
+    vegan = "I'm vegan."
+    await _form(
+        stub,
+        [
+            *BENEFITS_WITH_A_FACT[:4],
+            ("user", f"{vegan} Will the hospital stay cover my meals?"),
+            *BENEFITS_WITH_A_FACT[5:],
+        ],
+    )
+    embedder = formation.recall.embedder
+    assert isinstance(embedder, LocalEmbedder)
+    encoded = embedder.encoded_texts
+
+    await embedder.embed([vegan])
+    assert embedder.encoded_texts == encoded  # from the cache
+    await embedder.embed(["A sentence no chain holds."])
+    assert embedder.encoded_texts == encoded + 1

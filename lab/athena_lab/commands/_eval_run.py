@@ -22,20 +22,44 @@ if TYPE_CHECKING:
 __all__ = ["eval_stack", "measures_table", "print_json", "progress_bars"]
 
 
+START_ATTEMPTS = 3
+"""Stacks started for one evaluation at most: the ports chosen free can be taken by another process
+before a service binds them (parallel runs, other tests), which only another choice of ports mends."""
+
+
 @contextmanager
-def eval_stack(*, prefix: str, env: Mapping[str, str], err: Console, keep_data: bool = False) -> Iterator[LocalStack]:
+def eval_stack(
+    *, prefix: str, env: Mapping[str, str], err: Console, keep_data: bool = False, timeout: float = 180.0
+) -> Iterator[LocalStack]:
     """A local stack on free ports in a new temporary folder (removed after, unless `keep_data`), its
-    queue retrying quickly; `env` as KEY=VALUE settings for its services."""
-    from athena_cli.stack import LocalStack, StackPorts
+    queue retrying quickly; `env` as KEY=VALUE settings for its services. A stack whose service found
+    its port taken is stopped and started again on other ports (START_ATTEMPTS); `timeout`: seconds
+    for each service to serve."""
+    from athena_cli.stack import PORT_TAKEN, LocalStack, StackPorts
 
     data_dir = Path(tempfile.mkdtemp(prefix=prefix))
-    stack = LocalStack(data_dir=data_dir, ports=StackPorts.free(), env={"QUEUE_BACKOFF_BASE_SECONDS": "0.5", **env})
     try:
-        with err.status("starting the local stack..."):
-            stack.start()
-        yield stack
+        for attempt in range(1, START_ATTEMPTS + 1):
+            stack = LocalStack(
+                data_dir=data_dir / f"stack-{attempt}",
+                ports=StackPorts.free(),
+                env={"QUEUE_BACKOFF_BASE_SECONDS": "0.5", **env},
+            )
+            try:
+                with err.status("starting the local stack..."):
+                    stack.start(timeout=timeout)
+            except (TimeoutError, RuntimeError) as exc:
+                stack.stop()
+                if PORT_TAKEN not in str(exc) or attempt == START_ATTEMPTS:
+                    raise
+                err.print(f"a port of the local stack was taken; starting it again on other ports ({exc})")
+                continue
+            try:
+                yield stack
+            finally:
+                stack.stop()
+            return
     finally:
-        stack.stop()
         if not keep_data:
             shutil.rmtree(data_dir, ignore_errors=True)
 
