@@ -102,6 +102,8 @@ PARTS = (
     "answers",
     "answers_2",
     "everyday",
+    "requests",
+    "chat",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

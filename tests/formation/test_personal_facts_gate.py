@@ -527,3 +527,57 @@ def test_into_with_no_content_word_hatred_as_a_noun_and_changes_of_things_are_no
 )
 def test_weather_states_and_thanks_with_a_frequency_are_not_habits(text: str) -> None:
     assert not states_personal_fact(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        ("I'm allergic to bee stings, what should be in my first-aid kit?", ["I'm allergic to bee stings"]),
+        (
+            "My daughter Zoe just started piano lessons, which pieces suit a beginner?",
+            ["My daughter Zoe just started piano lessons"],
+        ),
+        ("Soy celíaco, ¿qué puedo comer?", ["Soy celíaco"]),
+        ("Help me plan an easy walk, I had surgery on my left knee in May.", ["I had surgery on my left knee in May."]),
+        ("What should I feed my cat Pepper?", ["my cat Pepper"]),
+        ("Can you help me plan a party for our son Leo?", ["our son Leo"]),
+        ("what snacks should i bring on the hike im allergic to nuts", ["im allergic to nuts"]),
+        ("moving to austin next month, any tips on neighborhoods?", ["moving to austin next month"]),
+    ],
+    ids=[
+        "clause-before-a-question",
+        "event-before-a-question",
+        "spanish",
+        "after-a-request",
+        "named-pet",
+        "named-son",
+        "chat-without-commas",
+        "chat-without-i",
+    ],
+)
+def test_a_fact_told_inside_a_request_is_the_clause_that_tells_it(text: str, told: list[str]) -> None:
+    assert personal_fact_sentences(text) == told
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "If I'm vegan, can I eat honey?",
+        "Sorry, what did you say?",
+        "Is my dog OK?",
+        "My card was stolen, what should I do?",
+        "I see, but how does that work?",
+        "can you check if im eligible for a refund",
+        "Leaving now, bye!",
+    ],
+    ids=["supposing", "apology", "no-name", "few-content-words", "no-specific", "if-im", "leaving-now"],
+)
+def test_a_question_that_supposes_or_names_no_one_of_the_users_tells_no_fact(text: str) -> None:
+    assert personal_fact_sentences(text) == []
+
+
+@pytest.mark.parametrize("mode", ["fast", "balanced"])
+async def test_a_request_that_tells_a_fact_and_is_only_acknowledged_is_admitted(mode: str) -> None:
+    events = segment((U, "I'm allergic to bee stings, what should be in my hiking first-aid kit?"), (A, "Noted."))
+
+    assert (await gate(events, mode)).passed

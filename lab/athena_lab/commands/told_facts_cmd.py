@@ -34,6 +34,8 @@ class PartChoice(str, Enum):
     ANSWERS = "answers"
     ANSWERS_2 = "answers_2"
     EVERYDAY = "everyday"
+    REQUESTS = "requests"
+    CHAT = "chat"
     ALL = "all"
 
 

@@ -8,7 +8,12 @@ such statements so that the gate can admit them (quality_gate.py, the personal-f
 A sentence *states a personal fact* when all three hold:
 
 1. it is not a question: it does not end with "?", nor open like one and end without "." or "!"
-   ("Can i use this tool to check my claim"); "Can you check my order 1234?" asks, it tells nothing;
+   ("Can i use this tool to check my claim"); "Can you check my order 1234?" asks, it tells nothing.
+   A sentence that asks in one clause and tells in another ("I'm allergic to bee stings, what should
+   be in my first-aid kit?", "Help me plan a walk, I had knee surgery in May.") is read clause by
+   clause: its telling clauses are the facts (`_told_clauses`; not a clause that only supposes, "if
+   I'm vegan"), and a question naming someone of the speaker's ("What should I feed my cat Pepper?")
+   tells "my cat Pepper" (`_own_named`): users tell most facts inside their requests;
 2. it refers to its speaker: a first-person word ("I", "me", "my", "we", "our", ...; also the Spanish,
    French, German, Portuguese and Italian forms, a French "j'", Chinese 我, Japanese 私/僕, and those
    of Russian, Dutch, Swedish, Polish, Turkish, Indonesian, Vietnamese, Hindi, Arabic and Hebrew, with
@@ -139,13 +144,18 @@ Hebrew, and Korean as athena.text tokenizes it: a pronoun with its particle is o
 lone "제" or "내" ("my") one token."""
 _PRO_DROP_OPENER = re.compile(
     r"^\W*(?:trabajo|vivo|trabalho|moro|lavoro|abito)\s+(?:en|de|desde|como|con|para|em|no|na|in|a|da|per|come)\b"
-    r"|^\W*(?:odio|detesto|adoro|prefiero|prefiro|preferisco)\s+(?:el|la|los|las|il|lo|gli|le|o|os|as|l')\b",
+    r"|^\W*(?:odio|detesto|adoro|prefiero|prefiro|preferisco)\s+(?:el|la|los|las|il|lo|gli|le|o|os|as|l')\b"
+    r"|^\W*(?:(?:btw|also|so|just|currently|finally|soon|still)\s+)?(?:moving|relocating|heading|flying|travell?ing"
+    r"|starting|leaving|visiting|training|studying|expecting|switching|quitting|retiring|graduating)\s+"
+    r"(?:to|from|for|in|at|on|a|an|the|my|our|back|out|abroad|home|next|this|tomorrow)\b",
     re.IGNORECASE,
 )
 """Where the speaker lives or works, or what they hate, love or prefer, its person said by the verb
 alone, at the start of a sentence: before a preposition, where "trabajo" and "lavoro" are verbs rather
 than the noun "work" ("Trabajo desde casa", "Vivo en Madrid", "Lavoro da remoto"); before an article,
-where "odio" is "I hate" rather than "hatred" ("Odio il coriandolo", "Prefiero el té")."""
+where "odio" is "I hate" rather than "hatred" ("Odio il coriandolo", "Prefiero el té"). In English, a
+plan or a change of life told without "I", as chat is typed ("moving to austin next month", "starting
+a new job on monday")."""
 _PLURAL = frozenset(
     """
     we we're we've we'd we'll us our ours ourselves nosotros nosotras nuestro nuestra nuestros nuestras
@@ -567,11 +577,32 @@ order number is", "my address was wrong")."""
 _QUESTION_END = re.compile(r"[?？؟;]\W*$")
 """A question mark at the end: also the Arabic and Persian "؟" and the Greek ";" (U+037E, which NFC makes
 ";")."""
-_QUESTION_START = re.compile(
-    r"^(?:can|could|would|will|should|shall|do|does|did|is|are|am|was|were|have|has|how|what|when|where|why|who|which)\b",
+_QUESTION_WORDS = (
+    r"can|could|would|will|should|shall|do|does|did|is|are|am|was|were|have|has|how|what|when|where|why|who|which"
+)
+_QUESTION_START = re.compile(rf"^(?:{_QUESTION_WORDS})\b", re.IGNORECASE)
+_STATEMENT_END = re.compile(r"[.!。！]\W*$")
+_CLAUSE_BREAK = re.compile(r"(?<=\w)\s*[,;:，、]\s*|\s+[-–—]\s+")
+"""Where a sentence's clauses meet: a comma, a semicolon or a colon after a word (the full-width ones
+too), or a dash."""
+_ASKING_OR_SUPPOSING = re.compile(
+    rf"^(?:{_QUESTION_WORDS}|if|unless|whether|suppose|supposing|assuming|say|what\s+if|in\s+case"
+    r"|any|anything|tips|ideas|thoughts|advice|please|help|tell|give|suggest|recommend|explain)\b",
     re.IGNORECASE,
 )
-_STATEMENT_END = re.compile(r"[.!。！]\W*$")
+"""A clause that asks ("what should I pack?", "any tips?") or only supposes ("if I'm vegan"): not told."""
+_I_AM = re.compile(r"(?<=\w)\s+(?=(?:i'm|i’m|im|i am)\b)", re.IGNORECASE)
+_BINDS_THE_NEXT_CLAUSE = frozenset(
+    "if whether that when because since as so what where how why who which whom unless though although and or but".split()
+)
+_OWN_NAMED = re.compile(
+    r"\b(?:[Mm]y|[Oo]ur)\s+(?:(?:little|older|younger|big|baby|new|old|best)\s+)?"
+    r"(wife|husband|partner|fiancée?|boyfriend|girlfriend|son|daughter|kid|child|baby|mom|mum|mother|dad|father"
+    r"|brother|sister|cousin|aunt|uncle|niece|nephew|grandma|grandpa|grandmother|grandfather|grandson"
+    r"|granddaughter|friend|boss|manager|colleague|roommate|flatmate|neighbou?r|dog|cat|puppy|kitten|rabbit"
+    r"|hamster|parrot|horse|pony)\s+(?:named\s+|called\s+)?([^\W\d_][\w'-]*)",
+)
+""""my cat Pepper", "our son Leo", "my boss called Hannah": someone of the speaker's, by name."""
 _ADDRESSED_I = frozenset(("I", "I'm", "I've", "I'd", "I'll"))
 _NOT_NAMES = SMALLTALK | LATIN_FUNCTION_WORDS
 """Capitalised, these are not names: "LOL", "Unfortunately We can't"."""
@@ -878,16 +909,53 @@ def _stating(text: str, specific: Callable[[str, list[str]], bool], *, or_unread
     with `or_unread`, also those the signal cannot read."""
     out = []
     for sentence in split_sentences(strip_markup(text)):
-        if is_question(sentence):
+        told = [c for c in _told_clauses(sentence) if _states(c, tokens(c), specific)]
+        if told or is_question(sentence):
+            out += told or [n for n in _own_named(sentence) if _states(n, tokens(n), specific)]
             continue
         found = tokens(sentence)
-        if (
-            (_first_person(sentence, found) and specific(sentence, found))
-            or _without_first_person(sentence, found)
-            or (or_unread and is_unread(sentence, _without_smalltalk_tokens(sentence, found), _KNOWN_WORDS))
+        if _states(sentence, found, specific) or (
+            or_unread and is_unread(sentence, _without_smalltalk_tokens(sentence, found), _KNOWN_WORDS)
         ):
             out.append(sentence)
     return out
+
+
+def _states(sentence: str, found: list[str], specific: Callable[[str, list[str]], bool]) -> bool:
+    return (_first_person(sentence, found) and specific(sentence, found)) or _without_first_person(sentence, found)
+
+
+def _told_clauses(sentence: str) -> list[str]:
+    """The clauses that tell, of a sentence that also asks: users tell most facts inside a request
+    ("I'm allergic to bee stings, what should be in my first-aid kit?", "Help me plan a walk, I had
+    knee surgery in May."), and the fact is the clause, not the request. Clauses that ask or only
+    suppose ("if I'm vegan, ...") are left out; a sentence that does not ask has none."""
+    clauses = [c.strip() for part in _CLAUSE_BREAK.split(sentence) for c in _at_unpunctuated_i(part) if c.strip()]
+    asking = [is_question(c) or bool(_ASKING_OR_SUPPOSING.match(c)) for c in clauses]
+    if len(clauses) < 2 or not any(asking):
+        return []
+    return [c for c, asks in zip(clauses, asking) if not asks]
+
+
+def _at_unpunctuated_i(clause: str) -> list[str]:
+    """A clause cut where "I'm" opens another without a comma, as chat is typed ("what snacks should i
+    bring im allergic to nuts"); not after a word that makes it part of the first ("if im late")."""
+    out = [clause]
+    for m in reversed(list(_I_AM.finditer(clause))):
+        before = out[0][: m.start()].split()
+        if before and before[-1].lower() not in _BINDS_THE_NEXT_CLAUSE:
+            out[:1] = [out[0][: m.start()], out[0][m.start() :]]
+    return out
+
+
+def _own_named(question: str) -> list[str]:
+    """Who or what of the speaker's a question names ("What should I feed my cat Pepper?": "my cat
+    Pepper"): asking about them tells that they are the speaker's."""
+    return [
+        m.group(0)
+        for m in _OWN_NAMED.finditer(question)
+        if m.group(2)[0].isupper() and m.group(2).casefold() not in _NOT_NAMES
+    ]
 
 
 def _without_smalltalk_tokens(sentence: str, found: list[str]) -> list[str]:
