@@ -10,7 +10,7 @@ from support.formation_data import SCOPE, make_segment
 
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
-from athena_formation.search.fact_kinds import expansion_terms, the_users_own
+from athena_formation.search.fact_kinds import asked_kinds, expansion_terms, the_users_own, told_kinds
 from athena_formation.search.lexicon import chain_lexicon, query_terms, terms
 from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
@@ -26,6 +26,14 @@ def test_a_users_question_naming_a_kind_of_fact_adds_the_words_such_facts_are_to
     assert {*terms("insulin asthma allergic")} <= set(_expansion("Do I have any medical conditions?"))
     assert {*terms("dog cat")} <= set(_expansion("What pets do I have?"))
     assert {*terms("rabbits parrot retriever")} <= set(_expansion("Do I own any animals?"))
+
+
+def test_the_kinds_a_users_question_asks_for_and_a_fact_tells() -> None:
+    assert asked_kinds("Where do I live?", query_terms("Where do I live?")) == {"home"}
+    assert asked_kinds("Where does Melanie live?", query_terms("Where does Melanie live?")) == frozenset()
+    assert told_kinds("Actually I moved to Oslo last month.") == {"home"}
+    assert told_kinds("I just started a new job at KPMG.") == {"work"}
+    assert told_kinds("I play the guitar.") == frozenset()
 
 
 def test_a_question_about_a_partner_or_about_children_adds_only_that_kinds_words() -> None:

@@ -44,6 +44,19 @@ def test_chains_on_other_subjects_or_without_a_lasting_fact_keep_their_places() 
     assert newest_first(hits, lambda d: d, vectors) == hits
 
 
+def test_two_facts_of_the_kind_the_question_asks_for_are_one_subject_however_far_apart() -> None:
+    leeds = {**_doc("home-old", 100), "profile_facts": [{"text": "I live in Leeds."}]}
+    oslo = {**_doc("home-new", 500), "profile_facts": [{"text": "Actually I moved to Oslo last month."}]}
+    vectors = {"home-old": HOME, "home-new": JOB}  # orthogonal: not one subject by their embeddings
+
+    assert [d["_id"] for d in newest_first([leeds, oslo], lambda d: d, vectors, asked=frozenset({"home"}))] == [
+        "home-new",
+        "home-old",
+    ]
+    assert newest_first([leeds, oslo], lambda d: d, vectors, asked=frozenset({"work"})) == [leeds, oslo]
+    assert newest_first([leeds, oslo], lambda d: d, vectors) == [leeds, oslo]
+
+
 def test_hits_that_are_not_chains_are_left_where_they_are() -> None:
     hits: list[dict[str, Any] | str] = [_doc("home-old", 100), "open turn", _doc("home-new", 500)]
     vectors = {"home-old": HOME, "home-new": HOME_AGAIN}

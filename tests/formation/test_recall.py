@@ -291,6 +291,29 @@ async def test_a_lasting_fact_corrected_in_a_later_conversation_is_found_before_
     assert hits.hits[0].score < hits.hits[1].score  # the ranking alone put Berlin first
 
 
+async def test_a_move_far_from_the_old_home_in_embedding_goes_first_for_a_question_about_home(
+    formation: Formation, stub
+) -> None:
+    """ "I live in Leeds." and "Actually I moved to Oslo last month." are not close as chains or as
+    facts, but both tell the home the question asks for (fact_kinds.asked_kinds), and the newer says
+    it changed: the move comes first."""
+    month_ago = datetime.now(UTC) - timedelta(days=30)
+    leeds = await _form_at(stub, [("user", "I live in Leeds."), ("agent", "Noted.")], month_ago)
+    oslo = await _form_at(stub, [("user", "Actually I moved to Oslo last month."), ("agent", "Noted.")], None)
+    vectors = await formation.vectors.unit_vectors([leeds, oslo], tenant_id=SCOPE.tenant_id, user_id=SCOPE.user_id)
+
+    hits = await stub.SearchMemory(
+        formation_pb2.SearchRequest(
+            request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Where do I live?", limit=5)
+        ),
+        timeout=30,
+    )
+
+    assert float(vectors[leeds] @ vectors[oslo]) < SAME_SUBJECT_COSINE
+    assert [h.chain.id for h in hits.hits][:2] == [oslo, leeds]
+    assert hits.hits[0].score < hits.hits[1].score  # the ranking alone put Leeds first
+
+
 async def test_a_correction_told_inside_another_topic_goes_before_the_fact_it_corrects(
     formation: Formation, stub
 ) -> None:

@@ -143,8 +143,10 @@ Vietnamese, Hindi, Arabic (whose "my" is a suffix and whose verbs say their pers
 Hebrew, and Korean as athena.text tokenizes it: a pronoun with its particle is one bigram ("저는"), a
 lone "제" or "내" ("my") one token."""
 _PRO_DROP_OPENER = re.compile(
-    r"^\W*(?:trabajo|vivo|trabalho|moro|lavoro|abito)\s+(?:en|de|desde|como|con|para|em|no|na|in|a|da|per|come)\b"
-    r"|^\W*(?:odio|detesto|adoro|prefiero|prefiro|preferisco)\s+(?:el|la|los|las|il|lo|gli|le|o|os|as|l')\b"
+    r"^\W*(?:(?:ahora|ya|no|actualmente|todavía|aún|también|tampoco|hoy|ora|adesso|ancora|non|già|anche|oggi"
+    r"|agora|ainda|não|já|também|hoje)\s+){0,2}"
+    r"(?:(?:trabajo|vivo|trabalho|moro|lavoro|abito)\s+(?:en|de|desde|como|con|para|em|no|na|in|a|da|per|come)\b"
+    r"|(?:odio|detesto|adoro|prefiero|prefiro|preferisco)\s+(?:el|la|los|las|il|lo|gli|le|o|os|as|l')\b)"
     r"|^\W*(?:(?:btw|also|so|just|currently|finally|soon|still)\s+)?(?:moving|relocating|heading|flying|travell?ing"
     r"|starting|leaving|visiting|training|studying|expecting|switching|quitting|retiring|graduating)\s+"
     r"(?:to|from|for|in|at|on|a|an|the|my|our|back|out|abroad|home|next|this|tomorrow)\b",
@@ -153,7 +155,9 @@ _PRO_DROP_OPENER = re.compile(
 """Where the speaker lives or works, or what they hate, love or prefer, its person said by the verb
 alone, at the start of a sentence: before a preposition, where "trabajo" and "lavoro" are verbs rather
 than the noun "work" ("Trabajo desde casa", "Vivo en Madrid", "Lavoro da remoto"); before an article,
-where "odio" is "I hate" rather than "hatred" ("Odio il coriandolo", "Prefiero el té"). In English, a
+where "odio" is "I hate" rather than "hatred" ("Odio il coriandolo", "Prefiero el té"); after "now",
+"no longer", "still" and the like, as a change is told ("Ahora vivo en Barcelona", "Ya no trabajo en
+Google", "Ora abito a Roma"). In English, a
 plan or a change of life told without "I", as chat is typed ("moving to austin next month", "starting
 a new job on monday")."""
 _PLURAL = frozenset(

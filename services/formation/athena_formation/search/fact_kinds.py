@@ -31,7 +31,7 @@ from athena_formation.forming.personal_facts import speaks_of_self_unmarked
 from athena_formation.text.english_words import is_english_word
 from athena_formation.text.gazetteer import FIRST_NAMES
 
-__all__ = ["FACT_KINDS", "expansion_terms", "the_users_own"]
+__all__ = ["FACT_KINDS", "asked_kinds", "expansion_terms", "the_users_own", "told_kinds"]
 
 _ABOUT_THE_USER = frozenset(
     """
@@ -338,14 +338,31 @@ def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
     the assistant or is about the user; minus the query's own terms. Else none."""
     if not the_users_own(query):
         return []
-    found = tokens(query)
     held = set(query_terms)
-    told: list[str] = []
-    if not _ABOUT_THE_USER.isdisjoint(found) or _about_the_user(query):
-        asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
-        kinds = [kind for kind, words in _ASKED.items() if asked & words]
-        if not set(kinds) - {"name"}:  # "What's my dog's name?" asks for the pets too
-            kinds += [kind for kind, words in _TOLD_SET.items() if asked & words and kind not in kinds]
-        told += [t for kind in kinds for t in _TOLD[kind]]
+    told = [t for kind in _kinds_asked(query, held) for t in _TOLD[kind]]
     told += [t for need, words in _NEEDED.items() if held & words for t in _NEEDED_TOLD[need]]
     return [t for t in dict.fromkeys(told) if t not in held]
+
+
+def asked_kinds(query: str, query_terms: Iterable[str]) -> frozenset[str]:
+    """The kinds of personal fact (FACT_KINDS) a question of the user's own asks for ("Where do I
+    live?": home); none for a question about someone else or a request."""
+    return frozenset(_kinds_asked(query, set(query_terms))) if the_users_own(query) else frozenset()
+
+
+def told_kinds(text: str) -> frozenset[str]:
+    """The kinds of personal fact whose telling words the text holds ("I moved to Oslo.": home)."""
+    found = set(terms(text))
+    return frozenset(kind for kind, words in _TOLD_SET.items() if found & words)
+
+
+def _kinds_asked(query: str, held: set[str]) -> list[str]:
+    """The kinds a question in the first person (or an agent's query about the user) asks for by its
+    terms (`held`), else those of the told words it names ("Do I have a dog?": pets)."""
+    if _ABOUT_THE_USER.isdisjoint(tokens(query)) and not _about_the_user(query):
+        return []
+    asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
+    kinds = [kind for kind, words in _ASKED.items() if asked & words]
+    if not set(kinds) - {"name"}:  # "What's my dog's name?" asks for the pets too
+        kinds += [kind for kind, words in _TOLD_SET.items() if asked & words and kind not in kinds]
+    return kinds

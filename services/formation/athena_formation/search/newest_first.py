@@ -6,7 +6,8 @@ words and its embedding), and an agent reading the first hit repeats what is no 
 the hits of one search, two chains that both state a lasting fact of the user (`lasting_fact`),
 whose embeddings are closer than SAME_SUBJECT_COSINE and the newer of which says its fact changed
 (`updates_fact`: "now", "moved", "no longer", forming/fact_updates.py) are one subject: they keep
-the places they won in the ranking, and the newest (by its last event) takes the first of them.
+the places they won in the ranking, and the newest (by its last event) takes the first of them. Two
+facts of the home a question asks for are one subject whatever their cosine (ONE_AT_A_TIME).
 Without such a word both facts mostly hold ("I'm allergic to shellfish", later "I'm allergic to
 penicillin") and keep the ranking's order. Which hits are returned does not change, only their
 order. A query that names a time ("What did I say in March?") is left in the ranking's order: it
@@ -27,14 +28,21 @@ from typing import Any, TypeVar
 import numpy as np
 
 from athena.events import timestamp_of
+from athena_formation.search.fact_kinds import told_kinds
 from athena_formation.search.open_events import EventTerms, OpenTurn
 
-__all__ = ["SAME_SUBJECT_COSINE", "newest_first", "open_turn_fact"]
+__all__ = ["ONE_AT_A_TIME", "SAME_SUBJECT_COSINE", "newest_first", "open_turn_fact"]
 
 SAME_SUBJECT_COSINE = 0.5
 """Cosine between two chains' embeddings above which they tell of one subject. Written pairs of a fact
 and its later correction (home, employer, diet, name, car, phone number) measured 0.44 to 0.79 as
 text, facts on different subjects of one user 0.13 at the median (docs/formation.md)."""
+
+ONE_AT_A_TIME = frozenset({"home"})
+"""Kinds of fact (fact_kinds.FACT_KINDS) a user has one of at a time, whose facts are one subject for a
+question asking for the kind, however far apart their embeddings. Work, diet and the others were
+measured too and left out: a user has several facts of them at once ("I work nights", "I'm a nurse"),
+and the newest that says it changed pushed older ones that still hold down (docs/formation.md)."""
 
 Hit = TypeVar("Hit")
 
@@ -43,23 +51,30 @@ def newest_first(
     hits: Sequence[Hit],
     doc_of: Callable[[Hit], Mapping[str, Any] | None],
     vectors: Mapping[str, np.ndarray],
+    *,
+    asked: frozenset[str] = frozenset(),
 ) -> list[Hit]:
     """`hits` (best first) with each group of one subject reordered newest first in its own places.
 
     `doc_of` gives a hit's chain document, or an open turn's as `open_turn_fact` makes it (None for a
-    hit that is neither); `vectors` the unit embeddings of their subjects by `_id`."""
+    hit that is neither); `vectors` the unit embeddings of their subjects by `_id`. `asked`: the kinds
+    of fact the question asks for (fact_kinds.asked_kinds); two facts that both tell one of them that
+    a user has one of at a time (ONE_AT_A_TIME) are on one subject however far apart their embeddings ("I live in Leeds." and "Actually I moved to
+    Oslo last month.", 0.3 apart, for "Where do I live?")."""
     facts: dict[int, Mapping[str, Any]] = {
         k: doc
         for k, hit in enumerate(hits)
         if (doc := doc_of(hit)) is not None and doc.get("lasting_fact") and doc["_id"] in vectors
     }
+    asked &= ONE_AT_A_TIME
+    kinds = {k: _kinds_of(doc) & asked if asked else frozenset() for k, doc in facts.items()}
 
     def replaces(j: int, k: int) -> bool:
         """The newer of two facts says it changed, and they are on one subject."""
         newer = max((facts[j], facts[k]), key=_told_at)
         close = float(vectors[facts[j]["_id"]] @ vectors[facts[k]["_id"]]) >= SAME_SUBJECT_COSINE
         # Chains formed before the field was kept are taken to say so, as every fact was then.
-        return close and bool(newer.get("updates_fact", True))
+        return (close or bool(kinds[j] & kinds[k])) and bool(newer.get("updates_fact", True))
 
     # A fact joins every earlier group with a fact it replaces or that replaces it; they become one.
     groups: list[list[int]] = []
@@ -72,6 +87,11 @@ def newest_first(
         for place, k in zip(places, newest):
             out[place] = hits[k]
     return out
+
+
+def _kinds_of(doc: Mapping[str, Any]) -> frozenset[str]:
+    """The kinds of personal fact the lasting facts of a chain (or of a turn) tell."""
+    return frozenset(kind for fact in doc.get("profile_facts", ()) for kind in told_kinds(fact.get("text", "")))
 
 
 def _told_at(doc: Mapping[str, Any]) -> tuple[float, float, int]:
@@ -91,6 +111,7 @@ def open_turn_fact(turn: OpenTurn, *, position: int, read: EventTerms | None = N
     return {
         "_id": turn.events[0].id,
         "lasting_fact": any(lasting for lasting, _ in flags),
+        "profile_facts": [{"text": e.content} for e, (lasting, _) in zip(turn.events, flags) if lasting],
         "updates_fact": any(updates for _, updates in flags),
         "last_event_at": timestamp_of(last.timestamp).timestamp() if last.HasField("timestamp") else 0.0,
         "created_at": math.inf,

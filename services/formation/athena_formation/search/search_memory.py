@@ -21,7 +21,7 @@ from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_stre
 from athena_formation.page_tokens import decode_offset, encode_offset
 from athena_formation.search.chain_message import chain_to_proto
 from athena_formation.search.fact_evidence import FACTS_NEWEST, best_facts, fact_scores, lift
-from athena_formation.search.fact_kinds import expansion_terms, the_users_own
+from athena_formation.search.fact_kinds import asked_kinds, expansion_terms, the_users_own
 from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
 from athena_formation.search.newest_first import newest_first, open_turn_fact
@@ -235,7 +235,8 @@ class Recall:
                 units = normalize_rows(turn_vectors)
                 subjects.update((turns[i].events[0].id, units[k]) for k, i in enumerate(candidates))
             positions = {turn.events[0].id: i for i, turn in enumerate(turns)}
-            best = await self._newest_first(scope, best, subjects, positions)
+            asked = asked_kinds(request.query, query)
+            best = await self._newest_first(scope, best, subjects, positions, asked=asked)
         SEARCH_HITS.observe(len(best))
         warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(UTC)))
         response = memory_pb2.SearchMemoryResponse()
@@ -285,11 +286,14 @@ class Recall:
         best: list[tuple[RankedChain, dict[str, Any] | OpenTurn]],
         subjects: Mapping[str, np.ndarray],
         positions: Mapping[str, int],
+        *,
+        asked: frozenset[str] = frozenset(),
     ) -> list[tuple[RankedChain, dict[str, Any] | OpenTurn]]:
         """A later correction of a lasting fact before the fact it corrects, among the chains and the
         open turns (newest_first.py). `subjects`: the unit embeddings of the chains' told facts the
         search embedded and of the open turns, by id; a chain without one is compared by its own.
-        `positions`: each open turn's place in the window, by id (turns told in one call share a time)."""
+        `positions`: each open turn's place in the window, by id (turns told in one call share a time).
+        `asked`: the kinds of fact the question asks for (fact_kinds.asked_kinds)."""
         docs = {
             hit.chain_id: doc
             if isinstance(doc, dict)
@@ -302,7 +306,7 @@ class Recall:
         vectors = dict(subjects)
         own = [c for c in facts if c not in vectors]
         vectors.update(await self.vectors.unit_vectors(own, tenant_id=scope.tenant_id, user_id=scope.user_id))
-        return newest_first(best, lambda pair: docs[pair[0].chain_id], vectors)
+        return newest_first(best, lambda pair: docs[pair[0].chain_id], vectors, asked=asked)
 
     def _open_hits(
         self,
