@@ -59,8 +59,8 @@ def newest_first(
     `doc_of` gives a hit's chain document, or an open turn's as `open_turn_fact` makes it (None for a
     hit that is neither); `vectors` the unit embeddings of their subjects by `_id`. `asked`: the kinds
     of fact the question asks for (fact_kinds.asked_kinds); two facts that both tell one of them that
-    a user has one of at a time (ONE_AT_A_TIME) are on one subject however far apart their embeddings ("I live in Leeds." and "Actually I moved to
-    Oslo last month.", 0.3 apart, for "Where do I live?")."""
+    a user has one of at a time (ONE_AT_A_TIME) are on one subject however far apart their
+    embeddings ("I live in Leeds." and "Actually I moved to Oslo last month." for "Where do I live?")."""
     facts: dict[int, Mapping[str, Any]] = {
         k: doc
         for k, hit in enumerate(hits)
