@@ -935,8 +935,10 @@ def _told_clauses(sentence: str) -> list[str]:
     knee surgery in May."), and the fact is the clause, not the request. Clauses that ask or only
     suppose ("if I'm vegan, ...") are left out; a sentence that does not ask has none."""
     clauses = [c.strip() for part in _CLAUSE_BREAK.split(sentence) for c in _at_unpunctuated_i(part) if c.strip()]
+    if len(clauses) < 2:  # most sentences: nothing more to read
+        return []
     asking = [is_question(c) or bool(_ASKING_OR_SUPPOSING.match(c)) for c in clauses]
-    if len(clauses) < 2 or not any(asking):
+    if not any(asking):
         return []
     return [c for c, asks in zip(clauses, asking) if not asks]
 

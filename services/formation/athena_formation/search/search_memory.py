@@ -235,8 +235,7 @@ class Recall:
                 units = normalize_rows(turn_vectors)
                 subjects.update((turns[i].events[0].id, units[k]) for k, i in enumerate(candidates))
             positions = {turn.events[0].id: i for i, turn in enumerate(turns)}
-            asked = asked_kinds(request.query, query)
-            best = await self._newest_first(scope, best, subjects, positions, asked=asked)
+            best = await self._newest_first(scope, best, subjects, positions, question=(request.query, query))
         SEARCH_HITS.observe(len(best))
         warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(UTC)))
         response = memory_pb2.SearchMemoryResponse()
@@ -287,13 +286,14 @@ class Recall:
         subjects: Mapping[str, np.ndarray],
         positions: Mapping[str, int],
         *,
-        asked: frozenset[str] = frozenset(),
+        question: tuple[str, list[str]] = ("", []),
     ) -> list[tuple[RankedChain, dict[str, Any] | OpenTurn]]:
         """A later correction of a lasting fact before the fact it corrects, among the chains and the
         open turns (newest_first.py). `subjects`: the unit embeddings of the chains' told facts the
         search embedded and of the open turns, by id; a chain without one is compared by its own.
         `positions`: each open turn's place in the window, by id (turns told in one call share a time).
-        `asked`: the kinds of fact the question asks for (fact_kinds.asked_kinds)."""
+        `question`: the query and its terms, whose kinds of fact (fact_kinds.asked_kinds) are read only
+        when two hits state a lasting fact."""
         docs = {
             hit.chain_id: doc
             if isinstance(doc, dict)
@@ -306,6 +306,7 @@ class Recall:
         vectors = dict(subjects)
         own = [c for c in facts if c not in vectors]
         vectors.update(await self.vectors.unit_vectors(own, tenant_id=scope.tenant_id, user_id=scope.user_id))
+        asked = asked_kinds(*question)
         return newest_first(best, lambda pair: docs[pair[0].chain_id], vectors, asked=asked)
 
     def _open_hits(
