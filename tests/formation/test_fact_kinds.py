@@ -26,6 +26,7 @@ def test_a_users_question_naming_a_kind_of_fact_adds_the_words_such_facts_are_to
     assert {*terms("insulin asthma allergic")} <= set(_expansion("Do I have any medical conditions?"))
     assert {*terms("dog cat")} <= set(_expansion("What pets do I have?"))
     assert {*terms("rabbits parrot retriever")} <= set(_expansion("Do I own any animals?"))
+    assert {*terms("boss supervisor")} <= set(_expansion("Who is my manager?"))
 
 
 def test_the_kinds_a_users_question_asks_for_and_a_fact_tells() -> None:
@@ -34,6 +35,20 @@ def test_the_kinds_a_users_question_asks_for_and_a_fact_tells() -> None:
     assert told_kinds("Actually I moved to Oslo last month.") == {"home"}
     assert told_kinds("I just started a new job at KPMG.") == {"work"}
     assert told_kinds("I play the guitar.") == frozenset()
+
+
+def test_a_question_saying_the_person_by_the_verb_alone_asks_for_the_kind_it_names() -> None:
+    asked = {
+        "¿Dónde vivo?": {"home"},
+        "Dove abito?": {"home"},
+        "Onde moro?": {"home"},
+        "¿En qué trabajo?": {"work"},
+        "Was esse ich nicht?": {"diet"},
+    }
+    for query, kinds in asked.items():
+        assert the_users_own(query) and asked_kinds(query, query_terms(query)) == kinds, query
+    for query in ("What is AI?", "¿Dónde vive Jean?", "Where does Jean live?"):
+        assert asked_kinds(query, query_terms(query)) == frozenset(), query
 
 
 def test_a_question_about_a_partner_or_about_children_adds_only_that_kinds_words() -> None:

@@ -27,6 +27,11 @@ SAYS_IT_CHANGED = [
     "En fait, je suis devenu végétalien.",
     "Na verdade, moro no Porto.",
     "Actually, my phone number changed, it's now 555-9876.",
+    "I've gone fully vegan since last week.",
+    "I've become a vegetarian.",
+    "Ich bin seit letztem Monat Veganerin.",
+    "Soy vegano desde el mes pasado.",
+    "Je suis végane depuis la semaine dernière.",
 ]
 BOTH_HOLD = [
     "I live in Leeds.",
@@ -35,6 +40,7 @@ BOTH_HOLD = [
     "I'm vegan.",
     "I can't eat dairy.",
     "My wife is called Priya.",
+    "I've lived in Leeds since 2010.",
 ]
 NOT_A_LASTING_FACT = [
     "I'll call you now.",
@@ -67,6 +73,7 @@ CORRECTIONS = [
     ("I work at Google.", "I left Google, I'm at Stripe now."),
     ("I work at Google as a designer.", "I now work at Stripe."),
     ("I'm vegetarian.", "I'm vegan now."),
+    ("I'm vegetarian.", "I've gone fully vegan since last week."),
     ("My favourite colour is blue.", "My favourite colour is green now."),
     ("My son is 7.", "My son just turned 8, he's 8 now."),
     ("I drive a Honda Civic.", "I switched to a Tesla, I drive a Model 3 now."),

@@ -25,7 +25,7 @@ __all__ = ["states_updated_fact", "updates_fact"]
 _CHANGE_WORDS = frozenset(
     """
     now nowadays currently anymore moved relocated changed switched new newly actually correction
-    instead became started stopped joined quit left
+    instead became become turned gone started stopped joined quit left
     ahora actualmente mudé mudado nuevo nueva ya
     maintenant désormais actuellement déménagé déménagée nouveau nouvelle nouvel devenu devenue
     jetzt nun mittlerweile inzwischen umgezogen neue neuen neuer neues
@@ -36,17 +36,22 @@ _CHANGE_WORDS = frozenset(
     """.split()
 )
 """Words that tell a fact replaces an earlier one, casefolded: the time ("now", "jetzt"), the move or
-the switch ("moved", "umgezogen"), "new", a correction ("actually"). "left" counts as its own token
-only ("I left Google"), not inside "left-handed"."""
+the switch ("moved", "umgezogen"), the turn ("I've gone vegan", "I've become a vegetarian"), "new",
+a correction ("actually"). "left" counts as its own token only ("I left Google"), not inside
+"left-handed"."""
 _CHANGE_PHRASES = re.compile(
     r"\bno\s+longer\b|\bany\s+more\b|\bthese\s+days\b|\bnot\s+any\s+longer\b"
     r"|\bnicht\s+mehr\b|\bne\s+\w+\s+plus\b|\bn'\w+\s+plus\b|\bnon\s+più\b|\bjá\s+não\b|\bniet\s+meer\b"
-    r"|\bбольше\s+не\b|\ben\s+fait\b|\bde\s+hecho\b|\bna\s+verdade\b|\bin\s+realtà\b",
+    r"|\bбольше\s+не\b|\ben\s+fait\b|\bde\s+hecho\b|\bna\s+verdade\b|\bin\s+realtà\b"
+    r"|\bsince\s+(?:last|this)\s+\w+|\bseit\s+letzte[mnr]?\s+\w+|\bdesde\s+(?:el|la)\s+\w+\s+pasad[oa]\b"
+    r"|\bdepuis\s+(?:le|la)\s+\w+\s+derni[eè]re?\b|\bdepuis\s+l'an(?:née)?\s+derni[eè]re?\b",
     re.IGNORECASE,
 )
 """Phrases of the same sense whose words alone say nothing: "no longer", "nicht mehr", "je ne mange
 plus", "non più", "niet meer", "больше не"; and "actually" in French, Spanish, Portuguese and Italian
-("en fait", "de hecho", "na verdade", "in realtà")."""
+("en fait", "de hecho", "na verdade", "in realtà"); and a start lately ("since last week", "seit
+letztem Monat", "desde el mes pasado", "depuis la semaine dernière"): a fact that began a week ago
+replaces what held before it, where "since 2010" tells only how long it has held."""
 _CJK_CHANGE = ("现在", "搬到", "搬家", "不再", "新的", "今は", "引っ越", "新しい", "もう", "이제", "지금", "이사")
 
 

@@ -36,11 +36,11 @@ __all__ = ["FACT_KINDS", "asked_kinds", "expansion_terms", "the_users_own", "tol
 _ABOUT_THE_USER = frozenset(
     """
     i i'm im i've me my mine myself
-    yo mi mis tengo estoy soy
+    yo mi mis tengo estoy soy vivo trabajo hablo bebo
     je moi mon ma mes
     ich mich mir mein meine meinen meinem meiner
-    io mio mia miei mie ho sono
-    eu meu minha meus minhas
+    io mio mia miei mie ho sono abito lavoro parlo mangio bevo
+    eu meu minha meus minhas moro trabalho falo
     я меня мне мой моя моё мое мои мы нас нам наш наша наши
     저는 제가 제 내 나는 내가 저의 저도 나도
     ik mijn mij jag mig min mitt mój moja moje mojego mojej mnie mam jestem benim bana saya aku tôi mình
@@ -49,8 +49,9 @@ _ABOUT_THE_USER = frozenset(
     """.split()
 )
 """First-person words of a question a user asks about themselves ("Who is my spouse?", "Am I
-married?", "¿Tengo mascotas?": Spanish and Italian often say the person by the verb alone; Turkish and
-Arabic say "my" by a suffix: "Adım ne?", "ما اسمي؟")."""
+married?", "¿Tengo mascotas?", "¿Dónde vivo?": Spanish, Italian and Portuguese often say the person by
+the verb alone, and the verbs of home, work, language and diet are the ones such questions ask with;
+Turkish and Arabic say "my" by a suffix: "Adım ne?", "ما اسمي؟")."""
 
 _PARTNER_TOLD = "wife husband partner spouse married engaged fiancé fiancée boyfriend girlfriend"
 _CHILDREN_TOLD = (
@@ -87,7 +88,10 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
         "vegetarian vegan pescatarian allergic gluten lactose dairy kosher halal intolerant",
     ),
     "home": ("live living based city town home address location", "live moved home apartment house flat based"),
-    "work": ("job work career profession occupation employer", f"work job employer company office {_OCCUPATIONS}"),
+    "work": (
+        "job work career profession occupation employer boss supervisor colleagues coworkers",
+        f"work job employer company office boss supervisor colleague colleagues coworker coworkers {_OCCUPATIONS}",
+    ),
     "name": ("name names nickname", "call called name named nickname"),
     "preferences": (
         "preference preferences prefer favourite favorite favourites favorites likes dislikes",
@@ -131,7 +135,8 @@ _OTHER_LANGUAGES: dict[str, tuple[str, str]] = {
         "insuline",
     ),
     "diet": (
-        "dieta régime ernährung diät alimentación comida nourriture cibo",
+        "dieta régime ernährung diät alimentación comida nourriture cibo comer mangiare mangio mange manger "
+        "esse essen isst",
         "vegano vegana vegetariano vegetariana végétarien végétarienne végane végétalien vegetarier vegetarierin "
         "vegetarisch veganer veganerin lactosa lactose laktose lattosio glutenfrei",
     ),
