@@ -325,3 +325,15 @@ async def test_a_chains_facts_are_in_the_search_embedders_cache_once_it_is_index
     assert embedder.encoded_texts == encoded  # from the cache
     await embedder.embed(["A sentence no chain holds."])
     assert embedder.encoded_texts == encoded + 1
+
+
+def test_a_fact_that_beats_its_chain_keeps_the_chains_lift_for_being_told_in_the_period_asked() -> None:
+    ranking = Ranking()
+    told = ranking.rank(chain_id="c", similarity=0.1, lexical=0.0, event_count=10, told=True)
+    fact = ranking.rank(chain_id="c", similarity=0.6, lexical=0.0, event_count=1)
+    assert fact.score > told.score - ranking.date_weight  # the fact beats the chain's own relevance
+
+    lifted = lift(told, {"c": fact}, date_weight=ranking.date_weight)
+    assert lifted.told and lifted.score == fact.score + ranking.date_weight and lifted.event_count == 10
+    untold = ranking.rank(chain_id="c", similarity=0.1, lexical=0.0, event_count=10)
+    assert lift(untold, {"c": fact}, date_weight=ranking.date_weight).score == fact.score  # no period, no lift

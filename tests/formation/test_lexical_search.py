@@ -149,6 +149,20 @@ def test_of_two_equally_relevant_chains_the_shorter_ranks_first_and_words_outwei
     assert by_cosine.rank(chain_id="a", similarity=0.5, lexical=0.0, event_count=9).score == pytest.approx(0.5)
 
 
+def test_a_told_fact_scored_by_meaning_takes_the_better_of_its_hybrid_relevance_and_its_cosine() -> None:
+    ranking = Ranking(lexical_weight=0.7, size_prior=0.3, size_prior_min_events=5)
+    fact = ranking.rank(chain_id="fact", similarity=0.45, lexical=0.0, event_count=2, by_meaning=True)
+    worded = ranking.rank(chain_id="worded", similarity=-0.01, lexical=0.42, event_count=2, by_meaning=False)
+    assert fact.score == pytest.approx(0.45 / 5**0.3) and worded.score == pytest.approx(
+        (0.3 * -0.01 + 0.7 * 0.42) / 5**0.3
+    )
+    assert fact.score > worded.score
+    as_text = ranking.rank(chain_id="fact", similarity=0.45, lexical=0.0, event_count=2)
+    assert as_text.score == pytest.approx(0.3 * 0.45 / 5**0.3) and as_text.score < worded.score
+    both = ranking.rank(chain_id="both", similarity=0.4, lexical=0.9, event_count=2, by_meaning=True)
+    assert both.score == pytest.approx((0.3 * 0.4 + 0.7 * 0.9) / 5**0.3)  # its words already say more
+
+
 def test_chains_shorter_than_the_size_floor_get_no_more_lift_than_a_chain_at_the_floor() -> None:
     ranking = Ranking(lexical_weight=0.7, size_prior=0.3, size_prior_min_events=5)
     sign_off = ranking.rank(chain_id="bye", similarity=0.5, lexical=0.4, event_count=2)

@@ -43,6 +43,11 @@ CURRY = [
     ("agent", "A chickpea curry: fry onion, garlic and ginger, add curry powder, the chickpeas and the coconut milk."),
 ]
 
+REGISTRATION = [
+    ("user", "How do I renew the registration of a car online before it runs out?"),
+    ("agent", "On the licensing office's website: enter the plate number, confirm the insurance and pay the fee."),
+]
+
 
 Stack = InProcessStack
 
@@ -110,19 +115,38 @@ async def test_a_turn_just_told_is_found_at_once_by_a_question_that_shares_none_
 
 
 async def test_a_users_question_about_a_kind_of_fact_finds_a_turn_just_told_in_other_words(stack: Stack) -> None:
-    """The kind's words (fact_kinds.py) score the open turns as they score chains."""
+    """The kind's words (fact_kinds.py) score the open turns as they score chains (the told fact's
+    cosine alone, which could outweigh them, left out: Ranking.rank's `by_meaning`)."""
     async with stack.client() as client:
         asthma = await _store(client, TRAVEL, [("user", "My son has asthma."), ("agent", "Thanks for telling me.")])
         await _store(client, TRAVEL, KYOTO)
         question = "Does anyone in my family have a medical condition?"
+        stack.formation.recall.ranking = Ranking(told_facts=False)
         expanded = await client.search_memory(TRAVEL, question)
-        stack.formation.recall.ranking = Ranking(expansion_weight=0.0)
+        stack.formation.recall.ranking = Ranking(expansion_weight=0.0, told_facts=False)
         plain = await client.search_memory(TRAVEL, question)
 
     [told] = [h for h in expanded if list(h.event_ids) == asthma]
     [told_plain] = [h for h in plain if list(h.event_ids) == asthma]
     assert told.source == WINDOW and expanded[0] == told
     assert told_plain.lexical_score == 0 < told.lexical_score and told.score > told_plain.score
+
+
+async def test_a_fact_just_told_goes_before_a_newer_turn_that_only_shares_the_questions_word(stack: Stack) -> None:
+    """The user's own question is answered by what they told, not by a turn that names the thing
+    (Ranking.rank's `by_meaning`): the told fact's cosine counts as a relevance of its own."""
+    async with stack.client() as client:
+        car = await _store(client, TRAVEL, [("user", "I drive a blue Honda Civic."), ("agent", "Noted.")])
+        registration = await _store(client, TRAVEL, REGISTRATION)
+        question = "What car do I have?"
+        by_meaning = await client.search_memory(TRAVEL, question)
+        stack.formation.recall.ranking = Ranking(told_facts=False)
+        as_chains = await client.search_memory(TRAVEL, question)
+
+    assert [list(h.event_ids) for h in by_meaning[:2]] == [car, registration]
+    assert [list(h.event_ids) for h in as_chains[:2]] == [registration, car]
+    fact = by_meaning[0]
+    assert fact.source == WINDOW and fact.lexical_score == 0 and fact.score > by_meaning[1].score
 
 
 async def test_a_short_answer_to_the_agents_question_is_found_at_once_in_a_turn_with_that_question(

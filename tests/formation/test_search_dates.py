@@ -259,13 +259,16 @@ async def test_a_chain_formed_after_the_first_search_is_found_by_its_date_too(fo
 async def test_events_in_no_chain_yet_are_found_by_the_date_they_were_told(formation: Formation, stub: Any) -> None:
     spring = await _form(stub, SPRING_RUNS, MARCH_2024)
     window = make_segment(SUMMER_RUNS, start=JUNE_2024)
+    # The turns tell the user's own runs, whose cosine alone would lift them too (Ranking.rank's
+    # `by_meaning`): left out, so that the date is all that differs.
+    formation.recall.ranking = Ranking.from_settings(Settings(search_told_facts=False))
 
     request = memory_pb2.SearchMemoryRequest(scope=SCOPE, query="How was my running in June 2024?", limit=2)
     response = await stub.SearchMemory(formation_pb2.SearchRequest(request=request, open_segments=[window]), timeout=30)
 
     assert response.hits[0].source == memory_pb2.HIT_SOURCE_WINDOW and response.hits[0].why.endswith(TOLD_WHY)
     assert set(response.hits[0].event_ids) <= {e.id for e in window.events}
-    formation.recall.ranking = Ranking.from_settings(Settings(search_date_weight=0.0))
+    formation.recall.ranking = Ranking.from_settings(Settings(search_date_weight=0.0, search_told_facts=False))
     undated = await stub.SearchMemory(formation_pb2.SearchRequest(request=request, open_segments=[window]), timeout=30)
     assert undated.hits[0].chain.id == spring  # the words alone prefer the spring chat
 

@@ -125,12 +125,15 @@ def _correction(k: int, facts: Sequence[tuple[ToldFact, float]], units: np.ndarr
     return max(later, key=lambda j: facts[j][0].position, default=k)
 
 
-def lift(ranked: RankedChain, facts: Mapping[str, RankedChain]) -> RankedChain:
-    """The chain's own score, or its best fact's when that is higher (with the chain's size); either
-    way with the fact's correction, if one was told later in the chain."""
+def lift(ranked: RankedChain, facts: Mapping[str, RankedChain], *, date_weight: float = 0.0) -> RankedChain:
+    """The chain's own score, or its best fact's when that is higher (with the chain's size, and the
+    chain's lift of `date_weight` when it was told in a period the query names: the fact was told
+    then too); either way with the fact's correction, if one was told later in the chain."""
     fact = facts.get(ranked.chain_id)
     if fact is None:
         return ranked
+    if ranked.told:
+        fact = dataclasses.replace(fact, score=fact.score + date_weight, told=True)
     if fact.score <= ranked.score:
         return dataclasses.replace(ranked, correction=fact.correction)
     return dataclasses.replace(fact, event_count=ranked.event_count)

@@ -110,9 +110,9 @@ def open_turn_fact(turn: OpenTurn, *, position: int, read: EventTerms | None = N
     flags = [reader.facts_of(e) for e in turn.events]
     return {
         "_id": turn.events[0].id,
-        "lasting_fact": any(lasting for lasting, _ in flags),
-        "profile_facts": [{"text": e.content} for e, (lasting, _) in zip(turn.events, flags) if lasting],
-        "updates_fact": any(updates for _, updates in flags),
+        "lasting_fact": any(f.lasting for f in flags),
+        "profile_facts": [{"text": e.content} for e, f in zip(turn.events, flags) if f.lasting],
+        "updates_fact": any(f.updates for f in flags),
         "last_event_at": timestamp_of(last.timestamp).timestamp() if last.HasField("timestamp") else 0.0,
         "created_at": math.inf,
         "window_position": position,

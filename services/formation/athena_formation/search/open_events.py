@@ -23,6 +23,7 @@ import math
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,6 +39,7 @@ from athena_formation.store.lexical_index import EMPTY_CORPUS, K1, B, Corpus, we
 __all__ = [
     "OPEN_EMBEDDED_TURNS",
     "OPEN_NEWEST_TURNS",
+    "EventFacts",
     "EventTerms",
     "OpenTurn",
     "best_turns",
@@ -46,6 +48,7 @@ __all__ = [
     "of_scope",
     "open_turns",
     "rank_turns",
+    "tells_fact",
     "turn_as_chain",
     "turn_spans",
 ]
@@ -82,6 +85,17 @@ class OpenTurn:
         return "\n".join(e.content for e in self.events)
 
 
+class EventFacts(NamedTuple):
+    """What a user message tells of the user (profile_facts.fact_fields)."""
+
+    lasting: bool
+    """It states a lasting fact."""
+    updates: bool
+    """A lasting fact it states says it changed."""
+    personal: bool
+    """It states a personal fact, lasting or of the moment (a plan, what they are learning)."""
+
+
 class EventTerms:
     """The term counts of open events by event id, kept for the next searches: the same window is
     sent with every search of its scope, and reading an event's words costs more than the rest of
@@ -92,7 +106,7 @@ class EventTerms:
     def __init__(self, max_events: int = 20_000) -> None:
         self.max_events = max_events
         self._counts: OrderedDict[str, tuple[tuple[str, str], Counter[str]]] = OrderedDict()
-        self._facts: dict[str, tuple[bool, bool]] = {}
+        self._facts: dict[str, EventFacts] = {}
 
     def of(self, event: memory_pb2.Event) -> Counter[str]:
         kept = self._counts.get(event.id)
@@ -107,13 +121,14 @@ class EventTerms:
                 self._facts.pop(dropped, None)
         return counts
 
-    def facts_of(self, event: memory_pb2.Event) -> tuple[bool, bool]:
-        """Whether the event is a user message stating a lasting fact, and one that says it changed
-        (profile_facts.fact_fields): read once per event while its counts are kept."""
+    def facts_of(self, event: memory_pb2.Event) -> EventFacts:
+        """What the event, if a user message, tells of the user: read once per event while its counts
+        are kept."""
         kept = self._facts.get(event.id)
         if kept is None:
             fields = fact_fields([event])
-            kept = (bool(fields["lasting_fact"]), bool(fields["updates_fact"]))
+            lasting = bool(fields["lasting_fact"])
+            kept = EventFacts(lasting, bool(fields["updates_fact"]), lasting or bool(fields["moment_facts"]))
             if event.id in self._counts:
                 self._facts[event.id] = kept
         return kept
@@ -145,7 +160,7 @@ def open_turns(
             if current and is_user_message(event):
                 # An answer ("Priya.") takes the question it answers into its turn; a statement of a
                 # lasting fact reads alone ("My mom lives with us.").
-                answered = _is_question(current[-1]) and not terms.facts_of(event)[0]
+                answered = _is_question(current[-1]) and not terms.facts_of(event).lasting
                 current, opening = (current[:-1], current[-1:]) if answered else (current, [])
                 if current:
                     turns.append(_turn(current, terms))
@@ -198,6 +213,12 @@ def lexical_scores(
         return scores
     scores /= ceiling
     return np.minimum(scores, 1.0) if any(not asked for _, _, asked in weighted) else scores
+
+
+def tells_fact(turn: OpenTurn, read: EventTerms) -> bool:
+    """Whether a user message of the turn states a personal fact, lasting or of the moment
+    (EventTerms.facts_of)."""
+    return any(read.facts_of(e).personal for e in turn.events)
 
 
 def turn_as_chain(turn: OpenTurn) -> memory_pb2.Chain:
@@ -308,10 +329,13 @@ def rank_turns(
     ranking: Ranking,
     *,
     told: np.ndarray | None = None,
+    stated: Sequence[bool] = (),
 ) -> list[tuple[RankedChain, OpenTurn]]:
     """The candidate turns (`vectors`: their embeddings, in the same order) scored as chains are, best
     first; each ranked under its first event's id. `told`: per turn (all of `turns`), told in a period
-    the query names."""
+    the query names. `stated`: per candidate, the turn tells a personal fact of the user's (`tells_fact`)
+    and the query is the user's own question in English: its cosine alone is a relevance too
+    (Ranking.rank's `by_meaning`)."""
     ranked = [
         (
             ranking.rank(
@@ -320,6 +344,7 @@ def rank_turns(
                 lexical=float(lexical[i]),
                 event_count=len(turns[i].events),
                 told=bool(told[i]) if told is not None else False,
+                by_meaning=k < len(stated) and stated[k],
             ),
             turns[i],
         )

@@ -22,6 +22,11 @@ a greeting) otherwise outranks whole topics for many queries, as a short BM25 do
 takes their places among the hits. Measured on LoCoMo (docs/formation.md, "Measured retrieval"),
 with the defaults 0.7 (words), 0.3 (size), 5 (events) and 0.1 (dates).
 
+A turn in no chain yet that tells a fact of the user's, asked for by the user's own question in
+English, has the better of that relevance and its cosine alone (`by_meaning`, open_events.rank_turns):
+the question's words mostly meet other turns, and its own may share none with them. A chain's told
+facts keep the relevance above (docs/formation.md, "Open events", says what the same rule gave there).
+
 Candidates: the best `candidates` chains by cosine and the best `candidates` by lexical score, so a
 chain found by either side alone can win; each is then scored on both.
 """
@@ -92,10 +97,24 @@ class Ranking:
         return max(50, 5 * limit)
 
     def rank(
-        self, *, chain_id: str, similarity: float, lexical: float, event_count: int, told: bool = False
+        self,
+        *,
+        chain_id: str,
+        similarity: float,
+        lexical: float,
+        event_count: int,
+        told: bool = False,
+        by_meaning: bool = False,
     ) -> RankedChain:
+        """`by_meaning`: the text tells a fact of the user's and the query is the user's own question,
+        so its cosine alone is a relevance too (the better one counts): a question and the fact that
+        answers it seldom share a word ("What car do I have?", "I drive a blue Honda Civic."), and a
+        text that does share one ("How do I renew a car's registration?") is no answer to it."""
         lift = self.date_weight if told else 0.0
-        score = max(self._relevance(similarity, lexical), 0.0) / self._size_divisor(event_count) + lift
+        relevance = self._relevance(similarity, lexical)
+        if by_meaning:
+            relevance = max(relevance, similarity)
+        score = max(relevance, 0.0) / self._size_divisor(event_count) + lift
         return RankedChain(
             chain_id=chain_id, similarity=similarity, lexical=lexical, event_count=event_count, score=score, told=told
         )

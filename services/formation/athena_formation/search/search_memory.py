@@ -35,6 +35,7 @@ from athena_formation.search.open_events import (
     newest_turns,
     open_turns,
     rank_turns,
+    tells_fact,
     turn_as_chain,
     turn_spans,
 )
@@ -325,9 +326,16 @@ class Recall:
         if vectors is None:
             return []
         chained = {e for _, doc in chains for e in doc.get("event_ids", [])}
+        # In English only: in another language the bundled model's cosines follow the language more
+        # than the meaning (english_words.is_english_text), and words are all there is to go by.
+        own = self.ranking.told_facts and the_users_own(request.query) and is_english_text(request.query)
+        stated = [own and tells_fact(turns[i], self.open_terms) for i in candidates]
+        ranked_turns = rank_turns(
+            turns, candidates, lexical, vectors, query_vector, self.ranking, told=told, stated=stated
+        )
         return [
             (ranked, turn)
-            for ranked, turn in rank_turns(turns, candidates, lexical, vectors, query_vector, self.ranking, told=told)
+            for ranked, turn in ranked_turns
             if not (request.HasField("similarity_threshold") and ranked.similarity < request.similarity_threshold)
             and chained.isdisjoint(turn.event_ids)
         ]
@@ -381,7 +389,7 @@ class Recall:
                 told = bool(periods) and _told(periods, doc)
                 cosine = cosines.get(r.chain_id, r.similarity) if cosines is not None else r.similarity
                 final = self._rank(r.chain_id, cosine, lexical, int(doc.get("event_count", 1)), told=told)
-                final = lift(final, by_fact or {})
+                final = lift(final, by_fact or {}, date_weight=self.ranking.date_weight)
                 if request.HasField("similarity_threshold") and final.similarity < request.similarity_threshold:
                     continue
                 read.append((final, doc))
@@ -430,7 +438,8 @@ class Recall:
         )
         if not by_fact:
             return ranked
-        return sorted((lift(r, by_fact) for r in ranked), key=lambda r: -r.score)[:most]
+        lifted = (lift(r, by_fact, date_weight=self.ranking.date_weight) for r in ranked)
+        return sorted(lifted, key=lambda r: -r.score)[:most]
 
     def _rank(
         self,
