@@ -116,6 +116,11 @@ class Recall:
         weight = self.ranking.expansion_weight
         periods = query_periods(request.query, now=datetime.now(UTC)) if self.ranking.date_weight > 0 else []
         turns = open_turns(open_segments, scope, dict(request.metadata_filters), self.open_terms)
+        # The user's own question: their told facts are scored too (fact_evidence.py, and the open
+        # turns' by their meaning: _open_hits), by the embedding alone only in English, where the
+        # bundled model's cosines follow the meaning (english_words.is_english_text).
+        own = self.ranking.told_facts and the_users_own(request.query)
+        own_in_english = own and is_english_text(request.query)
         turn_told = told_in_each(periods, turn_spans(turns), unknown=False) if periods else None
         # The query is embedded (in a thread) while the user's lexical index is read (first search)
         # and the query's words are scored: the two sides of the search overlap.
@@ -156,7 +161,7 @@ class Recall:
             )
             candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS, told=turn_told)
             candidates += newest_turns(turns, most=OPEN_NEWEST_TURNS, besides=candidates)
-            if lexical is not None and lexicon is not None and self.ranking.told_facts and the_users_own(request.query):
+            if lexical is not None and lexicon is not None and own:
                 facts = best_facts(
                     lexicon,
                     query,
@@ -164,7 +169,7 @@ class Recall:
                     agent_id=scope.agent_id or None,
                     expansion=expansion,
                     expansion_weight=weight,
-                    newest=FACTS_NEWEST if is_english_text(request.query) else 0,
+                    newest=FACTS_NEWEST if own_in_english else 0,
                 )
             texts = [turns[i].content for i in candidates] + [f.text for f, _ in facts]
             if texts:  # embedded after the query (one model), while the chains' vectors are scanned
@@ -227,7 +232,17 @@ class Recall:
             request, provisional, lexical, periods, limit=limit, prefetch=prefetch, by_fact=by_fact, cosines=similarity
         )
         clock.mark("documents")
-        open_hits = self._open_hits(request, out, turns, candidates, turn_lexical, turn_vectors, query_vec, turn_told)
+        open_hits = self._open_hits(
+            request,
+            out,
+            turns,
+            candidates,
+            turn_lexical,
+            turn_vectors,
+            query_vec,
+            turn_told,
+            by_meaning=own_in_english,
+        )
         found: list[tuple[RankedChain, dict[str, Any] | OpenTurn]] = [*out, *open_hits]
         best = sorted(found, key=lambda pair: -pair[0].score)[:limit]
         if not periods:  # a question about a time asks what was told then, not what holds now
@@ -320,16 +335,17 @@ class Recall:
         vectors: np.ndarray | None,
         query_vector: np.ndarray,
         told: np.ndarray | None,
+        *,
+        by_meaning: bool = False,
     ) -> list[tuple[RankedChain, OpenTurn]]:
         """The embedded turns that may be hits: scored, above the similarity threshold, and holding no
-        event of a chain found (a segment formed while its hand-off was still parked: its chain is the hit)."""
+        event of a chain found (a segment formed while its hand-off was still parked: its chain is the hit).
+        `by_meaning`: a turn that tells a fact of the user's has the better of its relevance and its
+        cosine alone (Ranking.rank)."""
         if vectors is None:
             return []
         chained = {e for _, doc in chains for e in doc.get("event_ids", [])}
-        # In English only: in another language the bundled model's cosines follow the language more
-        # than the meaning (english_words.is_english_text), and words are all there is to go by.
-        own = self.ranking.told_facts and the_users_own(request.query) and is_english_text(request.query)
-        stated = [own and tells_fact(turns[i], self.open_terms) for i in candidates]
+        stated = [by_meaning and tells_fact(turns[i], self.open_terms) for i in candidates]
         ranked_turns = rank_turns(
             turns, candidates, lexical, vectors, query_vector, self.ranking, told=told, stated=stated
         )
