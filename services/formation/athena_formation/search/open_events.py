@@ -101,7 +101,7 @@ class EventTerms:
     sent with every search of its scope, and reading an event's words costs more than the rest of
     its part of the search. An event never changes under its id (ids are ingest's, never reused).
     Bounded by `max_events` (the least recently used go first); a user's are dropped when the user
-    is erased (`forget_user`). Its lasting-fact flags (`facts_of`) are kept beside its counts."""
+    is erased (`forget_user`). What its user messages tell of the user (`facts_of`) is kept beside its counts."""
 
     def __init__(self, max_events: int = 20_000) -> None:
         self.max_events = max_events
