@@ -61,6 +61,19 @@ def test_a_question_about_a_partner_or_about_children_adds_only_that_kinds_words
     assert {*terms("wife daughter mother")} <= family
 
 
+def test_a_question_about_one_relation_adds_that_relations_words_not_every_relatives() -> None:
+    siblings, fiance, parents, wife = (
+        set(_expansion(q))
+        for q in ("Do I have siblings?", "Who is my fiancé?", "¿Cómo se llaman mis padres?", "What's my wife's name?")
+    )
+
+    assert {*terms("sister brother hermana")} <= siblings and not {*terms("wife son mom")} & siblings
+    assert {*terms("engaged")} <= fiance and not {*terms("wife married")} & fiance
+    assert {*terms("mom father madre")} <= parents and not {*terms("sister son")} & parents
+    assert {*terms("husband")} <= wife and not {*terms("mom sister son")} & wife
+    assert {*terms("engaged")} <= set(_expansion("Am I married?"))  # an engagement tells of a partner
+
+
 def test_asking_what_i_do_for_a_living_asks_for_work_and_where_i_am_living_for_home() -> None:
     work, home = set(_expansion("What do I do for a living?")), set(_expansion("Where am I living these days?"))
 

@@ -117,9 +117,13 @@ def test_english_of_content_words_alone_is_read_as_english_not_as_an_unread_lang
 
 
 def test_one_word_neither_listed_nor_english_is_not_enough() -> None:
-    # "câini" alone is foreign in "Am doi câini." ("am" is known, "doi" English): a name or a typo
-    # looks the same ("Two accetable proofs exist.").
-    assert personal_fact_sentences("Am doi câini.") == personal_fact_sentences("Two accetable proofs.") == []
+    # A name or a typo looks the same ("Two accetable proofs exist.", "Luna and Oliver!").
+    assert personal_fact_sentences("Two accetable proofs.") == personal_fact_sentences("Pizza with Oliver.") == []
+
+
+def test_one_foreign_word_with_a_letter_english_never_writes_counts_as_two() -> None:
+    # Romanian "two dogs": "am" is known, "doi" English, "câini" no typo of an English word.
+    assert personal_fact_sentences("Am doi câini.") == ["Am doi câini."]
 
 
 @pytest.mark.parametrize("sentence", SMALL_TALK + LISTED_LANGUAGES_SMALL_TALK + LISTED_LANGUAGES_REMARKS)

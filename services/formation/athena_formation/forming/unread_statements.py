@@ -17,8 +17,9 @@ languages have their own cues), and either
 - is written in Latin letters alone, has at most UNREAD_KNOWN_SHARE of its words known and none of
   three letters or more, no letter only listed languages write (_LISTED_LANGUAGE_MARK), and at least
   UNREAD_MIN_FOREIGN words, half of them or more, that are neither known nor English
-  (text/english_words.py): Finnish, Hungarian or Romanian without a letter of their own ("Olen
-  kasvissyöjä.", "Budapesten lakom a férjemmel."). English of content words alone ("Pizza tonight.",
+  (text/english_words.py; one with a letter English never writes counts as two): Finnish, Hungarian
+  or Romanian without a letter of their own ("Olen kasvissyöjä.", "Budapesten lakom a férjemmel.",
+  "Am doi câini."). English of content words alone ("Pizza tonight.",
   "Crabs or lobster.") stays read: its words are English; so do a listed language's remarks ("Tåget
   är försenat igen.", "Het museum sluit om zes uur."): a letter or a word of its own; or
 - is written in Cyrillic alone without a letter Russian writes in most sentences (_RUSSIAN_LETTER),
@@ -106,7 +107,9 @@ def is_unread(sentence: str, found: list[str], known: frozenset[str]) -> bool:
     if all(_LATIN.match(ch) for ch in letters):
         if _LISTED_LANGUAGE_MARK.search(sentence.casefold()) or any(_listed_word(t, known) for t in words):
             return False
-        foreign = sum(not is_english_word(t) for t in unknown)
+        # A word with a letter English never writes is no typo of an English word ("câini" in "Am doi
+        # câini.", where "am" is known and "doi" English): it counts as two.
+        foreign = sum(1 + (not t.isascii()) for t in unknown if not is_english_word(t))
     elif all(_CYRILLIC.match(ch) for ch in letters) and not _RUSSIAN_LETTER.search(sentence):
         foreign = len(unknown)
     else:

@@ -57,6 +57,8 @@ _PARTNER_TOLD = "wife husband partner spouse married engaged fiancé fiancée bo
 _CHILDREN_TOLD = (
     "son sons daughter daughters kid kids child children baby grandchildren grandkids grandson granddaughter"
 )
+_PARENTS_TOLD = "mom mum mother dad father parents"
+_SIBLINGS_TOLD = "brother brothers sister sisters sibling siblings twin"
 _PETS_TOLD = (
     "dog dogs cat cats puppy kitten rabbit rabbits bunny hamster guinea parrot budgie bird birds fish goldfish "
     "horse pony tortoise turtle lizard snake retriever labrador poodle terrier beagle spaniel bulldog"
@@ -71,12 +73,12 @@ _OCCUPATIONS = (
     "writer freelancer retired"
 )
 FACT_KINDS: dict[str, tuple[str, str]] = {
-    "partner": ("spouse married marriage partner wife husband boyfriend girlfriend fiancé fiancée", _PARTNER_TOLD),
+    "partner": ("spouse married marriage partner wife husband boyfriend girlfriend", _PARTNER_TOLD),
+    "engagement": ("fiancé fiancée engaged engagement betrothed", "engaged engagement fiancé fiancée proposed"),
     "children": ("kids kid children child grandkids grandchildren sons daughters", _CHILDREN_TOLD),
-    "family": (
-        "family relatives siblings parents",
-        f"{_PARTNER_TOLD} {_CHILDREN_TOLD} mom mum mother dad father brother sister parents",
-    ),
+    "family": ("family relatives", f"{_PARTNER_TOLD} {_CHILDREN_TOLD} {_PARENTS_TOLD} {_SIBLINGS_TOLD}"),
+    "parents": ("parents parent mother father mom mum dad", _PARENTS_TOLD),
+    "siblings": ("siblings sibling brother brothers sister sisters", _SIBLINGS_TOLD),
     "pets": ("pet pets animal animals", _PETS_TOLD),
     "health": (
         "health medical condition conditions illness allergies allergic medication medications medicine",
@@ -103,25 +105,43 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
     ),
 }
 """Kind: (the words a question asks for it with, the words a fact of it is told with), in English.
+A question about one relation asks for that relation's words alone ("Do I have siblings?": "My sister
+Nadia lives in Cairo.", not every relative the user named; "Who is my fiancé?": "I'm engaged to
+Marco.", not "We got married"); "family" asks for all of them.
 "style" is how the user wants to be answered ("response style preferences": "Please keep your
 answers short."); "answer" and "reply" are not its telling words, as any request names them."""
 
 _PARTNER_OTHER = (
     "esposa esposo marido casado casada pareja novio novia épouse époux mari femme mariée marié conjoint "
-    "ehefrau ehemann verheiratet partnerin freundin moglie marito sposato sposata fidanzato fidanzata "
-    "mulher namorado namorada"
+    "ehefrau ehemann verheiratet partnerin freundin moglie marito sposato sposata mulher namorado namorada"
+)
+_ENGAGED_OTHER = "prometido prometida verlobt verlobte verlobter fidanzato fidanzata noivo noiva"
+_PARENTS_OTHER = (
+    "madre padre mamá papá mère père maman mutter vater mamma papà mãe pai moeder vader pappa matka ojciec "
+    "tata annem babam ibu ayah mẹ bố أمي أبي माँ मां पिता"
+)
+_SIBLINGS_OTHER = (
+    "hermano hermana hermanos hermanas frère frères sœur sœurs bruder brüder schwester schwestern geschwister "
+    "fratello fratelli sorella sorelle irmão irmãos irmã irmãs broer broers zus zussen bror syster syskon "
+    "siostra rodzeństwo kardeşim kardeşlerim kakak adik saudara أخي أختي إخوتي भाई बहन"
 )
 _CHILDREN_OTHER = (
     "hijos hijas hijo hija enfants enfant kinder sohn söhne tochter töchter figli figlio figlia figlie bambini "
     "filhos filho filha filhas"
 )
 _OTHER_LANGUAGES: dict[str, tuple[str, str]] = {
-    "partner": (_PARTNER_OTHER, f"{_PARTNER_OTHER} frau mann"),
+    "partner": (_PARTNER_OTHER, f"{_PARTNER_OTHER} {_ENGAGED_OTHER} frau mann"),
+    "engagement": (_ENGAGED_OTHER, _ENGAGED_OTHER),
     "children": (_CHILDREN_OTHER, _CHILDREN_OTHER),
     "family": (
         "familia famille familie famiglia família",
-        f"{_PARTNER_OTHER} {_CHILDREN_OTHER} madre padre hermano hermana mère père frère sœur mutter vater "
-        "bruder schwester fratello sorella mãe pai irmão irmã",
+        f"{_PARTNER_OTHER} {_ENGAGED_OTHER} {_CHILDREN_OTHER} {_PARENTS_OTHER} {_SIBLINGS_OTHER}",
+    ),
+    "parents": ("padres eltern genitori ouders föräldrar rodzice ebeveynlerim", _PARENTS_OTHER),
+    "siblings": (
+        "hermanos hermanas frères sœurs geschwister fratelli sorelle irmãos irmãs broers zussen syskon "
+        "rodzeństwo kardeşlerim saudara إخوة إخوتي",
+        _SIBLINGS_OTHER,
     ),
     "pets": (
         "mascota mascotas animales animaux haustier haustiere tiere animali animais estimação",
@@ -246,6 +266,8 @@ def _in_every_language(kind: str) -> tuple[str, str]:
 _ASKED, _TOLD = _word_terms({kind: _in_every_language(kind) for kind in FACT_KINDS})
 
 _TOLD_SET = {kind: frozenset(words) for kind, words in _TOLD.items()}
+_RELATIONS = frozenset(("partner", "engagement", "children", "parents", "siblings"))
+"""The kinds of one relation, each narrower than "family"."""
 """A question naming what is told of a kind, and no kind by its asking words, asks for the kinds of
 what it names: "Do I have a dog?" is answered by "Tenho um cachorro."."""
 
@@ -369,5 +391,7 @@ def _kinds_asked(query: str, held: set[str]) -> list[str]:
     asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
     kinds = [kind for kind, words in _ASKED.items() if asked & words]
     if not set(kinds) - {"name"}:  # "What's my dog's name?" asks for the pets too
-        kinds += [kind for kind, words in _TOLD_SET.items() if asked & words and kind not in kinds]
+        named = [kind for kind, words in _TOLD_SET.items() if asked & words and kind not in kinds]
+        # "What's my wife's name?" asks for the partner, not for every relative
+        kinds += [kind for kind in named if kind != "family" or _RELATIONS.isdisjoint(named)]
     return kinds
