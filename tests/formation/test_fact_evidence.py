@@ -13,6 +13,7 @@ from support.formation_data import SCOPE, make_segment
 from athena.embeddings import LocalEmbedder
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
+from athena_formation.search import search_memory
 from athena_formation.search.fact_evidence import best_facts, fact_scores, lift
 from athena_formation.search.fact_kinds import expansion_terms
 from athena_formation.search.lexicon import chain_lexicon, terms
@@ -337,3 +338,48 @@ def test_a_fact_that_beats_its_chain_keeps_the_chains_lift_for_being_told_in_the
     assert lifted.told and lifted.score == fact.score + ranking.date_weight and lifted.event_count == 10
     untold = ranking.rank(chain_id="c", similarity=0.1, lexical=0.0, event_count=10)
     assert lift(untold, {"c": fact}, date_weight=ranking.date_weight).score == fact.score  # no period, no lift
+
+
+MOM = "My mom lives with us."
+MOVING_WITH_A_FACT = [
+    ("user", "We're moving to a bigger flat next month. How early should I book a removal van?"),
+    ("agent", "Four to six weeks ahead is usual; earlier for a weekend at the end of the month."),
+    ("user", f"{MOM} Is there anything special to plan for her room?"),
+    ("agent", "Label her boxes apart and unpack her room first, so she has a familiar space on day one."),
+    ("user", "Should I tell the post office about the new address?"),
+    ("agent", "Yes, set up mail forwarding a week or two before the move."),
+]
+FAMILY_BENEFITS = [
+    ("user", "Can my family get survivor benefits if I die?"),
+    ("agent", "Some family members can: a widow or widower, children, and dependent parents."),
+    ("user", "How do I check what I've earned so far?"),
+    ("agent", "Sign in to your online account and open your earnings record."),
+    ("user", "What if a year of earnings is missing?"),
+    ("agent", "Send us your W-2 or tax return for that year and we will correct the record."),
+    ("user", "How long does a correction take?"),
+    ("agent", "Usually a few weeks; you will get a letter once it is done."),
+    ("user", "Can I do it by mail instead?"),
+    ("agent", "Yes, mail copies to your local office with a note of what is missing."),
+]
+
+
+async def test_a_question_asking_for_a_kind_of_fact_counts_that_kinds_words_in_a_fact_as_its_own(
+    formation: Formation, stub: Any, monkeypatch: Any
+) -> None:
+    """ "Who is in my family?" meets a benefits enquiry that says "family", and "My mom lives with us."
+    shares none of its words: in the user's told fact, a word of the kind asked for ("mom")
+    weighs as the question's own (fact_evidence.FACT_EXPANSION_WEIGHT), in a chain of some topic at
+    SEARCH_EXPANSION_WEIGHT."""
+    moving = await _form(stub, MOVING_WITH_A_FACT)
+    benefits = await _form(stub, FAMILY_BENEFITS)
+    request = formation_pb2.SearchRequest(
+        request=memory_pb2.SearchMemoryRequest(scope=SCOPE, query="Who is in my family?", limit=2)
+    )
+
+    found = (await stub.SearchMemory(request, timeout=30)).hits
+    monkeypatch.setattr(search_memory, "FACT_EXPANSION_WEIGHT", formation.recall.ranking.expansion_weight)
+    as_other_words = (await stub.SearchMemory(request, timeout=30)).hits
+
+    assert [h.chain.id for h in as_other_words] == [benefits, moving]
+    assert [h.chain.id for h in found] == [moving, benefits]
+    assert found[0].why.startswith(f"a fact told in it, {MOM!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 from redis.asyncio import Redis
 from support.formation_data import KYOTO
@@ -23,6 +24,7 @@ from athena.stm import ShortTermWindow
 from athena.tombstones import erased_at_now, write_redis_tombstone
 from athena_client import AsyncAthenaClient, EventInput
 from athena_client.memory.v1 import memory_pb2
+from athena_formation.search import search_memory
 from athena_formation.search.lexicon import terms
 from athena_formation.search.open_events import OpenTurn, newest_turns, open_turns
 from athena_formation.search.ranking import Ranking
@@ -147,6 +149,32 @@ async def test_a_fact_just_told_goes_before_a_newer_turn_that_only_shares_the_qu
     assert [list(h.event_ids) for h in as_chains[:2]] == [registration, car]
     fact = by_meaning[0]
     assert fact.source == WINDOW and fact.lexical_score == 0 and fact.score > by_meaning[1].score
+
+
+async def test_a_fact_just_told_weighs_the_words_of_the_kind_asked_for_as_the_questions_own(
+    stack: Stack, monkeypatch: Any
+) -> None:
+    """ "¿Quién está en mi familia?" shares "familia" with a benefits question and no word with "Mi madre
+    vive con nosotros.": a turn that tells a fact of the user's is scored as a chain's told facts are
+    (fact_evidence.FACT_EXPANSION_WEIGHT), the kind's "madre" as much as the question's own word; a
+    question in Spanish, so the cosine alone (`by_meaning`, English only) plays no part."""
+    question = "¿Quién está en mi familia?"
+    async with stack.client() as client:
+        mother = await _store(client, TRAVEL, [("user", "Mi madre vive con nosotros."), ("agent", "Entendido.")])
+        benefits = await _store(
+            client,
+            TRAVEL,
+            [
+                ("user", "¿Cómo solicito la pensión de jubilación?"),
+                ("agent", "Por internet o en su oficina local; lleve su libro de familia y su documento de identidad."),
+            ],
+        )
+        found = await client.search_memory(TRAVEL, question)
+        monkeypatch.setattr(search_memory, "FACT_EXPANSION_WEIGHT", 0.5)  # SEARCH_EXPANSION_WEIGHT's default
+        by_weight = await client.search_memory(TRAVEL, question)
+
+    assert [list(h.event_ids) for h in by_weight[:2]] == [benefits, mother]
+    assert [list(h.event_ids) for h in found[:2]] == [mother, benefits]
 
 
 async def test_a_short_answer_to_the_agents_question_is_found_at_once_in_a_turn_with_that_question(

@@ -33,11 +33,17 @@ from athena_formation.search.open_events import lexical_scores
 from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.store.lexical_index import Corpus, ToldFact, UserLexicon
 
-__all__ = ["FACTS_EMBEDDED", "FACTS_NEWEST", "best_facts", "fact_scores", "lift"]
+__all__ = ["FACTS_EMBEDDED", "FACTS_NEWEST", "FACT_EXPANSION_WEIGHT", "best_facts", "fact_scores", "lift"]
 
 FACTS_EMBEDDED = 5
 """Most facts embedded for one search (the best by their words), in the call that embeds the open
 turns; the embedder's cache keeps each text for the next searches."""
+
+FACT_EXPANSION_WEIGHT = 1.0
+"""Weight of the question's kind-of-fact words (fact_kinds.py) in a told fact's lexical score, against
+a query word's: in a chain of some topic such a word is weaker evidence than the question's own
+(SEARCH_EXPANSION_WEIGHT), in a fact the user told it is what answers "Who is in my family?" ("My mom
+lives with us.", where a benefits enquiry holds "family")."""
 
 FACTS_NEWEST = 50
 """The user's newest facts that share no word with the query, embedded beside those and scored by

@@ -4,9 +4,10 @@ insulin twice a day", "What's my name?" by "Call me Sam".
 
 The local embedding model puts such a question and its answer far apart (cosines of 0.06 to 0.48
 measured on written pairs, docs/formation.md), and the question shares no word with the answer. A
-question in the first person naming a kind of personal fact (a partner, children, family, pets,
-health, diet, home, work, their name, their preferences) adds the words such facts are told with to
-its lexical side, at SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query).
+question in the first person naming a kind of personal fact (a partner, an engagement, children,
+parents, siblings, family, pets, health, diet, home, work, their name, their preferences) adds the
+words such facts are told with to its lexical side, at SEARCH_EXPANSION_WEIGHT of a query word's
+weight (LexicalIndex.query).
 Questions about someone else ("What pets does Melanie have?") are left alone: on LoCoMo's, which
 all are, the same words lowered recall. An agent's own query about the user ("user allergies",
 "dietary restrictions") counts as the user's (`_about_the_user`). Events in no chain yet are scored

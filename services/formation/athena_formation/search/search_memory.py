@@ -20,7 +20,7 @@ from athena_formation.curation.owned import owned_chain
 from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_strength
 from athena_formation.page_tokens import decode_offset, encode_offset
 from athena_formation.search.chain_message import chain_to_proto
-from athena_formation.search.fact_evidence import FACTS_NEWEST, best_facts, fact_scores, lift
+from athena_formation.search.fact_evidence import FACT_EXPANSION_WEIGHT, FACTS_NEWEST, best_facts, fact_scores, lift
 from athena_formation.search.fact_kinds import asked_kinds, expansion_terms, the_users_own
 from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
@@ -121,6 +121,7 @@ class Recall:
         # bundled model's cosines follow the meaning (english_words.is_english_text).
         own = self.ranking.told_facts and the_users_own(request.query)
         own_in_english = own and is_english_text(request.query)
+        asked = asked_kinds(request.query, query)
         turn_told = told_in_each(periods, turn_spans(turns), unknown=False) if periods else None
         # The query is embedded (in a thread) while the user's lexical index is read (first search)
         # and the query's words are scored: the two sides of the search overlap.
@@ -159,6 +160,8 @@ class Recall:
                 expansion=expansion,
                 expansion_weight=weight,
             )
+            if asked and weight > 0:
+                turn_lexical = self._as_told_facts(turns, turn_lexical, query, lexical, expansion)
             candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS, told=turn_told)
             candidates += newest_turns(turns, most=OPEN_NEWEST_TURNS, besides=candidates)
             if lexical is not None and lexicon is not None and own:
@@ -168,7 +171,8 @@ class Recall:
                     lexical.corpus,
                     agent_id=scope.agent_id or None,
                     expansion=expansion,
-                    expansion_weight=weight,
+                    # a question asking for a kind of fact is answered by the facts of that kind
+                    expansion_weight=FACT_EXPANSION_WEIGHT if asked and weight > 0 else weight,
                     newest=FACTS_NEWEST if own_in_english else 0,
                 )
             texts = [turns[i].content for i in candidates] + [f.text for f, _ in facts]
@@ -251,7 +255,7 @@ class Recall:
                 units = normalize_rows(turn_vectors)
                 subjects.update((turns[i].events[0].id, units[k]) for k, i in enumerate(candidates))
             positions = {turn.events[0].id: i for i, turn in enumerate(turns)}
-            best = await self._newest_first(scope, best, subjects, positions, question=(request.query, query))
+            best = await self._newest_first(scope, best, subjects, positions, asked=asked)
         SEARCH_HITS.observe(len(best))
         warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(UTC)))
         response = memory_pb2.SearchMemoryResponse()
@@ -302,14 +306,13 @@ class Recall:
         subjects: Mapping[str, np.ndarray],
         positions: Mapping[str, int],
         *,
-        question: tuple[str, list[str]] = ("", []),
+        asked: frozenset[str] = frozenset(),
     ) -> list[tuple[RankedChain, dict[str, Any] | OpenTurn]]:
         """A later correction of a lasting fact before the fact it corrects, among the chains and the
         open turns (newest_first.py). `subjects`: the unit embeddings of the chains' told facts the
         search embedded and of the open turns, by id; a chain without one is compared by its own.
         `positions`: each open turn's place in the window, by id (turns told in one call share a time).
-        `question`: the query and its terms, whose kinds of fact (fact_kinds.asked_kinds) are read only
-        when two hits state a lasting fact."""
+        `asked`: the kinds of fact the question asks for (fact_kinds.asked_kinds)."""
         docs = {
             hit.chain_id: doc
             if isinstance(doc, dict)
@@ -322,8 +325,30 @@ class Recall:
         vectors = dict(subjects)
         own = [c for c in facts if c not in vectors]
         vectors.update(await self.vectors.unit_vectors(own, tenant_id=scope.tenant_id, user_id=scope.user_id))
-        asked = asked_kinds(*question)
         return newest_first(best, lambda pair: docs[pair[0].chain_id], vectors, asked=asked)
+
+    def _as_told_facts(
+        self,
+        turns: Sequence[OpenTurn],
+        scores: np.ndarray,
+        query: Sequence[str],
+        lexical: LexicalScores | None,
+        expansion: Sequence[str],
+    ) -> np.ndarray:
+        """The open turns' lexical `scores`, those of the turns that tell a fact of the user's
+        (open_events.tells_fact) with the kinds' words weighed as a chain's told facts weigh them
+        (fact_evidence.FACT_EXPANSION_WEIGHT): a fact just told is scored as it will be once formed."""
+        stating = [tells_fact(turn, self.open_terms) for turn in turns]
+        if not any(stating):
+            return scores
+        as_facts = lexical_scores(
+            [t.lexicon for t in turns],
+            query,
+            lexical.corpus if lexical is not None else None,
+            expansion=expansion,
+            expansion_weight=FACT_EXPANSION_WEIGHT,
+        )
+        return np.where(stating, as_facts, scores)
 
     def _open_hits(
         self,
