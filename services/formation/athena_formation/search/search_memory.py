@@ -44,7 +44,14 @@ from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.search.recall_warm_ups import WarmUps
 from athena_formation.store.chain_agents import holds_agent
 from athena_formation.store.chain_store import ChainStore, agent_query, epoch
-from athena_formation.store.lexical_index import LexicalIndex, LexicalScores, ToldFact, UserLexicon, chain_span
+from athena_formation.store.lexical_index import (
+    Corpus,
+    LexicalIndex,
+    LexicalScores,
+    ToldFact,
+    UserLexicon,
+    chain_span,
+)
 from athena_formation.store.vector_index import VectorIndex
 from athena_formation.text.english_words import is_english_text
 
@@ -153,15 +160,9 @@ class Recall:
             guess = self._likely_hits(lexical, lexicon, periods, limit=limit) if allowed is None else []
             if guess:  # their documents are read while the query is embedded and the vectors scanned
                 prefetch = HitPrefetch(self.store, guess)
-            turn_lexical = lexical_scores(
-                [t.lexicon for t in turns],
-                query,
-                lexical.corpus if lexical is not None else None,
-                expansion=expansion,
-                expansion_weight=weight,
+            turn_lexical = self._turn_lexical(
+                turns, query, lexical.corpus if lexical is not None else None, expansion, asked=bool(asked)
             )
-            if asked and weight > 0:
-                turn_lexical = self._as_told_facts(turns, turn_lexical, query, lexical, expansion)
             candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS, told=turn_told)
             candidates += newest_turns(turns, most=OPEN_NEWEST_TURNS, besides=candidates)
             if lexical is not None and lexicon is not None and own:
@@ -327,28 +328,29 @@ class Recall:
         vectors.update(await self.vectors.unit_vectors(own, tenant_id=scope.tenant_id, user_id=scope.user_id))
         return newest_first(best, lambda pair: docs[pair[0].chain_id], vectors, asked=asked)
 
-    def _as_told_facts(
+    def _turn_lexical(
         self,
         turns: Sequence[OpenTurn],
-        scores: np.ndarray,
         query: Sequence[str],
-        lexical: LexicalScores | None,
+        corpus: Corpus | None,
         expansion: Sequence[str],
+        *,
+        asked: bool,
     ) -> np.ndarray:
-        """The open turns' lexical `scores`, those of the turns that tell a fact of the user's
-        (open_events.tells_fact) with the kinds' words weighed as a chain's told facts weigh them
-        (fact_evidence.FACT_EXPANSION_WEIGHT): a fact just told is scored as it will be once formed."""
-        stating = [tells_fact(turn, self.open_terms) for turn in turns]
-        if not any(stating):
-            return scores
-        as_facts = lexical_scores(
-            [t.lexicon for t in turns],
-            query,
-            lexical.corpus if lexical is not None else None,
-            expansion=expansion,
-            expansion_weight=FACT_EXPANSION_WEIGHT,
-        )
-        return np.where(stating, as_facts, scores)
+        """The open turns' lexical scores (open_events.lexical_scores). When the question asks for a
+        kind of fact (`asked`), a turn that tells a fact of the user's (open_events.tells_fact) weighs
+        the kinds' words as a chain's told facts weigh them (fact_evidence.FACT_EXPANSION_WEIGHT): a
+        fact just told is scored as it will be once formed."""
+
+        def scored(weight: float) -> np.ndarray:
+            return lexical_scores(
+                [t.lexicon for t in turns], query, corpus, expansion=expansion, expansion_weight=weight
+            )
+
+        weight = self.ranking.expansion_weight
+        scores = scored(weight)
+        stating = [tells_fact(turn, self.open_terms) for turn in turns] if asked and weight > 0 else []
+        return np.where(stating, scored(FACT_EXPANSION_WEIGHT), scores) if any(stating) else scores
 
     def _open_hits(
         self,
