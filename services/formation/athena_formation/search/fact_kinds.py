@@ -267,10 +267,11 @@ def _in_every_language(kind: str) -> tuple[str, str]:
 _ASKED, _TOLD = _word_terms({kind: _in_every_language(kind) for kind in FACT_KINDS})
 
 _TOLD_SET = {kind: frozenset(words) for kind, words in _TOLD.items()}
-_RELATIONS = frozenset(("partner", "engagement", "children", "parents", "siblings"))
-"""The kinds of one relation, each narrower than "family"."""
 """A question naming what is told of a kind, and no kind by its asking words, asks for the kinds of
 what it names: "Do I have a dog?" is answered by "Tenho um cachorro."."""
+
+_RELATIONS = frozenset(("partner", "engagement", "children", "parents", "siblings"))
+"""The kinds of one relation, each narrower than "family"."""
 
 
 _NEEDS: dict[str, tuple[str, str]] = {

@@ -161,7 +161,7 @@ class Recall:
             if guess:  # their documents are read while the query is embedded and the vectors scanned
                 prefetch = HitPrefetch(self.store, guess)
             turn_lexical = self._turn_lexical(
-                turns, query, lexical.corpus if lexical is not None else None, expansion, asked=bool(asked)
+                turns, query, lexical.corpus if lexical is not None else None, expansion, asked=own and bool(asked)
             )
             candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS, told=turn_told)
             candidates += newest_turns(turns, most=OPEN_NEWEST_TURNS, besides=candidates)
@@ -340,7 +340,7 @@ class Recall:
         """The open turns' lexical scores (open_events.lexical_scores). When the question asks for a
         kind of fact (`asked`), a turn that tells a fact of the user's (open_events.tells_fact) weighs
         the kinds' words as a chain's told facts weigh them (fact_evidence.FACT_EXPANSION_WEIGHT): a
-        fact just told is scored as it will be once formed."""
+        fact just told is scored as it will be once formed (so not with SEARCH_TOLD_FACTS off)."""
 
         def scored(weight: float) -> np.ndarray:
             return lexical_scores(
