@@ -57,6 +57,19 @@ def test_two_facts_of_the_kind_the_question_asks_for_are_one_subject_however_far
     assert newest_first([leeds, oslo], lambda d: d, vectors) == [leeds, oslo]
 
 
+def test_where_someone_else_lives_is_no_home_of_the_users() -> None:
+    leeds = {**_doc("home", 100), "profile_facts": [{"text": "I live in Leeds."}]}
+    mom = {**_doc("mom", 300, updates=False), "profile_facts": [{"text": "My mom lives with us."}]}
+    oslo = {**_doc("moved", 500), "profile_facts": [{"text": "Actually I moved to Oslo last month."}]}
+    vectors = {"home": HOME, "mom": JOB, "moved": _unit(0, 1, 0)}  # apart: one subject only by the kind
+
+    ordered = newest_first([leeds, oslo, mom], lambda d: d, vectors, asked=frozenset({"home"}))
+
+    # Oslo takes Leeds's place and Leeds Oslo's; the mother's fact, told between them, is not
+    # drawn into the user's homes to push Leeds down
+    assert [d["_id"] for d in ordered] == ["moved", "home", "mom"]
+
+
 def test_hits_that_are_not_chains_are_left_where_they_are() -> None:
     hits: list[dict[str, Any] | str] = [_doc("home-old", 100), "open turn", _doc("home-new", 500)]
     vectors = {"home-old": HOME, "home-new": HOME_AGAIN}
