@@ -246,6 +246,10 @@ the others are. Words that are also English words or other words of their langua
 ("man", "kind", "barn", "arts", "guru", "gift", "pies"; Vietnamese "con", a word for child and the mark of an
 animal)."""
 
+_SOMEONE_ELSE_LIVES = re.compile(r"\blives\b", re.IGNORECASE)
+"""The third person of "live", where someone else lives ("My sister Nadia lives in Cairo."): once
+stemmed it would tell the home, and a user's homes are one subject (newest_first.ONE_AT_A_TIME)."""
+
 _FOR_A_LIVING = re.compile(r"\bfor\s+a\s+living\b", re.IGNORECASE)
 """"What do I do for a living?" asks for work; "living" alone asks for home ("Where am I living?")."""
 _LIVING, _OCCUPATION = terms("living occupation")
@@ -380,8 +384,9 @@ def asked_kinds(query: str, query_terms: Iterable[str]) -> frozenset[str]:
 
 
 def told_kinds(text: str) -> frozenset[str]:
-    """The kinds of personal fact whose telling words the text holds ("I moved to Oslo.": home)."""
-    found = set(terms(text))
+    """The kinds of personal fact whose telling words the text holds of the user ("I moved to Oslo.":
+    home; "My mom lives with us.": no home of the user's, only the family's)."""
+    found = set(terms(_SOMEONE_ELSE_LIVES.sub(" ", text)))
     return frozenset(kind for kind, words in _TOLD_SET.items() if found & words)
 
 

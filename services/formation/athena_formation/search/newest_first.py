@@ -22,7 +22,6 @@ I prefer window seats now." inside a chain about booking a flight), else the cha
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -44,9 +43,6 @@ ONE_AT_A_TIME = frozenset({"home"})
 question asking for the kind, however far apart their embeddings. Work, diet and the others were
 measured too and left out: a user has several facts of them at once ("I work nights", "I'm a nurse"),
 and the newest that says it changed pushed older ones that still hold down (docs/formation.md)."""
-
-_SOMEONE_ELSE_LIVES = re.compile(r"\blives\b", re.IGNORECASE)
-"""The third person of "live": where someone else lives ("home" is told by "live" once stemmed)."""
 
 Hit = TypeVar("Hit")
 
@@ -95,21 +91,7 @@ def newest_first(
 
 def _kinds_of(doc: Mapping[str, Any]) -> frozenset[str]:
     """The kinds of personal fact the lasting facts of a chain (or of a turn) tell of the user."""
-    return frozenset(kind for fact in doc.get("profile_facts", ()) for kind in _users_kinds(fact.get("text", "")))
-
-
-def _users_kinds(text: str) -> frozenset[str]:
-    """The kinds a fact tells (fact_kinds.told_kinds), less the home when only someone else's is told
-    ("My mom lives with us.", "My sister Nadia lives in Cairo."): it is no earlier or later home of
-    the user's."""
-    kinds = told_kinds(text)
-    if (
-        "home" in kinds
-        and _SOMEONE_ELSE_LIVES.search(text)
-        and "home" not in told_kinds(_SOMEONE_ELSE_LIVES.sub("", text))
-    ):
-        return kinds - {"home"}
-    return kinds
+    return frozenset(kind for fact in doc.get("profile_facts", ()) for kind in told_kinds(fact.get("text", "")))
 
 
 def _told_at(doc: Mapping[str, Any]) -> tuple[float, float, int]:

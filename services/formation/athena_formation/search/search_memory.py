@@ -128,7 +128,9 @@ class Recall:
         # bundled model's cosines follow the meaning (english_words.is_english_text).
         own = self.ranking.told_facts and the_users_own(request.query)
         own_in_english = own and is_english_text(request.query)
-        asked = asked_kinds(request.query, query)
+        # What kinds of fact it asks for: read here only for the user's own question (a search of
+        # someone else's reads it in _newest_first, and only when two hits state a lasting fact)
+        asked = asked_kinds(request.query, query) if own else None
         turn_told = told_in_each(periods, turn_spans(turns), unknown=False) if periods else None
         # The query is embedded (in a thread) while the user's lexical index is read (first search)
         # and the query's words are scored: the two sides of the search overlap.
@@ -161,7 +163,7 @@ class Recall:
             if guess:  # their documents are read while the query is embedded and the vectors scanned
                 prefetch = HitPrefetch(self.store, guess)
             turn_lexical = self._turn_lexical(
-                turns, query, lexical.corpus if lexical is not None else None, expansion, asked=own and bool(asked)
+                turns, query, lexical.corpus if lexical is not None else None, expansion, asked=bool(asked)
             )
             candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS, told=turn_told)
             candidates += newest_turns(turns, most=OPEN_NEWEST_TURNS, besides=candidates)
@@ -256,7 +258,7 @@ class Recall:
                 units = normalize_rows(turn_vectors)
                 subjects.update((turns[i].events[0].id, units[k]) for k, i in enumerate(candidates))
             positions = {turn.events[0].id: i for i, turn in enumerate(turns)}
-            best = await self._newest_first(scope, best, subjects, positions, asked=asked)
+            best = await self._newest_first(scope, best, subjects, positions, (request.query, query), asked=asked)
         SEARCH_HITS.observe(len(best))
         warmed = iter(self._warm([doc for _, doc in best if isinstance(doc, dict)], datetime.now(UTC)))
         response = memory_pb2.SearchMemoryResponse()
@@ -306,14 +308,17 @@ class Recall:
         best: list[tuple[RankedChain, dict[str, Any] | OpenTurn]],
         subjects: Mapping[str, np.ndarray],
         positions: Mapping[str, int],
+        question: tuple[str, list[str]],
         *,
-        asked: frozenset[str] = frozenset(),
+        asked: frozenset[str] | None = None,
     ) -> list[tuple[RankedChain, dict[str, Any] | OpenTurn]]:
         """A later correction of a lasting fact before the fact it corrects, among the chains and the
         open turns (newest_first.py). `subjects`: the unit embeddings of the chains' told facts the
         search embedded and of the open turns, by id; a chain without one is compared by its own.
         `positions`: each open turn's place in the window, by id (turns told in one call share a time).
-        `asked`: the kinds of fact the question asks for (fact_kinds.asked_kinds)."""
+        `question`: the query and its terms; `asked`: the kinds of fact it asks for
+        (fact_kinds.asked_kinds), when the search read them already (None: read from `question`,
+        only when two hits state a lasting fact)."""
         docs = {
             hit.chain_id: doc
             if isinstance(doc, dict)
@@ -326,7 +331,8 @@ class Recall:
         vectors = dict(subjects)
         own = [c for c in facts if c not in vectors]
         vectors.update(await self.vectors.unit_vectors(own, tenant_id=scope.tenant_id, user_id=scope.user_id))
-        return newest_first(best, lambda pair: docs[pair[0].chain_id], vectors, asked=asked)
+        kinds = asked_kinds(*question) if asked is None else asked
+        return newest_first(best, lambda pair: docs[pair[0].chain_id], vectors, asked=kinds)
 
     def _turn_lexical(
         self,
