@@ -5,7 +5,8 @@ dialogues of a SuperDialseg file (eight turns each, the noise a real memory hold
 acknowledged with "Noted."; the user then leaves (FlushWindow) and, once every check is processed,
 asks each fact's question ("Who is my spouse?" for "My wife is called Priya."). A fact is found at k
 when a top-k hit holds its event. Users take different dialogues, so their figures differ. A fact
-given as an answer ("Priya.") is told after the agent's question it answers ("What's your name?").
+given as an answer ("Priya.") is told after the agent's question it answers ("What's your name?"); a
+correction ("I left Google, I now work at Spotify.") after the fact it corrects and the noise before it.
 With `at_once`, each question is asked right after its fact is told (the user still there): what
 is found while the fact is in the short-term window or being formed.
 
@@ -46,6 +47,9 @@ class Told(NamedTuple):
     """What the user asks later, in other words."""
     asked: str | None = None
     """The agent's question the fact answers, told just before it (None: the fact is said unasked)."""
+    corrects: str | None = None
+    """An earlier fact this one corrects, told before the noise dialogues that come before it (None: it
+    corrects nothing). The question asks for what holds now: the correction is the one to find."""
 
 
 @dataclass
@@ -104,6 +108,8 @@ PARTS = (
     "everyday",
     "requests",
     "chat",
+    "mixed",
+    "corrections",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 
@@ -160,7 +166,8 @@ async def run_told_facts(
             task_ids: list[str] = []
             for i, told in enumerate(pairs):
                 first = u * stride + i * NOISE_PER_FACT
-                turns = [t for d in noise[first : first + NOISE_PER_FACT] for t in d[:NOISE_TURNS]]
+                turns = [("user", told.corrects), ("agent", "Noted.")] if told.corrects else []
+                turns += [t for d in noise[first : first + NOISE_PER_FACT] for t in d[:NOISE_TURNS]]
                 turns += [("agent", told.asked)] if told.asked else []
                 turns += [("user", told.fact), ("agent", "Noted.")]
                 stored = await client.store_events(scope, [EventInput(role, text) for role, text in turns])

@@ -36,6 +36,8 @@ class PartChoice(str, Enum):
     EVERYDAY = "everyday"
     REQUESTS = "requests"
     CHAT = "chat"
+    MIXED = "mixed"
+    CORRECTIONS = "corrections"
     ALL = "all"
 
 
