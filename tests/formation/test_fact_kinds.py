@@ -51,6 +51,18 @@ def test_a_question_saying_the_person_by_the_verb_alone_asks_for_the_kind_it_nam
         assert asked_kinds(query, query_terms(query)) == frozenset(), query
 
 
+def test_a_french_question_with_an_elided_or_inverted_je_is_the_users_own() -> None:
+    asked = {
+        "Quel animal est-ce que j'ai ?": {"pets"},
+        "Est-ce que j'ai des enfants ?": {"children"},
+        "Quel animal ai-je ?": {"pets"},
+    }
+    for query, kinds in asked.items():
+        assert the_users_own(query) and asked_kinds(query, query_terms(query)) == kinds, query
+    assert not the_users_own("Où habite-t-elle ?")
+    assert told_kinds("Nous avons une chatte, Mimi.") == {"pets"}
+
+
 def test_a_question_about_a_partner_or_about_children_adds_only_that_kinds_words() -> None:
     married, children, family = (
         set(_expansion(q)) for q in ("Am I married?", "How many children do I have?", "Who is in my family?")

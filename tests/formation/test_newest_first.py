@@ -10,7 +10,7 @@ import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from athena_client.memory.v1 import memory_pb2
-from athena_formation.search.newest_first import newest_first, open_turn_fact
+from athena_formation.search.newest_first import SCORED_FACT, newest_first, open_turn_fact
 from athena_formation.search.open_events import EventTerms, OpenTurn
 
 
@@ -68,6 +68,49 @@ def test_where_someone_else_lives_is_no_home_of_the_users() -> None:
     # Oslo takes Leeds's place and Leeds Oslo's; the mother's fact, told between them, is not
     # drawn into the user's homes to push Leeds down
     assert [d["_id"] for d in ordered] == ["moved", "home", "mom"]
+
+
+def test_a_correction_that_repeats_a_word_of_the_older_fact_goes_first_however_far_apart() -> None:
+    google = {**_doc("google", 100, updates=False), "profile_facts": [{"text": "I work at Google as a designer."}]}
+    other = {**_doc("benefits", 300, updates=False), "profile_facts": [{"text": "I'm preparing for retirement."}]}
+    spotify = {**_doc("spotify", 500), "profile_facts": [{"text": "I left Google, I now work at Spotify."}]}
+    vectors = {"google": HOME, "benefits": _unit(0, 1, 0), "spotify": JOB}  # apart: one subject only by "Google"
+
+    ordered = newest_first([google, other, spotify], lambda d: d, vectors, question=["work"])
+
+    assert [d["_id"] for d in ordered] == ["spotify", "benefits", "google"]
+
+
+def test_a_word_the_question_holds_of_change_or_of_a_kind_of_fact_makes_no_two_facts_one_subject() -> None:
+    gym = {**_doc("gym", 100, updates=False), "profile_facts": [{"text": "I go to the gym at Fitness First."}]}
+    pool = {**_doc("pool", 500), "profile_facts": [{"text": "I quit the gym, I swim at the pool now."}]}
+    google = {**_doc("google", 100, updates=False), "profile_facts": [{"text": "I work at Google now."}]}
+    nights = {**_doc("nights", 500), "profile_facts": [{"text": "I now work nights."}]}
+    vectors = {"gym": HOME, "pool": JOB, "google": HOME, "nights": JOB}
+
+    assert [d["_id"] for d in newest_first([gym, pool], lambda d: d, vectors, question=["exercis"])] == ["pool", "gym"]
+    assert newest_first([gym, pool], lambda d: d, vectors, question=["gym"]) == [gym, pool]
+    # "now" only says that something changed, "work" tells the kind of both: a user works nights at Google
+    assert newest_first([google, nights], lambda d: d, vectors, question=["job"]) == [google, nights]
+
+
+def test_a_chain_of_several_facts_is_compared_by_the_fact_that_scored_it_or_by_none() -> None:
+    # The chain of the morning coffee also holds the dog Rex, whom a later fact says is gone.
+    coffee = {
+        **_doc("coffee", 100, updates=False),
+        "profile_facts": [{"text": "Tomo un café cada mañana."}, {"text": "J'ai un chien qui s'appelle Rex."}],
+    }
+    cat = {
+        **_doc("cat", 500),
+        "profile_facts": [{"text": "Nous n'avons plus Rex, maintenant nous avons une chatte."}],
+    }
+    vectors = {"coffee": HOME, "cat": JOB}
+    by_dog = {**coffee, SCORED_FACT: "J'ai un chien qui s'appelle Rex."}
+    by_coffee = {**coffee, SCORED_FACT: "Tomo un café cada mañana."}
+
+    assert [d["_id"] for d in newest_first([by_dog, cat], lambda d: d, vectors)] == ["cat", "coffee"]
+    assert newest_first([by_coffee, cat], lambda d: d, vectors) == [by_coffee, cat]
+    assert newest_first([coffee, cat], lambda d: d, vectors) == [coffee, cat]
 
 
 def test_hits_that_are_not_chains_are_left_where_they_are() -> None:

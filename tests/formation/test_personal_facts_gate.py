@@ -448,6 +448,11 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "Juego al fútbol todos los domingos.",
         "Nuoto ogni mattina.",
         "Corro todas as manhãs.",
+        "I go to the gym at Fitness First three times a week.",
+        "I see my therapist every other week.",
+        "I only drink green tea now.",
+        "Je ne bois plus de café.",
+        "Ich trinke keinen Kaffee mehr.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -469,6 +474,7 @@ def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_fact
         "I'm training for a marathon.",
         "I'm saving up for a house.",
         "I'm learning to play the cello.",
+        "I only have 20 minutes.",
     ],
 )
 def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str) -> None:

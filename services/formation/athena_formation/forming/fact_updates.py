@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from athena.text import tokens
 from athena_formation.forming.personal_facts import lasting_fact_sentences
 
-__all__ = ["states_updated_fact", "updates_fact"]
+__all__ = ["CHANGE_WORDS", "states_updated_fact", "updates_fact"]
 
-_CHANGE_WORDS = frozenset(
+CHANGE_WORDS = frozenset(
     """
     now nowadays currently anymore moved relocated changed switched new newly actually correction
     instead became become turned gone started stopped joined quit left
@@ -58,7 +58,7 @@ _CJK_CHANGE = ("现在", "搬到", "搬家", "不再", "新的", "今は", "引�
 def updates_fact(sentence: str) -> bool:
     """Whether a sentence holds a word or phrase of change (module docstring); any sentence."""
     return (
-        any(t in _CHANGE_WORDS for t in tokens(sentence))
+        any(t in CHANGE_WORDS for t in tokens(sentence))
         or bool(_CHANGE_PHRASES.search(sentence))
         or any(cue in sentence for cue in _CJK_CHANGE)
     )

@@ -96,6 +96,7 @@ from athena_formation.text.stopwords import (
 
 __all__ = [
     "FACT_MIN_CONTENT_WORDS",
+    "elided_je",
     "is_question",
     "lasting_fact_sentences",
     "names_fact_kind",
@@ -371,11 +372,14 @@ _PREFERENCE = re.compile(
 drive", "I'm not a fan of long emails", "I work nights", "I now work at Stripe"."""
 _CHANGED_HABIT = re.compile(
     r"\bno\s+longer\s+\w+|\bi\s+(?:just\s+|recently\s+)?(?:stopped|quit|gave\s+up)\s+\w+ing\b"
-    r"|\bi\s+(?:just\s+|recently\s+)?(?:switched|converted)\s+(?:over\s+)?to\b",
+    r"|\bi\s+(?:just\s+|recently\s+)?(?:switched|converted)\s+(?:over\s+)?to\b"
+    r"|\b(?:i|we)\s+(?:now\s+)?only\s+(?:eat|drink|buy|wear|use|read|watch|cook|drive|take)\b"
+    r"|\bje\s+ne\s+\w+\s+plus\b|\bich\s+\w+\s+(?:nicht|kein\w*)\s+(?:\w+\s+)?mehr\b",
     re.IGNORECASE,
 )
 """A habit or choice that changed, what now holds: "I no longer drink coffee", "I stopped eating
-meat", "I switched to an iPhone" (with the first person that every lasting fact needs)."""
+meat", "I switched to an iPhone", "I only drink green tea now", "Je ne bois plus de café", "Ich
+trinke keinen Kaffee mehr" (with the first person that every lasting fact needs)."""
 _INTO = re.compile(r"\bi'?m\s+(?:really\s+|very\s+|totally\s+|big\s+|so\s+)?into\s+(\w[\w'-]*)", re.IGNORECASE)
 """A liking by "into" with a content word after it: "I'm into rock climbing" (not "I'm into it")."""
 _LASTING_CONDITION = re.compile(
@@ -474,6 +478,8 @@ _HABITUAL = re.compile(
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
     r"|\bon\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b"
     r"|\b(?:once|twice)\s+a\s+(?:day|week|month|year)\b|\bon\s+weekends\b"
+    r"|\b(?:two|three|four|five|six|several|a\s+few|[2-9])\s+times\s+a\s+(?:day|week|month|year)\b"
+    r"|\bevery\s+other\s+(?:day|week|weekend|month|year)\b"
     r"|\b(?:todos\s+los|todas\s+las|todos\s+os|todas\s+as|tous\s+les|toutes\s+les)\s+"
     r"(?:días|mañanas|noches|semanas|dias|manhãs|noites|jours|matins|soirs|semaines)\b"
     r"|\b(?:cada|chaque|ogni|jeden|jede|jeder)\s+(?:día|mañana|noche|semana|dia|manhã|noite|jour|matin|soir"
@@ -486,8 +492,9 @@ _HABITUAL = re.compile(
     r"|\b(?:каждый|каждое|каждую|каждые)\s+\w+|\bпо\s+(?:утрам|вечерам|выходным)\b",
     re.IGNORECASE,
 )
-""""I usually", "every morning", "twice a week": with a first person and a content word, a habit ("I go
-to the gym every morning", "I always take the stairs"; not "I'm always here for you"). The same
+""""I usually", "every morning", "twice a week", "three times a week", "every other week": with a first
+person and a content word, a habit ("I go to the gym every morning", "I always take the stairs"; not
+"I'm always here for you"). The same
 frequencies in Spanish, Portuguese, French, Italian, German and Russian ("Je cours tous les matins",
 "Я каждое утро бегаю", "Nuoto tutti i giorni", "Juego al tenis los sábados", a sentence opening with
 "Siempre"); Chinese, Japanese and Korean ones are cues (_CJK_CUES)."""
@@ -639,7 +646,7 @@ def is_question(sentence: str) -> bool:
     return bool(_QUESTION_END.search(text) or (_QUESTION_START.match(text) and not _STATEMENT_END.search(text)))
 
 
-def _elided_je(sentence: str) -> bool:
+def elided_je(sentence: str) -> bool:
     """French "j'habite", "j'ai": the tokenizer drops the elided "j'", the written pieces keep it."""
     return any(p.lower().startswith(("j'", "j’")) for p in pieces(sentence))
 
@@ -648,7 +655,7 @@ def _singular_first_person(sentence: str, found: list[str]) -> bool:
     return (
         any(t in _SINGULAR for t in found)
         or any(t == "min" and k + 1 < len(found) and found[k + 1] in _CUES for k, t in enumerate(found))
-        or _elided_je(sentence)
+        or elided_je(sentence)
         or any(ch in sentence for ch in _CJK_FIRST_PERSON)
         or bool(_PRO_DROP_OPENER.match(sentence))
         or _pro_drop_habit(sentence)

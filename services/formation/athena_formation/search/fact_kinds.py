@@ -28,11 +28,11 @@ from collections.abc import Iterable, Mapping
 
 from athena.text import ends_in_question, is_cjk, pieces, terms, tokens
 from athena_formation.forming.answered_questions import names_no_one, with_hyphen_parts
-from athena_formation.forming.personal_facts import speaks_of_self_unmarked
+from athena_formation.forming.personal_facts import elided_je, speaks_of_self_unmarked
 from athena_formation.text.english_words import is_english_word
 from athena_formation.text.gazetteer import FIRST_NAMES
 
-__all__ = ["FACT_KINDS", "asked_kinds", "expansion_terms", "the_users_own", "told_kinds"]
+__all__ = ["FACT_KINDS", "TOLD_TERMS", "asked_kinds", "expansion_terms", "the_users_own", "told_kinds"]
 
 _ABOUT_THE_USER = frozenset(
     """
@@ -145,8 +145,8 @@ _OTHER_LANGUAGES: dict[str, tuple[str, str]] = {
         _SIBLINGS_OTHER,
     ),
     "pets": (
-        "mascota mascotas animales animaux haustier haustiere tiere animali animais estimação",
-        "perro perros gato gatos chien chiens hund hunde katze katzen gatto gatti cachorro cão",
+        "mascota mascotas animal animales animaux haustier haustiere tiere animale animali animais estimação",
+        "perro perros gato gatos chien chiens chatte chattes hund hunde katze katzen gatto gatti cachorro cão",
     ),
     "health": (
         "salud santé gesundheit salute saúde alergias alergia allergien allergie allergia enfermedad maladie "
@@ -274,6 +274,9 @@ _TOLD_SET = {kind: frozenset(words) for kind, words in _TOLD.items()}
 """A question naming what is told of a kind, and no kind by its asking words, asks for the kinds of
 what it names: "Do I have a dog?" is answered by "Tenho um cachorro."."""
 
+TOLD_TERMS = frozenset().union(*_TOLD_SET.values())
+"""Every term that tells a kind of fact ("work", "nurs", "liv", "girlfriend"), in every language."""
+
 _RELATIONS = frozenset(("partner", "engagement", "children", "parents", "siblings"))
 """The kinds of one relation, each narrower than "family"."""
 
@@ -324,12 +327,20 @@ def the_users_own(query: str) -> bool:
     question about someone named ("What pets does Melanie have?"); or an agent's own query about
     the user (`_about_the_user`)."""
     return (
-        not _ADDRESSED.isdisjoint(tokens(query))
+        _in_the_first_person(query, or_second=True)
         or any(p in query for p in _CJK_PERSONS)
         or speaks_of_self_unmarked(query)
         or _about_the_user(query)
         or _foreign_question_of_no_one(query)
     )
+
+
+def _in_the_first_person(query: str, *, or_second: bool = False) -> bool:
+    """A word of the user's own (_ABOUT_THE_USER; with `or_second`, of the assistant's too: _ADDRESSED),
+    also as the pronoun of a French inversion ("ai-je") or an elided "j'" ("Est-ce que j'ai des
+    enfants ?", which the tokenizer reads as "ai")."""
+    words = _ADDRESSED if or_second else _ABOUT_THE_USER
+    return not words.isdisjoint(with_hyphen_parts(tokens(query))) or elided_je(query)
 
 
 def _foreign_question_of_no_one(query: str) -> bool:
@@ -393,7 +404,7 @@ def told_kinds(text: str) -> frozenset[str]:
 def _kinds_asked(query: str, held: set[str]) -> list[str]:
     """The kinds a question in the first person (or an agent's query about the user) asks for by its
     terms (`held`), else those of the told words it names ("Do I have a dog?": pets)."""
-    if _ABOUT_THE_USER.isdisjoint(tokens(query)) and not _about_the_user(query):
+    if not _in_the_first_person(query) and not _about_the_user(query):
         return []
     asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
     kinds = [kind for kind, words in _ASKED.items() if asked & words]

@@ -7,7 +7,12 @@ the hits of one search, two chains that both state a lasting fact of the user (`
 whose embeddings are closer than SAME_SUBJECT_COSINE and the newer of which says its fact changed
 (`updates_fact`: "now", "moved", "no longer", forming/fact_updates.py) are one subject: they keep
 the places they won in the ranking, and the newest (by its last event) takes the first of them. Two
-facts of the home a question asks for are one subject whatever their cosine (ONE_AT_A_TIME).
+facts of the home a question asks for are one subject whatever their cosine (ONE_AT_A_TIME), and so
+are two facts the newer of which, where it says it changed, repeats a word of the older one that the
+question does not hold and that tells no kind of fact ("I left Google, I now work at Spotify." after
+"I work at Google as a designer.", cosine 0.49 to 0.53 as the texts are embedded in one batch or
+another; "I quit the gym and I swim at the Westside pool now." after "I go to the gym at Fitness
+First.").
 Without such a word both facts mostly hold ("I'm allergic to shellfish", later "I'm allergic to
 penicillin") and keep the ranking's order. Which hits are returned does not change, only their
 order. A query that names a time ("What did I say in March?") is left in the ranking's order: it
@@ -23,15 +28,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import numpy as np
 
 from athena.events import timestamp_of
-from athena_formation.search.fact_kinds import told_kinds
+from athena.text import stem, terms, tokens
+from athena_formation.forming.fact_updates import CHANGE_WORDS, updates_fact
+from athena_formation.search.fact_kinds import TOLD_TERMS, told_kinds
 from athena_formation.search.open_events import EventTerms, OpenTurn
+from athena_formation.text.messages import split_sentences
 
-__all__ = ["ONE_AT_A_TIME", "SAME_SUBJECT_COSINE", "newest_first", "open_turn_fact"]
+__all__ = ["ONE_AT_A_TIME", "SAME_SUBJECT_COSINE", "SCORED_FACT", "newest_first", "open_turn_fact"]
 
 SAME_SUBJECT_COSINE = 0.5
 """Cosine between two chains' embeddings above which they tell of one subject. Written pairs of a fact
@@ -44,6 +53,10 @@ question asking for the kind, however far apart their embeddings. Work, diet and
 measured too and left out: a user has several facts of them at once ("I work nights", "I'm a nurse"),
 and the newest that says it changed pushed older ones that still hold down (docs/formation.md)."""
 
+SCORED_FACT = "scored_fact"
+"""Key of a hit's document, as `doc_of` gives it, holding the told fact that scored the chain (its
+RankedChain.fact), when one did."""
+
 Hit = TypeVar("Hit")
 
 
@@ -53,6 +66,7 @@ def newest_first(
     vectors: Mapping[str, np.ndarray],
     *,
     asked: frozenset[str] = frozenset(),
+    question: Sequence[str] = (),
 ) -> list[Hit]:
     """`hits` (best first) with each group of one subject reordered newest first in its own places.
 
@@ -60,21 +74,27 @@ def newest_first(
     hit that is neither); `vectors` the unit embeddings of their subjects by `_id`. `asked`: the kinds
     of fact the question asks for (fact_kinds.asked_kinds); two facts that both tell one of them that
     a user has one of at a time (ONE_AT_A_TIME) are on one subject however far apart their
-    embeddings ("I live in Leeds." and "Actually I moved to Oslo last month." for "Where do I live?")."""
+    embeddings ("I live in Leeds." and "Actually I moved to Oslo last month." for "Where do I live?").
+    `question`: its terms; a word of them two facts share does not make them one subject."""
     facts: dict[int, Mapping[str, Any]] = {
         k: doc
         for k, hit in enumerate(hits)
         if (doc := doc_of(hit)) is not None and doc.get("lasting_fact") and doc["_id"] in vectors
     }
     asked &= ONE_AT_A_TIME
+    asks = frozenset(question)
     kinds = {k: _kinds_of(doc) & asked if asked else frozenset() for k, doc in facts.items()}
 
     def replaces(j: int, k: int) -> bool:
         """The newer of two facts says it changed, and they are on one subject."""
-        newer = max((facts[j], facts[k]), key=_told_at)
-        close = float(vectors[facts[j]["_id"]] @ vectors[facts[k]["_id"]]) >= SAME_SUBJECT_COSINE
+        newer = max((j, k), key=lambda i: _told_at(facts[i]))
         # Chains formed before the field was kept are taken to say so, as every fact was then.
-        return (close or bool(kinds[j] & kinds[k])) and bool(newer.get("updates_fact", True))
+        if not facts[newer].get("updates_fact", True):
+            return False
+        if float(vectors[facts[j]["_id"]] @ vectors[facts[k]["_id"]]) >= SAME_SUBJECT_COSINE or kinds[j] & kinds[k]:
+            return True
+        older = k if newer == j else j
+        return bool(_words_of(facts[newer], changed=True) & _words_of(facts[older]) - asks)
 
     # A fact joins every earlier group with a fact it replaces or that replaces it; they become one.
     groups: list[list[int]] = []
@@ -92,6 +112,37 @@ def newest_first(
 def _kinds_of(doc: Mapping[str, Any]) -> frozenset[str]:
     """The kinds of personal fact the lasting facts of a chain (or of a turn) tell of the user."""
     return frozenset(kind for fact in doc.get("profile_facts", ()) for kind in told_kinds(fact.get("text", "")))
+
+
+def _words_of(doc: Mapping[str, Any], *, changed: bool = False) -> frozenset[str]:
+    """The specific terms (_specific_terms) of a chain's lasting fact (or of the messages of a turn): of
+    the fact that scored the chain (SCORED_FACT), else of its one fact; a chain of several facts, none
+    of which scored it, tells none (one of them may be on another subject than the question). With
+    `changed`: of every sentence of its facts that says it changed."""
+    facts = [f.get("text", "") for f in doc.get("profile_facts", ())]
+    if changed:
+        texts = facts
+    elif doc.get(SCORED_FACT):
+        texts = [doc[SCORED_FACT]]
+    else:
+        texts = facts if len(facts) == 1 else []
+    return frozenset(
+        word for text in texts for said, changes in _sentences(text) if changes or not changed for word in said
+    )
+
+
+@lru_cache(maxsize=8192)
+def _sentences(text: str) -> tuple[tuple[frozenset[str], bool], ...]:
+    """Per sentence of a fact: its specific terms and whether it says its fact changed. Kept per text,
+    as the same chains' facts come back search after search."""
+    return tuple((_specific_terms(sentence), updates_fact(sentence)) for sentence in split_sentences(text))
+
+
+def _specific_terms(sentence: str) -> frozenset[str]:
+    """The sentence's terms but its words of change (fact_updates.CHANGE_WORDS) and the words that tell
+    a kind of fact ("work", "nurse", "live": fact_kinds.TOLD_TERMS): two facts of one kind are not one
+    subject for that alone, a user has several at once ("I work nights", "I'm a nurse"; ONE_AT_A_TIME)."""
+    return frozenset(terms(sentence)) - TOLD_TERMS - {stem(word) for word in tokens(sentence) if word in CHANGE_WORDS}
 
 
 def _told_at(doc: Mapping[str, Any]) -> tuple[float, float, int]:

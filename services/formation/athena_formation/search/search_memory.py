@@ -24,7 +24,7 @@ from athena_formation.search.fact_evidence import FACT_EXPANSION_WEIGHT, FACTS_N
 from athena_formation.search.fact_kinds import asked_kinds, expansion_terms, the_users_own
 from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
-from athena_formation.search.newest_first import newest_first, open_turn_fact
+from athena_formation.search.newest_first import SCORED_FACT, newest_first, open_turn_fact
 from athena_formation.search.open_events import (
     OPEN_EMBEDDED_TURNS,
     OPEN_NEWEST_TURNS,
@@ -320,7 +320,7 @@ class Recall:
         (fact_kinds.asked_kinds), when the search read them already (None: read from `question`,
         only when two hits state a lasting fact)."""
         docs = {
-            hit.chain_id: doc
+            hit.chain_id: ({**doc, SCORED_FACT: hit.fact} if hit.fact else doc)
             if isinstance(doc, dict)
             else open_turn_fact(doc, position=positions[hit.chain_id], read=self.open_terms)
             for hit, doc in best
@@ -332,7 +332,7 @@ class Recall:
         own = [c for c in facts if c not in vectors]
         vectors.update(await self.vectors.unit_vectors(own, tenant_id=scope.tenant_id, user_id=scope.user_id))
         kinds = asked_kinds(*question) if asked is None else asked
-        return newest_first(best, lambda pair: docs[pair[0].chain_id], vectors, asked=kinds)
+        return newest_first(best, lambda pair: docs[pair[0].chain_id], vectors, asked=kinds, question=question[1])
 
     def _turn_lexical(
         self,
