@@ -276,6 +276,28 @@ def test_the_newest_facts_the_query_shares_no_word_with_come_after_those_it_does
     assert [f.chain_id for f, _ in best_facts(index, terms("retriever"), corpus, agent_id=None, newest=0)] == ["dog"]
 
 
+def test_a_later_correction_of_a_fact_the_question_meets_is_chosen_with_that_facts_score() -> None:
+    """ "Sofia and I broke up, I'm seeing Marta now." shares no word with "Who is my girlfriend?" and
+    is far from it by meaning; it corrects "My girlfriend is called Sofia.", which the question meets,
+    so it is scored with that fact's words. A later fact naming Sofia that says nothing changed, and a
+    change told before the fact, are not its corrections."""
+    index = UserLexicon()
+    index.put(_row("before", ("I'm seeing Sofia now.",)))
+    index.put(_row("girlfriend", ("My girlfriend is called Sofia.",)))
+    index.put(_row("hiking", ("Sofia and I love hiking.",)))
+    index.put(_row("broke-up", ("Sofia and I broke up, I'm seeing Marta now.",)))
+    index.put(_row("moved", ("I moved to Leeds last month.",)))
+    question = "Who is my girlfriend?"
+    query = terms(question)
+    expansion = expansion_terms(question, query)
+    corpus = index.query(query, expansion=expansion, expansion_weight=1.0).corpus
+
+    chosen = best_facts(index, query, corpus, agent_id=None, expansion=expansion, expansion_weight=1.0, newest=0)
+
+    assert [f.chain_id for f, _ in chosen] == ["girlfriend", "broke-up"]
+    assert chosen[0][1] > 0 and chosen[1][1] == chosen[0][1]
+
+
 def test_a_chains_other_personal_facts_are_not_met_by_their_words_only_among_the_newest() -> None:
     """ "Friends of mine are getting married in June." is no answer to "Am I married?": a chain's
     `moment_facts` are scored by their embedding alone, never by the words they share with a query."""

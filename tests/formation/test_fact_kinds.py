@@ -172,6 +172,13 @@ def test_a_query_for_how_the_user_wants_answers_adds_the_style_words_and_a_reque
     assert _expansion("Can you answer my question about taxes?") == []
 
 
+def test_a_question_for_where_the_user_is_online_adds_the_platforms_and_social_security_does_not() -> None:
+    assert {*terms("twitter mastodon instagram")} <= set(_expansion("Which social network am I on?"))
+    assert "mastodon" in _expansion("What's my Instagram handle?")
+    assert _expansion("What is my Social Security number?") == []
+    assert _expansion("How do I log in to my account?") == []
+
+
 def test_words_that_are_common_english_words_are_not_told_words_in_any_language() -> None:
     every_kind = "Who is in my family and what pets, health issues, diet, home and job do I have?"
     assert not {*terms("chat kind cane tier file fill man barn arts guru gift pies")} & set(_expansion(every_kind))

@@ -453,6 +453,11 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "I only drink green tea now.",
         "Je ne bois plus de café.",
         "Ich trinke keinen Kaffee mehr.",
+        "Ya no tomo café, ahora solo bebo té verde.",
+        "Sofia and I broke up, I'm seeing Marta now.",
+        "I'm dating Alex.",
+        "I broke up with Tom last month.",
+        "We got divorced last year.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -475,6 +480,8 @@ def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_fact
         "I'm saving up for a house.",
         "I'm learning to play the cello.",
         "I only have 20 minutes.",
+        "I'm seeing an error on the checkout page.",
+        "I'm seeing Dr Patel on Tuesday.",
     ],
 )
 def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str) -> None:
@@ -511,6 +518,8 @@ def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str
         "Abierto todos los días.",
         "Centro abierto todos los días.",
         "Esto pasa todos los días.",
+        "No tomo nota de eso.",
+        "The cable and I broke up.",
     ],
 )
 def test_into_with_no_content_word_hatred_as_a_noun_and_changes_of_things_are_not_lasting_facts(text: str) -> None:

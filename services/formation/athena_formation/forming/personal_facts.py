@@ -380,6 +380,18 @@ _CHANGED_HABIT = re.compile(
 """A habit or choice that changed, what now holds: "I no longer drink coffee", "I stopped eating
 meat", "I switched to an iPhone", "I only drink green tea now", "Je ne bois plus de café", "Ich
 trinke keinen Kaffee mehr" (with the first person that every lasting fact needs)."""
+_NAME = r"(?!(?:Dr|Doctor|Mr|Mrs|Ms|Miss|Prof)\b)(?-i:[A-Z])\w+"
+_RELATIONSHIP = re.compile(
+    rf"\b(?:{_NAME}\s+and\s+i|i\s+and\s+{_NAME}|we)\s+(?:just\s+)?(?:broke|split)\s+up\b"
+    r"|\bi\s+(?:just\s+)?(?:broke|split)\s+up\s+with\b"
+    rf"|\b(?:i'?m|i\s+am)\s+(?:now\s+)?(?:seeing|dating|going\s+out\s+with)\s+{_NAME}"
+    r"|\b(?:i'?m|i\s+am)\s+(?:now\s+|newly\s+)?(?:single|divorced|separated|widowed)\b"
+    r"|\b(?:i|we)\s+(?:just\s+)?got\s+(?:divorced|separated)\b",
+    re.IGNORECASE,
+)
+"""Whom the speaker is with, or no longer: "Sofia and I broke up", "I'm seeing Marta now", "I'm dating
+Alex", "I'm single", "We got divorced" (a name, not a title, after "seeing": not "I'm seeing an
+error", "I'm seeing Dr Patel")."""
 _INTO = re.compile(r"\bi'?m\s+(?:really\s+|very\s+|totally\s+|big\s+|so\s+)?into\s+(\w[\w'-]*)", re.IGNORECASE)
 """A liking by "into" with a content word after it: "I'm into rock climbing" (not "I'm into it")."""
 _LASTING_CONDITION = re.compile(
@@ -442,16 +454,16 @@ _EMPLOYER_CHANGE = re.compile(r"\b[Ii]\s+(?:just\s+)?(?:left|quit|joined)\s+([A-
 """Leaving or joining a named employer or group: "I left Google", "I joined Stripe" (a capitalised name
 that is not a first name: not "I left Anna a message")."""
 _FOREIGN_HABIT = re.compile(
-    r"\bno\s+(?:como|bebo|fumo|manejo|conduzco)\b|\bne\s+(?:mange|bois|fume|conduis)\s+pas\b"
-    r"|\bnão\s+(?:como|bebo|fumo)\b|\bnon\s+(?:mangio|bevo|fumo)\b|\bне\s+(?:ем|пью|курю)\b"
+    r"\bno\s+(?:como|bebo|tomo(?!\s+(?:nota|en\s+cuenta))|fumo|manejo|conduzco)\b|\bne\s+(?:mange|bois|fume|conduis)\s+pas\b"
+    r"|\bnão\s+(?:como|bebo|tomo|fumo)\b|\bnon\s+(?:mangio|bevo|fumo)\b|\bне\s+(?:ем|пью|курю)\b"
     r"|\b(?:ik\s+)?(?:eet|drink|rook)\s+geen\b|\b(?:jag\s+)?(?:äter|dricker|röker)\s+inte\b"
     r"|\bnie\s+(?:jem|piję|palę)\b|\btidak\s+(?:makan|minum|merokok)\b|\bkhông\s+(?:ăn|uống|hút)\b"
     r"|नहीं\s+(?:खाता|खाती|पीता|पीती)|\bلا\s+(?:آكل|أشرب|أدخن)\b",
     re.IGNORECASE,
 )
 """The same in Spanish, French, Portuguese, Italian, Russian, Dutch, Swedish, Polish, Indonesian,
-Vietnamese, Hindi and Arabic, whose verb or word order says its first person ("No como carne", "Je ne
-mange pas de viande", "Не ем мясо", "Ik eet geen vlees", "Saya tidak makan daging")."""
+Vietnamese, Hindi and Arabic, whose verb or word order says its first person ("No como carne", "Ya no
+tomo café", "Je ne mange pas de viande", "Не ем мясо", "Ik eet geen vlees", "Saya tidak makan daging")."""
 _KANA_OR_HANGUL = re.compile("[\u3040-\u30ff\uac00-\ud7af]")
 """Japanese kana or Korean hangul: text in one of the two languages that seldom say "I"."""
 _REMARK = re.compile(r"(?:ね|네요|군요|죠)\W*$")
@@ -833,7 +845,8 @@ def _lasting(sentence: str, found: list[str]) -> bool:
         or _has_cjk_cue(sentence)
         or bool(_PHRASE_CUES.search(sentence) or _HINDI_SELF.match(sentence))
         or any(
-            p.search(sentence) for p in (_PREFERENCE, _CALLED, _CONTACT, _LASTING_CONDITION, _CHANGED_HABIT, _TEACHES)
+            p.search(sentence)
+            for p in (_PREFERENCE, _CALLED, _CONTACT, _LASTING_CONDITION, _CHANGED_HABIT, _TEACHES, _RELATIONSHIP)
         )
         or _content_after(_INTO, sentence)
         or _content_after(_RESTRICTION, sentence)

@@ -28,7 +28,7 @@ import numpy as np
 
 from athena.embeddings import normalize_rows
 from athena_formation.forming.fact_updates import updates_fact
-from athena_formation.search.newest_first import SAME_SUBJECT_COSINE
+from athena_formation.search.newest_first import SAME_SUBJECT_COSINE, specific_words
 from athena_formation.search.open_events import lexical_scores
 from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.store.lexical_index import Corpus, ToldFact, UserLexicon
@@ -64,8 +64,9 @@ def best_facts(
     newest: int = FACTS_NEWEST,
 ) -> list[tuple[ToldFact, float]]:
     """The user's lasting facts the query's words meet, with their lexical scores, best first (the
-    newer on a tie), at most `most`; then the `newest` others, lasting or not (ToldFact.lasting),
-    newest first, with a lexical score of 0 (found by their embedding alone)."""
+    newer on a tie), at most `most`; then their later corrections (`_corrections`); then the `newest`
+    others, lasting or not (ToldFact.lasting), newest first, with a lexical score of 0 (found by their
+    embedding alone)."""
     if most <= 0:
         return []
     facts = lexicon.told_facts(
@@ -81,11 +82,46 @@ def best_facts(
     )
     order = sorted((i for i in range(len(facts)) if scores[i] > 0 and facts[i].lasting), key=lambda i: (-scores[i], -i))
     best = [(facts[i], float(scores[i])) for i in order[:most]]
+    best += _corrections(best, lexicon, query_terms, agent_id=agent_id)
     if newest > 0:
         taken = {(f.chain_id, f.position) for f, _ in best}
         others = (f for f in reversed(lexicon.told_facts(agent_id=agent_id)) if (f.chain_id, f.position) not in taken)
         best += [(f, 0.0) for f in itertools.islice(others, newest)]
     return best
+
+
+def _corrections(
+    met: Sequence[tuple[ToldFact, float]], lexicon: UserLexicon, query_terms: Sequence[str], *, agent_id: str | None
+) -> list[tuple[ToldFact, float]]:
+    """The later lasting facts of other chains that correct a fact the query's words met, each with
+    the lexical score of the fact it corrects: "Sofia and I broke up, I'm seeing Marta now." for "Who
+    is my girlfriend?", which meets "My girlfriend is called Sofia." alone, shares none of its words
+    and is far from it by meaning. A correction says it changed and, where it does, repeats a
+    specific word of the fact (newest_first.specific_words: not a word of the query, of change or
+    that tells a kind); newest_first then puts it first. Later: in a chain put in the user's index
+    after the fact's (a chain's facts are in their order, the same chain's correction is
+    fact_scores' `_correction`)."""
+    asks = frozenset(query_terms)
+    taken = {(f.chain_id, f.position) for f, _ in met}
+    found: dict[tuple[str, int], tuple[ToldFact, float]] = {}
+    for fact, score in met:
+        words = specific_words(fact.text) - asks
+        if not words:
+            continue
+        holding = lexicon.told_facts(agent_id=agent_id, terms=words)
+        chains = [f.chain_id for f in holding]
+        after = chains.index(fact.chain_id) if fact.chain_id in chains else len(chains)
+        for later in holding[after:]:
+            key = (later.chain_id, later.position)
+            if (
+                later.chain_id != fact.chain_id
+                and later.lasting
+                and key not in taken
+                and score > found.get(key, (later, 0.0))[1]
+                and not words.isdisjoint(specific_words(later.text, changed=True))
+            ):
+                found[key] = (later, score)
+    return list(found.values())
 
 
 def fact_scores(

@@ -5,9 +5,9 @@ insulin twice a day", "What's my name?" by "Call me Sam".
 The local embedding model puts such a question and its answer far apart (cosines of 0.06 to 0.48
 measured on written pairs, docs/formation.md), and the question shares no word with the answer. A
 question in the first person naming a kind of personal fact (a partner, an engagement, children,
-parents, siblings, family, pets, health, diet, home, work, their name, their preferences) adds the
-words such facts are told with to its lexical side, at SEARCH_EXPANSION_WEIGHT of a query word's
-weight (LexicalIndex.query).
+parents, siblings, family, pets, health, diet, home, work, their name, their preferences, where they
+are online) adds the words such facts are told with to its lexical side, at SEARCH_EXPANSION_WEIGHT
+of a query word's weight (LexicalIndex.query).
 Questions about someone else ("What pets does Melanie have?") are left alone: on LoCoMo's, which
 all are, the same words lowered recall. An agent's own query about the user ("user allergies",
 "dietary restrictions") counts as the user's (`_about_the_user`). Events in no chain yet are scored
@@ -104,13 +104,20 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
         "style tone format formatting formatted responses verbosity",
         "short brief concise detailed bullet bullets formal casual emoji emojis",
     ),
+    "online": (
+        "network networks media platform platforms handle username usernames online",
+        "twitter mastodon bluesky instagram facebook linkedin tiktok snapchat reddit youtube whatsapp telegram discord",
+    ),
 }
 """Kind: (the words a question asks for it with, the words a fact of it is told with), in English.
 A question about one relation asks for that relation's words alone ("Do I have siblings?": "My sister
 Nadia lives in Cairo.", not every relative the user named; "Who is my fiancé?": "I'm engaged to
 Marco.", not "We got married"); "family" asks for all of them.
 "style" is how the user wants to be answered ("response style preferences": "Please keep your
-answers short."); "answer" and "reply" are not its telling words, as any request names them."""
+answers short."); "answer" and "reply" are not its telling words, as any request names them.
+"online" is where the user is on the internet ("Which social network am I on?": "reach me on
+Mastodon"); "social" and "account" do not ask for it, as help-desk talk of "Social Security" and of
+"my account" is full of them."""
 
 _PARTNER_OTHER = (
     "esposa esposo marido casado casada pareja novio novia épouse époux mari femme mariée marié conjoint "

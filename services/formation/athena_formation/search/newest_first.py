@@ -40,7 +40,7 @@ from athena_formation.search.fact_kinds import TOLD_TERMS, told_kinds
 from athena_formation.search.open_events import EventTerms, OpenTurn
 from athena_formation.text.messages import split_sentences
 
-__all__ = ["ONE_AT_A_TIME", "SAME_SUBJECT_COSINE", "SCORED_FACT", "newest_first", "open_turn_fact"]
+__all__ = ["ONE_AT_A_TIME", "SAME_SUBJECT_COSINE", "SCORED_FACT", "newest_first", "open_turn_fact", "specific_words"]
 
 SAME_SUBJECT_COSINE = 0.5
 """Cosine between two chains' embeddings above which they tell of one subject. Written pairs of a fact
@@ -126,9 +126,14 @@ def _words_of(doc: Mapping[str, Any], *, changed: bool = False) -> frozenset[str
         texts = [doc[SCORED_FACT]]
     else:
         texts = facts if len(facts) == 1 else []
-    return frozenset(
-        word for text in texts for said, changes in _sentences(text) if changes or not changed for word in said
-    )
+    return frozenset(word for text in texts for word in specific_words(text, changed=changed))
+
+
+def specific_words(text: str, *, changed: bool = False) -> frozenset[str]:
+    """The specific terms of a fact's sentences (_specific_terms): of every sentence, or with `changed`
+    of those that say the fact changed ("Sofia and I broke up, I'm seeing Marta now.": sofia, broke,
+    seeing, marta)."""
+    return frozenset(word for said, changes in _sentences(text) if changes or not changed for word in said)
 
 
 @lru_cache(maxsize=8192)
