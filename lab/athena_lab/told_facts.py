@@ -110,6 +110,7 @@ PARTS = (
     "chat",
     "mixed",
     "corrections",
+    "corrections_2",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

@@ -179,6 +179,13 @@ def test_a_question_for_where_the_user_is_online_adds_the_platforms_and_social_s
     assert _expansion("How do I log in to my account?") == []
 
 
+def test_asking_how_i_get_to_work_asks_for_the_commute_and_not_the_job() -> None:
+    commute = set(_expansion("How do I get to work?"))
+    assert {*terms("bus bike tram")} <= commute and not {*terms("job employer nurse")} & commute
+    job = set(_expansion("Where do I work?"))
+    assert {*terms("job employer nurse")} <= job and not {*terms("bus bike tram")} & job
+
+
 def test_words_that_are_common_english_words_are_not_told_words_in_any_language() -> None:
     every_kind = "Who is in my family and what pets, health issues, diet, home and job do I have?"
     assert not {*terms("chat kind cane tier file fill man barn arts guru gift pies")} & set(_expansion(every_kind))

@@ -57,6 +57,17 @@ def test_two_facts_of_the_kind_the_question_asks_for_are_one_subject_however_far
     assert newest_first([leeds, oslo], lambda d: d, vectors) == [leeds, oslo]
 
 
+def test_two_facts_of_how_the_user_gets_to_work_are_one_subject_for_a_question_asking_for_it() -> None:
+    cycle = {**_doc("cycle", 100), "profile_facts": [{"text": "I cycle to work every day."}]}
+    bus = {**_doc("bus", 500), "profile_facts": [{"text": "I sold my bike, I take the bus to work now."}]}
+    vectors = {"cycle": HOME, "bus": JOB}
+
+    ordered = newest_first([cycle, bus], lambda d: d, vectors, asked=frozenset({"commute"}))
+
+    assert [d["_id"] for d in ordered] == ["bus", "cycle"]
+    assert newest_first([cycle, bus], lambda d: d, vectors, asked=frozenset({"work"})) == [cycle, bus]
+
+
 def test_where_someone_else_lives_is_no_home_of_the_users() -> None:
     leeds = {**_doc("home", 100), "profile_facts": [{"text": "I live in Leeds."}]}
     mom = {**_doc("mom", 300, updates=False), "profile_facts": [{"text": "My mom lives with us."}]}

@@ -458,6 +458,8 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "I'm dating Alex.",
         "I broke up with Tom last month.",
         "We got divorced last year.",
+        "I sold my bike, I take the bus to work now.",
+        "I'm eating meat again since last month.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -482,6 +484,7 @@ def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_fact
         "I only have 20 minutes.",
         "I'm seeing an error on the checkout page.",
         "I'm seeing Dr Patel on Tuesday.",
+        "I'm drinking coffee again today.",
     ],
 )
 def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str) -> None:

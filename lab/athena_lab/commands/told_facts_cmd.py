@@ -38,6 +38,7 @@ class PartChoice(str, Enum):
     CHAT = "chat"
     MIXED = "mixed"
     CORRECTIONS = "corrections"
+    CORRECTIONS_2 = "corrections_2"
     ALL = "all"
 
 

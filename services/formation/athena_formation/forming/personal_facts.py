@@ -374,12 +374,15 @@ _CHANGED_HABIT = re.compile(
     r"\bno\s+longer\s+\w+|\bi\s+(?:just\s+|recently\s+)?(?:stopped|quit|gave\s+up)\s+\w+ing\b"
     r"|\bi\s+(?:just\s+|recently\s+)?(?:switched|converted)\s+(?:over\s+)?to\b"
     r"|\b(?:i|we)\s+(?:now\s+)?only\s+(?:eat|drink|buy|wear|use|read|watch|cook|drive|take)\b"
+    r"|\b(?:i'?m|i\s+am|i|we)\s+(?:eating|drinking|smoking|eat|drink|smoke)\s+\w+\s+again\b"
+    r"(?!\s+(?:today|tonight))"
     r"|\bje\s+ne\s+\w+\s+plus\b|\bich\s+\w+\s+(?:nicht|kein\w*)\s+(?:\w+\s+)?mehr\b",
     re.IGNORECASE,
 )
 """A habit or choice that changed, what now holds: "I no longer drink coffee", "I stopped eating
-meat", "I switched to an iPhone", "I only drink green tea now", "Je ne bois plus de café", "Ich
-trinke keinen Kaffee mehr" (with the first person that every lasting fact needs)."""
+meat", "I switched to an iPhone", "I only drink green tea now", "I'm eating meat again" (not "...
+again today"), "Je ne bois plus de café", "Ich trinke keinen Kaffee mehr" (with the first person that
+every lasting fact needs)."""
 _NAME = r"(?!(?:Dr|Doctor|Mr|Mrs|Ms|Miss|Prof)\b)(?-i:[A-Z])\w+"
 _RELATIONSHIP = re.compile(
     rf"\b(?:{_NAME}\s+and\s+i|i\s+and\s+{_NAME}|we)\s+(?:just\s+)?(?:broke|split)\s+up\b"
@@ -412,10 +415,12 @@ _ROOTS_AND_ROUNDS = re.compile(
 """Where the speaker comes from and what they run, with a content word: "I grew up on a farm", "I run
 a small bakery" ("run" is too common to be a content word, so `_does` does not read it)."""
 _COMMUTE = re.compile(
-    r"\b(?:i|we)\s+(?:usually\s+|always\s+|often\s+)?(?:cycle|bike|walk|drive|commute|ride|carpool|run)\s+to\s+work\b",
+    r"\b(?:i|we)\s+(?:now\s+|usually\s+|always\s+|often\s+)?(?:cycle|bike|walk|drive|commute|ride|carpool|run"
+    r"|take\s+the\s+(?:bus|train|tube|subway|metro|tram|ferry))\s+to\s+work\b",
     re.IGNORECASE,
 )
-"""How the speaker gets to work: "I cycle to work" ("work" is not a content word)."""
+"""How the speaker gets to work: "I cycle to work", "I take the bus to work" ("work" is not a content
+word)."""
 _ONGOING = re.compile(
     r"\b(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?:currently\s+|still\s+|now\s+)?(\w+ing)\s+"
     r"(?:up\s+for\s+|for\s+|to\s+\w+\s+)?(?:a\s+|an\s+|the\s+|my\s+|our\s+)?(\w[\w'-]*)",
@@ -454,8 +459,9 @@ _EMPLOYER_CHANGE = re.compile(r"\b[Ii]\s+(?:just\s+)?(?:left|quit|joined)\s+([A-
 """Leaving or joining a named employer or group: "I left Google", "I joined Stripe" (a capitalised name
 that is not a first name: not "I left Anna a message")."""
 _FOREIGN_HABIT = re.compile(
-    r"\bno\s+(?:como|bebo|tomo(?!\s+(?:nota|en\s+cuenta))|fumo|manejo|conduzco)\b|\bne\s+(?:mange|bois|fume|conduis)\s+pas\b"
-    r"|\bnão\s+(?:como|bebo|tomo|fumo)\b|\bnon\s+(?:mangio|bevo|fumo)\b|\bне\s+(?:ем|пью|курю)\b"
+    r"\bno\s+(?:como|bebo|tomo(?!\s+(?:nota|en\s+cuenta))|fumo|manejo|conduzco)\b"
+    r"|\bne\s+(?:mange|bois|fume|conduis)\s+pas\b|\bnão\s+(?:como|bebo|tomo|fumo)\b"
+    r"|\bnon\s+(?:mangio|bevo|fumo)\b|\bне\s+(?:ем|пью|курю)\b"
     r"|\b(?:ik\s+)?(?:eet|drink|rook)\s+geen\b|\b(?:jag\s+)?(?:äter|dricker|röker)\s+inte\b"
     r"|\bnie\s+(?:jem|piję|palę)\b|\btidak\s+(?:makan|minum|merokok)\b|\bkhông\s+(?:ăn|uống|hút)\b"
     r"|नहीं\s+(?:खाता|खाती|पीता|पीती)|\bلا\s+(?:آكل|أشرب|أدخن)\b",

@@ -5,9 +5,9 @@ insulin twice a day", "What's my name?" by "Call me Sam".
 The local embedding model puts such a question and its answer far apart (cosines of 0.06 to 0.48
 measured on written pairs, docs/formation.md), and the question shares no word with the answer. A
 question in the first person naming a kind of personal fact (a partner, an engagement, children,
-parents, siblings, family, pets, health, diet, home, work, their name, their preferences, where they
-are online) adds the words such facts are told with to its lexical side, at SEARCH_EXPANSION_WEIGHT
-of a query word's weight (LexicalIndex.query).
+parents, siblings, family, pets, health, diet, home, work, their commute, their name, their
+preferences, where they are online) adds the words such facts are told with to its lexical side, at
+SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query).
 Questions about someone else ("What pets does Melanie have?") are left alone: on LoCoMo's, which
 all are, the same words lowered recall. An agent's own query about the user ("user allergies",
 "dietary restrictions") counts as the user's (`_about_the_user`). Events in no chain yet are scored
@@ -88,7 +88,7 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
     ),
     "diet": (
         "diet dietary food foods eat meal meals",
-        "vegetarian vegan pescatarian allergic gluten lactose dairy kosher halal intolerant",
+        "vegetarian vegan pescatarian allergic gluten lactose dairy kosher halal intolerant meat",
     ),
     "home": ("live living based city town home address location", "live moved home apartment house flat based"),
     "work": (
@@ -104,6 +104,10 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
         "style tone format formatting formatted responses verbosity",
         "short brief concise detailed bullet bullets formal casual emoji emojis",
     ),
+    "commute": (
+        "commute commuting",
+        "cycle cycling bike bicycle bus tube subway metro tram carpool commute scooter",
+    ),
     "online": (
         "network networks media platform platforms handle username usernames online",
         "twitter mastodon bluesky instagram facebook linkedin tiktok snapchat reddit youtube whatsapp telegram discord",
@@ -115,9 +119,10 @@ Nadia lives in Cairo.", not every relative the user named; "Who is my fiancé?":
 Marco.", not "We got married"); "family" asks for all of them.
 "style" is how the user wants to be answered ("response style preferences": "Please keep your
 answers short."); "answer" and "reply" are not its telling words, as any request names them.
-"online" is where the user is on the internet ("Which social network am I on?": "reach me on
-Mastodon"); "social" and "account" do not ask for it, as help-desk talk of "Social Security" and of
-"my account" is full of them."""
+"commute" is how the user gets to work ("How do I get to work?": _TO_WORK, not the job; "I take the
+bus to work"). "online" is where the user is on the internet ("Which social network am I on?": "reach
+me on Mastodon"); "social" and "account" do not ask for it, as help-desk talk of "Social Security"
+and of "my account" is full of them."""
 
 _PARTNER_OTHER = (
     "esposa esposo marido casado casada pareja novio novia épouse époux mari femme mariée marié conjoint "
@@ -260,6 +265,9 @@ stemmed it would tell the home, and a user's homes are one subject (newest_first
 _FOR_A_LIVING = re.compile(r"\bfor\s+a\s+living\b", re.IGNORECASE)
 """"What do I do for a living?" asks for work; "living" alone asks for home ("Where am I living?")."""
 _LIVING, _OCCUPATION = terms("living occupation")
+_TO_WORK = re.compile(r"\b(?:get|go|travel|come|commute)\s+(?:in\s+)?to\s+work\b", re.IGNORECASE)
+""""How do I get to work?" asks for the commute, not for the job."""
+_WORK, _COMMUTE = terms("work commute")
 
 
 def _word_terms(words: Mapping[str, tuple[str, str]]) -> tuple[dict[str, frozenset[str]], dict[str, list[str]]]:
@@ -414,6 +422,7 @@ def _kinds_asked(query: str, held: set[str]) -> list[str]:
     if not _in_the_first_person(query) and not _about_the_user(query):
         return []
     asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
+    asked = (asked - {_WORK}) | {_COMMUTE} if _TO_WORK.search(query) else asked
     kinds = [kind for kind, words in _ASKED.items() if asked & words]
     if not set(kinds) - {"name"}:  # "What's my dog's name?" asks for the pets too
         named = [kind for kind, words in _TOLD_SET.items() if asked & words and kind not in kinds]

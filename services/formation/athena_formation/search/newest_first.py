@@ -47,11 +47,13 @@ SAME_SUBJECT_COSINE = 0.5
 and its later correction (home, employer, diet, name, car, phone number) measured 0.44 to 0.79 as
 text, facts on different subjects of one user 0.13 at the median (docs/formation.md)."""
 
-ONE_AT_A_TIME = frozenset({"home"})
+ONE_AT_A_TIME = frozenset({"home", "commute"})
 """Kinds of fact (fact_kinds.FACT_KINDS) a user has one of at a time, whose facts are one subject for a
-question asking for the kind, however far apart their embeddings. Work, diet and the others were
-measured too and left out: a user has several facts of them at once ("I work nights", "I'm a nurse"),
-and the newest that says it changed pushed older ones that still hold down (docs/formation.md)."""
+question asking for the kind, however far apart their embeddings: where they live, how they get to
+work ("I cycle to work every day." and "I sold my bike, I take the bus to work now."). Work, diet and
+the others were measured too and left out: a user has several facts of them at once ("I work
+nights", "I'm a nurse"), and the newest that says it changed pushed older ones that still hold down
+(docs/formation.md)."""
 
 SCORED_FACT = "scored_fact"
 """Key of a hit's document, as `doc_of` gives it, holding the told fact that scored the chain (its
