@@ -111,6 +111,7 @@ PARTS = (
     "mixed",
     "corrections",
     "corrections_2",
+    "held_out_3",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

@@ -39,6 +39,7 @@ class PartChoice(str, Enum):
     MIXED = "mixed"
     CORRECTIONS = "corrections"
     CORRECTIONS_2 = "corrections_2"
+    HELD_OUT_3 = "held_out_3"
     ALL = "all"
 
 
