@@ -112,6 +112,7 @@ PARTS = (
     "corrections",
     "corrections_2",
     "held_out_3",
+    "held_out_4",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

@@ -40,6 +40,7 @@ class PartChoice(str, Enum):
     CORRECTIONS = "corrections"
     CORRECTIONS_2 = "corrections_2"
     HELD_OUT_3 = "held_out_3"
+    HELD_OUT_4 = "held_out_4"
     ALL = "all"
 
 
