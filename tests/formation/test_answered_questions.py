@@ -37,6 +37,10 @@ ANSWERED = {
     "work-de": ("Was machst du beruflich?", "Lehrerin, an einer Grundschule."),
     "home-fr": ("Où habitez-vous ?", "À Lyon, près du parc."),
     "home-ru": ("Где вы живёте?", "В Казани."),
+    # Tastes, origin and pastimes, asked with phrases whose words alone ask nothing.
+    "cuisine": ("What kind of food do you like most?", "Thai food, definitely."),
+    "origin": ("Where did you grow up?", "A small town near Lyon."),
+    "pastime": ("What do you do for fun?", "Rock climbing, mostly."),
 }
 SMALL_TALK = {
     "how-are-you": ("How are you today?", "Good, thanks."),
@@ -45,6 +49,7 @@ SMALL_TALK = {
     "someone-else": ("What's Melanie's dog's name?", "Bella."),
     "question-back": ("Where are you based?", "Why do you ask?"),
     "offer": ("Would you like to know about retirement benefits for your age?", "Yes, please explain them."),
+    "offer-inside": ("What would you like to know about your benefits?", "The deadlines for filing."),
     "someone-else-zh": ("他叫什么名字？", "小明。"),
     "someone-else-es": ("¿Cómo se llama él?", "Pablo."),
 }

@@ -186,6 +186,24 @@ def test_asking_how_i_get_to_work_asks_for_the_commute_and_not_the_job() -> None
     assert {*terms("job employer nurse")} <= job and not {*terms("bus bike tram")} & job
 
 
+def test_asking_where_i_grew_up_or_come_from_asks_for_the_origin_and_not_the_home() -> None:
+    for question in ("Where did I grow up?", "Where am I from?", "Wo bin ich aufgewachsen?"):
+        origin = set(_expansion(question))
+        assert {*terms("grew raised originally")} <= origin and not {*terms("moved apartment")} & origin
+    assert not {*terms("grew raised")} & set(_expansion("Where do I live?"))
+
+
+def test_a_question_for_my_diet_adds_the_named_diets() -> None:
+    assert {*terms("vegan keto paleo")} <= set(_expansion("What diet am I on?"))
+
+
+def test_a_question_asking_for_a_kind_of_fact_adds_that_kinds_words_and_not_a_needs() -> None:
+    movies = set(_expansion("What kind of movies do I dislike?"))
+    assert {*terms("hate prefer")} <= movies and not {*terms("son daughter toddler")} & movies
+    assert {*terms("son daughter toddler")} <= set(_expansion("What movie can we watch together tonight?"))
+    assert {*terms("wedding anniversary")} <= set(_expansion("When did I get married?"))
+
+
 def test_words_that_are_common_english_words_are_not_told_words_in_any_language() -> None:
     every_kind = "Who is in my family and what pets, health issues, diet, home and job do I have?"
     assert not {*terms("chat kind cane tier file fill man barn arts guru gift pies")} & set(_expansion(every_kind))

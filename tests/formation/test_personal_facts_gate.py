@@ -460,6 +460,12 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "We got divorced last year.",
         "I sold my bike, I take the bus to work now.",
         "I'm eating meat again since last month.",
+        "I grew up in a small town near Lyon.",
+        "I was raised in Ohio by my grandmother.",
+        "I'm originally from Porto.",
+        "I've been doing keto since January.",
+        "We have a toddler and a newborn at home.",
+        "I'm applying for a data analyst role after six years as a bookkeeper.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -523,6 +529,9 @@ def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str
         "Esto pasa todos los días.",
         "No tomo nota de eso.",
         "The cable and I broke up.",
+        "It took me two years as a result.",
+        "I waited two months as the form said.",
+        "I grew up in a small way.",
     ],
 )
 def test_into_with_no_content_word_hatred_as_a_noun_and_changes_of_things_are_not_lasting_facts(text: str) -> None:

@@ -93,6 +93,14 @@ _ASKING = frozenset(
 """Words a question about the user asks with that the signal's cues lack ("Where are you based?",
 "Any dietary restrictions?", "What should I call you?"; "¿Cómo te llamas?", "Quel est ton prénom ?",
 "Was machst du beruflich?", "Qual é a sua profissão?", "Где вы живёте?")."""
+_ASKING_PHRASE = re.compile(
+    r"(?<!would )(?<!'d )\byou\s+(?:really\s+|most\s+)?(?:like|love|enjoy|prefer)\b"
+    r"|\b(?:grow|grew)\s+up\b|\bwere\s+you\s+raised\b|\bfor\s+fun\b|\b(?:free|spare)\s+time\b",
+    re.IGNORECASE,
+)
+"""Phrases a question about the user's tastes, origin or pastimes asks with ("What kind of food do you
+like most?", "Where did you grow up?", "What do you do for fun?"), whose words alone ask nothing: not
+"would you like", an offer ("born" is a cue of its own: names_fact_kind)."""
 
 
 def answered_questions(dialogue: Sequence[Message]) -> dict[int, str]:
@@ -114,7 +122,11 @@ def _question_about_the_user(text: str) -> str | None:
         return None
     question = sentences[-1]
     found = with_hyphen_parts(tokens(question))
-    asks = not _ASKING.isdisjoint(found) or any(word in question for word in _ASKING_CJK)
+    asks = (
+        not _ASKING.isdisjoint(found)
+        or any(word in question for word in _ASKING_CJK)
+        or bool(_ASKING_PHRASE.search(question))
+    )
     if _OFFER.match(question) or not (names_fact_kind(found, question) or asks):
         return None
     you = not _YOU.isdisjoint(found) or any(word in question for word in _YOU_CJK)

@@ -191,14 +191,15 @@ _RELATIVE_DATE = re.compile(
 _CUES = frozenset(
     """
     wife husband spouse partner fiance fiancé fiancée boyfriend girlfriend son sons daughter daughters kid kids
-    child children baby mom mum mother dad father parents brother brothers sister sisters cousin cousins aunt
+    child children baby toddler toddlers newborn infant teenager teenagers mom mum mother dad father parents
+    brother brothers sister sisters cousin cousins aunt
     uncle niece nephew grandma grandpa grandmother grandfather grandson granddaughter grandkids in-laws
     grandchild grandchildren grandsons granddaughters stepson stepdaughter twins
     dog dogs cat cats puppy kitten pet pets rabbit rabbits bunny hamster hamsters parrot parrots budgie
     tortoise turtle turtles lizard gecko snake goldfish
     hypertension cholesterol
     allergic allergy allergies intolerant intolerance vegetarian vegan pescatarian gluten lactose kosher halal
-    diabetes diabetic celiac pregnant diet
+    diabetes diabetic celiac pregnant diet keto ketogenic paleo whole30
     adhd autism autistic asthma asthmatic epilepsy epileptic arthritis migraine migraines insomnia dyslexia
     dyslexic deaf blind wheelchair seasick carsick bipolar insulin medication medications meds thinners
     antidepressants statins chemo chemotherapy dialysis inhaler epipen pacemaker snore snoring sleepwalk
@@ -408,12 +409,15 @@ _LASTING_CONDITION = re.compile(
 """A lasting condition of the body or the purse: "I have a bad knee", "I've got a weak heart", "I have
 high blood pressure", "I'm on a tight budget", "I'm hard of hearing"."""
 _ROOTS_AND_ROUNDS = re.compile(
-    r"\b(?:i|we)\s+grew\s+up\s+(?:in|on|by|near|at|around|outside|with|speaking)\s+(?:a\s+|an\s+|the\s+)?(\w[\w'-]*)"
+    r"\b(?:i|we)\s+grew\s+up\s+(?:in|on|by|near|at|around|outside|with|speaking)\s+(?:a\s+|an\s+|the\s+)?"
+    r"(?:(?:small|little|tiny|big|large|quiet|sleepy)\s+)?(\w[\w'-]*)"
+    r"|\bi\s+was\s+(?:born\s+and\s+)?raised\s+(?:in|on|by|near|outside)\s+(?:a\s+|an\s+|the\s+)?(\w[\w'-]*)"
+    r"|\b(?:i'?m|i\s+am|we'?re|we\s+are)\s+originally\s+from\s+(?:a\s+|the\s+)?(\w[\w'-]*)"
     r"|\b(?:i|we)\s+(?:run|manage|own)\s+(?:a|an|my|our|the|two|three)\s+(?:\w+\s+)?(\w[\w'-]*)",
     re.IGNORECASE,
 )
-"""Where the speaker comes from and what they run, with a content word: "I grew up on a farm", "I run
-a small bakery" ("run" is too common to be a content word, so `_does` does not read it)."""
+"""Where the speaker comes from and what they run, with a content word: "I grew up on a farm", "I was
+raised in Ohio", "I'm originally from Porto", "I run a small bakery" ("run" is too common to be a content word, so `_does` does not read it)."""
 _COMMUTE = re.compile(
     r"\b(?:i|we)\s+(?:now\s+|usually\s+|always\s+|often\s+)?(?:cycle|bike|walk|drive|commute|ride|carpool|run"
     r"|take\s+the\s+(?:bus|train|tube|subway|metro|tram|ferry))\s+to\s+work\b",
@@ -429,6 +433,13 @@ _ONGOING = re.compile(
 """What the speaker is in the middle of, with a content word: "I'm training for a marathon", "I'm
 saving up for a house", "I'm learning to play the cello" (not the verbs of the moment, _OF_THE_MOMENT:
 "I'm waiting for the download", "I'm trying to fix the printer")."""
+_YEARS_AS = re.compile(
+    r"\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten|twenty|many|several)\s+years\s+as\s+an?\s+"
+    r"(?!(?:result|whole|rule|matter|consequence|exception|precaution)\b)(\w[\w'-]*)(?:\s+(\w[\w'-]*))?",
+    re.IGNORECASE,
+)
+"""A work of years, with a content word: "after six years as a bookkeeper", "ten years as a school
+nurse" (what the speaker was or is, told beside something else); not "two years as a result"."""
 _LONG_WORK = re.compile(
     r"\b(?:i'?m|i\s+am)\s+(?:currently\s+|still\s+|slowly\s+)?(?:writing|working\s+on|finishing)\s+"
     r"(?:a|an|my)\s+(?:\w+\s+)?(?:novel|book|thesis|dissertation|memoir|screenplay|phd|album|cookbook)\b",
@@ -858,6 +869,7 @@ def _lasting(sentence: str, found: list[str]) -> bool:
         or _content_after(_RESTRICTION, sentence)
         or bool(_LONG_WORK.search(sentence))
         or _content_after(_ROOTS_AND_ROUNDS, sentence)
+        or _content_after(_YEARS_AS, sentence)
         or bool(_COMMUTE.search(sentence))
         or _changes_employer(sentence)
         or _likes(found)

@@ -5,8 +5,8 @@ insulin twice a day", "What's my name?" by "Call me Sam".
 The local embedding model puts such a question and its answer far apart (cosines of 0.06 to 0.48
 measured on written pairs, docs/formation.md), and the question shares no word with the answer. A
 question in the first person naming a kind of personal fact (a partner, an engagement, children,
-parents, siblings, family, pets, health, diet, home, work, their commute, their name, their
-preferences, where they are online) adds the words such facts are told with to its lexical side, at
+parents, siblings, family, pets, health, diet, home, where they grew up, work, their commute, their
+name, their preferences, where they are online) adds the words such facts are told with to its lexical side, at
 SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query).
 Questions about someone else ("What pets does Melanie have?") are left alone: on LoCoMo's, which
 all are, the same words lowered recall. An agent's own query about the user ("user allergies",
@@ -16,9 +16,9 @@ Portuguese, and Dutch, Swedish, Polish, Turkish, Indonesian, Vietnamese, Arabic 
 terms of athena.text, as the lexicons hold them.
 
 A request to the assistant that names a need such facts bear on ("Can you recommend a restaurant for
-tonight?", "Suggest a workout for me"; English) adds the words of those facts in the same way
-("vegan", "allergic"; "asthma", "knee"): an agent searches with the user's message, which seldom
-asks for the fact that should shape the answer.
+tonight?", "Suggest a workout for me"; English) and asks for no kind adds the words of those facts
+in the same way ("vegan", "allergic"; "asthma", "knee"): an agent searches with the user's message,
+which seldom asks for the fact that should shape the answer.
 """
 
 from __future__ import annotations
@@ -54,9 +54,10 @@ married?", "¿Tengo mascotas?", "¿Dónde vivo?": Spanish, Italian and Portugues
 the verb alone, and the verbs of home, work, language and diet are the ones such questions ask with;
 Turkish and Arabic say "my" by a suffix: "Adım ne?", "ما اسمي؟")."""
 
-_PARTNER_TOLD = "wife husband partner spouse married engaged fiancé fiancée boyfriend girlfriend"
+_PARTNER_TOLD = "wife husband partner spouse married engaged fiancé fiancée boyfriend girlfriend wedding anniversary"
 _CHILDREN_TOLD = (
-    "son sons daughter daughters kid kids child children baby grandchildren grandkids grandson granddaughter"
+    "son sons daughter daughters kid kids child children baby toddler newborn infant teenager grandchildren grandkids "
+    "grandson granddaughter"
 )
 _PARENTS_TOLD = "mom mum mother dad father parents"
 _SIBLINGS_TOLD = "brother brothers sister sisters sibling siblings twin"
@@ -65,7 +66,8 @@ _PETS_TOLD = (
     "horse pony tortoise turtle lizard snake retriever labrador poodle terrier beagle spaniel bulldog"
 )
 _OCCUPATIONS = (
-    "accountant actor architect artist baker banker barber barista bartender builder butcher carpenter cashier "
+    "accountant actor analyst architect artist baker banker barber barista bartender bookkeeper builder butcher "
+    "carpenter cashier "
     "chef cleaner clerk coach consultant cook dentist designer developer doctor driver editor electrician "
     "engineer farmer firefighter gardener hairdresser journalist lawyer lecturer librarian manager mechanic "
     "midwife musician nurse paramedic pharmacist photographer physician physiotherapist pilot plumber "
@@ -88,9 +90,11 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
     ),
     "diet": (
         "diet dietary food foods eat meal meals",
-        "vegetarian vegan pescatarian allergic gluten lactose dairy kosher halal intolerant meat",
+        "vegetarian vegan pescatarian allergic gluten lactose dairy kosher halal intolerant meat keto ketogenic "
+        "paleo carb carbs atkins whole30",
     ),
     "home": ("live living based city town home address location", "live moved home apartment house flat based"),
+    "origin": ("grow grew raised childhood", "grew raised born hometown originally native"),
     "work": (
         "job work career profession occupation employer boss supervisor colleagues coworkers",
         f"work job employer company office boss supervisor colleague colleagues coworker coworkers {_OCCUPATIONS}",
@@ -122,7 +126,8 @@ answers short."); "answer" and "reply" are not its telling words, as any request
 "commute" is how the user gets to work ("How do I get to work?": _TO_WORK, not the job; "I take the
 bus to work"). "online" is where the user is on the internet ("Which social network am I on?": "reach
 me on Mastodon"); "social" and "account" do not ask for it, as help-desk talk of "Social Security"
-and of "my account" is full of them."""
+and of "my account" is full of them. "origin" is where the user was born or grew up ("Where did I grow
+up?": "I grew up near Lyon", "I'm originally from Porto"), not where they live now."""
 
 _PARTNER_OTHER = (
     "esposa esposo marido casado casada pareja novio novia épouse époux mari femme mariée marié conjoint "
@@ -190,6 +195,10 @@ _OTHER_LANGUAGES: dict[str, tuple[str, str]] = {
         "nombre nom nome",
         # with the forms an agent asks with ("¿Cómo te llamas? Priya.": answered_questions.py)
         "llamo nombre appelle nom heiße chamo nome chiamo llamas llama appelles heißt chama chamas chiami",
+    ),
+    "origin": (
+        "creciste crecí naciste nací grandi aufgewachsen geboren cresciuto cresciuta cresci nasci nasceu",
+        "crecí nací grandi aufgewachsen geboren cresciuto cresciuta cresci nasci",
     ),
     "preferences": (
         "preferencias préférences vorlieben preferenze preferências",
@@ -268,6 +277,11 @@ _LIVING, _OCCUPATION = terms("living occupation")
 _TO_WORK = re.compile(r"\b(?:get|go|travel|come|commute)\s+(?:in\s+)?to\s+work\b", re.IGNORECASE)
 """"How do I get to work?" asks for the commute, not for the job."""
 _WORK, _COMMUTE = terms("work commute")
+_WHERE_FROM = re.compile(
+    r"^\W*where\s+(?:am\s+i|do\s+i\s+come|did\s+i\s+come)\s+(?:originally\s+)?from\b", re.IGNORECASE
+)
+""""Where am I from?" asks for the origin, by a word ("from") every question holds."""
+(_CHILDHOOD,) = terms("childhood")
 
 
 def _word_terms(words: Mapping[str, tuple[str, str]]) -> tuple[dict[str, frozenset[str]], dict[str, list[str]]]:
@@ -398,8 +412,10 @@ def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
     if not the_users_own(query):
         return []
     held = set(query_terms)
-    told = [t for kind in _kinds_asked(query, held) for t in _TOLD[kind]]
-    told += [t for need, words in _NEEDED.items() if held & words for t in _NEEDED_TOLD[need]]
+    kinds = _kinds_asked(query, held)
+    told = [t for kind in kinds for t in _TOLD[kind]]
+    if not kinds:  # a question asking for a kind of fact is answered by that kind, not by a need's facts
+        told += [t for need, words in _NEEDED.items() if held & words for t in _NEEDED_TOLD[need]]
     return [t for t in dict.fromkeys(told) if t not in held]
 
 
@@ -423,6 +439,7 @@ def _kinds_asked(query: str, held: set[str]) -> list[str]:
         return []
     asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
     asked = (asked - {_WORK}) | {_COMMUTE} if _TO_WORK.search(query) else asked
+    asked = asked | {_CHILDHOOD} if _WHERE_FROM.search(query) else asked
     kinds = [kind for kind, words in _ASKED.items() if asked & words]
     if not set(kinds) - {"name"}:  # "What's my dog's name?" asks for the pets too
         named = [kind for kind, words in _TOLD_SET.items() if asked & words and kind not in kinds]
