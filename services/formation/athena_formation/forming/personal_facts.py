@@ -417,7 +417,8 @@ _ROOTS_AND_ROUNDS = re.compile(
     re.IGNORECASE,
 )
 """Where the speaker comes from and what they run, with a content word: "I grew up on a farm", "I was
-raised in Ohio", "I'm originally from Porto", "I run a small bakery" ("run" is too common to be a content word, so `_does` does not read it)."""
+raised in Ohio", "I'm originally from Porto", "I run a small bakery" ("run" is too common to be a
+content word, so `_does` does not read it)."""
 _COMMUTE = re.compile(
     r"\b(?:i|we)\s+(?:now\s+|usually\s+|always\s+|often\s+)?(?:cycle|bike|walk|drive|commute|ride|carpool|run"
     r"|take\s+the\s+(?:bus|train|tube|subway|metro|tram|ferry))\s+to\s+work\b",

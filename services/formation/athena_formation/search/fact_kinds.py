@@ -6,8 +6,8 @@ The local embedding model puts such a question and its answer far apart (cosines
 measured on written pairs, docs/formation.md), and the question shares no word with the answer. A
 question in the first person naming a kind of personal fact (a partner, an engagement, children,
 parents, siblings, family, pets, health, diet, home, where they grew up, work, their commute, their
-name, their preferences, where they are online) adds the words such facts are told with to its lexical side, at
-SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query).
+name, their preferences, where they are online) adds the words such facts are told with to its
+lexical side, at SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query).
 Questions about someone else ("What pets does Melanie have?") are left alone: on LoCoMo's, which
 all are, the same words lowered recall. An agent's own query about the user ("user allergies",
 "dietary restrictions") counts as the user's (`_about_the_user`). Events in no chain yet are scored
@@ -66,14 +66,13 @@ _PETS_TOLD = (
     "horse pony tortoise turtle lizard snake retriever labrador poodle terrier beagle spaniel bulldog"
 )
 _OCCUPATIONS = (
-    "accountant actor analyst architect artist baker banker barber barista bartender bookkeeper builder butcher "
-    "carpenter cashier "
+    "accountant actor architect artist baker banker barber barista bartender builder butcher carpenter cashier "
     "chef cleaner clerk coach consultant cook dentist designer developer doctor driver editor electrician "
     "engineer farmer firefighter gardener hairdresser journalist lawyer lecturer librarian manager mechanic "
     "midwife musician nurse paramedic pharmacist photographer physician physiotherapist pilot plumber "
     "policeman policewoman professor programmer psychologist receptionist researcher scientist secretary "
     "soldier surgeon teacher teach technician therapist translator tutor vet veterinarian waiter waitress "
-    "writer freelancer retired"
+    "writer freelancer retired analyst bookkeeper"
 )
 FACT_KINDS: dict[str, tuple[str, str]] = {
     "partner": ("spouse married marriage partner wife husband boyfriend girlfriend", _PARTNER_TOLD),
