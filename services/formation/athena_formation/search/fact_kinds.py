@@ -122,7 +122,7 @@ Nadia lives in Cairo.", not every relative the user named; "Who is my fiancé?":
 Marco.", not "We got married"); "family" asks for all of them.
 "style" is how the user wants to be answered ("response style preferences": "Please keep your
 answers short."); "answer" and "reply" are not its telling words, as any request names them.
-"commute" is how the user gets to work ("How do I get to work?": _TO_WORK, not the job; "I take the
+"commute" is how the user gets to work ("How do I get to work?": _ASKING_PHRASES, not the job; "I take the
 bus to work"). "online" is where the user is on the internet ("Which social network am I on?": "reach
 me on Mastodon"); "social" and "account" do not ask for it, as help-desk talk of "Social Security"
 and of "my account" is full of them. "origin" is where the user was born or grew up ("Where did I grow
@@ -270,17 +270,23 @@ _SOMEONE_ELSE_LIVES = re.compile(r"\blives\b", re.IGNORECASE)
 """The third person of "live", where someone else lives ("My sister Nadia lives in Cairo."): once
 stemmed it would tell the home, and a user's homes are one subject (newest_first.ONE_AT_A_TIME)."""
 
-_FOR_A_LIVING = re.compile(r"\bfor\s+a\s+living\b", re.IGNORECASE)
-""""What do I do for a living?" asks for work; "living" alone asks for home ("Where am I living?")."""
-_LIVING, _OCCUPATION = terms("living occupation")
-_TO_WORK = re.compile(r"\b(?:get|go|travel|come|commute)\s+(?:in\s+)?to\s+work\b", re.IGNORECASE)
-""""How do I get to work?" asks for the commute, not for the job."""
-_WORK, _COMMUTE = terms("work commute")
-_WHERE_FROM = re.compile(
-    r"^\W*where\s+(?:am\s+i|do\s+i\s+come|did\s+i\s+come)\s+(?:originally\s+)?from\b", re.IGNORECASE
+_ASKING_PHRASES: tuple[tuple[re.Pattern[str], frozenset[str], frozenset[str]], ...] = (
+    (re.compile(r"\bfor\s+a\s+living\b", re.IGNORECASE), frozenset(terms("living")), frozenset(terms("occupation"))),
+    (
+        re.compile(r"\b(?:get|go|travel|come|commute)\s+(?:in\s+)?to\s+work\b", re.IGNORECASE),
+        frozenset(terms("work")),
+        frozenset(terms("commute")),
+    ),
+    (
+        re.compile(r"^\W*where\s+(?:am\s+i|do\s+i\s+come|did\s+i\s+come)\s+(?:originally\s+)?from\b", re.IGNORECASE),
+        frozenset(),
+        frozenset(terms("childhood")),
+    ),
 )
-""""Where am I from?" asks for the origin, by a word ("from") every question holds."""
-(_CHILDHOOD,) = terms("childhood")
+"""Phrases that ask for another kind than their words: (the phrase, the terms it takes away, a term of
+the kind it asks for). "What do I do for a living?" asks for work ("living" alone asks for home:
+"Where am I living?"); "How do I get to work?" for the commute, not the job; "Where am I from?" for
+the origin, by a word ("from") every question holds."""
 
 
 def _word_terms(words: Mapping[str, tuple[str, str]]) -> tuple[dict[str, frozenset[str]], dict[str, list[str]]]:
@@ -436,9 +442,10 @@ def _kinds_asked(query: str, held: set[str]) -> list[str]:
     terms (`held`), else those of the told words it names ("Do I have a dog?": pets)."""
     if not _in_the_first_person(query) and not _about_the_user(query):
         return []
-    asked = (held - {_LIVING}) | {_OCCUPATION} if _FOR_A_LIVING.search(query) else held
-    asked = (asked - {_WORK}) | {_COMMUTE} if _TO_WORK.search(query) else asked
-    asked = asked | {_CHILDHOOD} if _WHERE_FROM.search(query) else asked
+    asked = set(held)
+    for phrase, taken, meant in _ASKING_PHRASES:
+        if phrase.search(query):
+            asked = (asked - taken) | meant
     kinds = [kind for kind, words in _ASKED.items() if asked & words]
     if not set(kinds) - {"name"}:  # "What's my dog's name?" asks for the pets too
         named = [kind for kind, words in _TOLD_SET.items() if asked & words and kind not in kinds]
