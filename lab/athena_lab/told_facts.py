@@ -113,6 +113,7 @@ PARTS = (
     "corrections_2",
     "held_out_3",
     "held_out_4",
+    "held_out_5",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

@@ -41,6 +41,7 @@ class PartChoice(str, Enum):
     CORRECTIONS_2 = "corrections_2"
     HELD_OUT_3 = "held_out_3"
     HELD_OUT_4 = "held_out_4"
+    HELD_OUT_5 = "held_out_5"
     ALL = "all"
 
 
