@@ -114,6 +114,7 @@ PARTS = (
     "held_out_3",
     "held_out_4",
     "held_out_5",
+    "held_out_6",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

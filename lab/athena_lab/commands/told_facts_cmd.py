@@ -42,6 +42,7 @@ class PartChoice(str, Enum):
     HELD_OUT_3 = "held_out_3"
     HELD_OUT_4 = "held_out_4"
     HELD_OUT_5 = "held_out_5"
+    HELD_OUT_6 = "held_out_6"
     ALL = "all"
 
 
