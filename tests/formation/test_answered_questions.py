@@ -41,6 +41,12 @@ ANSWERED = {
     "cuisine": ("What kind of food do you like most?", "Thai food, definitely."),
     "origin": ("Where did you grow up?", "A small town near Lyon."),
     "pastime": ("What do you do for fun?", "Rock climbing, mostly."),
+    # What the user has or uses, and how they take a drink: "what ... do you have", "how do you take your".
+    "phone": ("What phone do you have?", "A Pixel 8."),
+    "car": ("What kind of car do you drive?", "An old Volvo estate."),
+    "coffee": ("How do you take your coffee?", "Black, no sugar."),
+    "siblings": ("Do you have any siblings?", "Two older brothers."),
+    "siblings-es": ("¿Tienes hermanos?", "Sí, dos hermanas."),
 }
 SMALL_TALK = {
     "how-are-you": ("How are you today?", "Good, thanks."),
@@ -52,6 +58,8 @@ SMALL_TALK = {
     "offer-inside": ("What would you like to know about your benefits?", "The deadlines for filing."),
     "someone-else-zh": ("他叫什么名字？", "小明。"),
     "someone-else-es": ("¿Cómo se llama él?", "Pablo."),
+    "someone-elses-phone": ("What phone does Melanie have?", "An iPhone."),
+    "service-question": ("What questions do you have about your benefits?", "The deadlines for filing."),
 }
 
 

@@ -14,7 +14,7 @@ from athena.embeddings import LocalEmbedder
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.search import search_memory
-from athena_formation.search.fact_evidence import best_facts, fact_scores, lift
+from athena_formation.search.fact_evidence import FACT_MEANING_COSINE, best_facts, fact_scores, lift
 from athena_formation.search.fact_kinds import expansion_terms
 from athena_formation.search.lexicon import chain_lexicon, terms
 from athena_formation.search.ranking import Ranking
@@ -173,6 +173,30 @@ async def test_a_chain_found_by_its_words_and_holding_a_fact_is_scored_with_its_
             assert hit.similarity == whole[hit.chain.id].similarity and hit.score == whole[hit.chain.id].score
         else:
             assert hit.why.startswith("a fact told in it") and hit.score > whole[hit.chain.id].score
+
+
+def test_a_fact_near_the_users_own_question_by_meaning_has_its_cosine_as_relevance_from_the_floor() -> None:
+    marathon, noncitizen, preparing = (
+        "I'm training for the Berlin marathon in September.",
+        "I'm a noncitizen adult.",
+        "I am simply preparing to retire from the workforce.",
+    )
+    index = UserLexicon()
+    for chain_id, fact in (("race", marathon), ("card", noncitizen), ("retire", preparing)):
+        index.put(_row(chain_id, (fact,)))
+    told = {f.text: f for f in index.told_facts()}
+    query = np.array([1.0, 0.0])
+    # "What race am I preparing for?": the marathon shares no word with it, the retirement its "preparing".
+    cosines = (FACT_MEANING_COSINE + 0.06, FACT_MEANING_COSINE - 0.07, 0.13)
+    vectors = np.stack([np.array([c, np.sqrt(1 - c * c)]) for c in cosines])
+    facts = [(told[marathon], 0.0), (told[noncitizen], 0.0), (told[preparing], 0.25)]
+
+    def order(*, by_meaning: bool) -> list[str]:
+        scored = fact_scores(facts, vectors, query, Ranking(), by_meaning=by_meaning)
+        return sorted(scored, key=lambda chain_id: -scored[chain_id].score)
+
+    assert order(by_meaning=True) == ["race", "retire", "card"]  # the fact under the floor keeps its relevance
+    assert order(by_meaning=False) == ["retire", "race", "card"]  # a question about someone else, or not in English
 
 
 def test_a_fact_corrected_later_in_its_own_chain_is_quoted_by_its_correction() -> None:

@@ -193,6 +193,23 @@ def test_asking_where_i_grew_up_or_come_from_asks_for_the_origin_and_not_the_hom
     assert not {*terms("grew raised")} & set(_expansion("Where do I live?"))
 
 
+def test_asking_how_old_i_am_asks_for_the_age_and_how_i_see_for_my_health() -> None:
+    for question in ("How old am I?", "What's my age?"):
+        assert {*terms("turning turned")} <= set(_expansion(question))
+    assert not {*terms("turning")} & set(_expansion("How old is Melanie?"))
+    # an age asked of a pet or a relative asks for them too, as a name does
+    cat = set(_expansion("How old is my cat?"))
+    assert {*terms("turning kitten dog")} <= cat and not {*terms("daughter")} & cat
+    # a birthday tells no age: a request for one keeps the needs it names
+    assert not {*terms("turning")} & set(_expansion("Plan a dinner for my birthday."))
+    for question in ("Do I have any problems with my vision?", "How is my eyesight?"):
+        assert {*terms("colorblind glasses nearsighted")} <= set(_expansion(question))
+
+
+def test_a_question_about_my_home_adds_renting_and_owning_it() -> None:
+    assert {*terms("rent mortgage landlord flat")} <= set(_expansion("Do I own my home?"))
+
+
 def test_a_question_for_my_diet_adds_the_named_diets() -> None:
     assert {*terms("vegan keto paleo")} <= set(_expansion("What diet am I on?"))
 

@@ -80,14 +80,14 @@ benefits according to your age?", "Do you need to find out more about your estim
 _ASKING = frozenset(
     """
     based dietary restrictions intolerances call nickname pronouns age hometown occupation profession
-    hobby hobbies married preferences work
-    llamas vives dedicas trabajas profesión mascotas alergias pareja dieta niños
-    prénom habites habitez travailles travaillez métier animaux régime
-    heisst wohnst beruflich beruf arbeitest haustier haustiere allergien ernährung
-    chiami abiti lavori professione animali bambini
-    chama moras mora trabalhas profissão animais crianças
-    woon woont beroep huisdieren
-    живёшь живешь живёте живете работаешь работаете профессия питомцы животные
+    hobby hobbies married preferences work sibling siblings
+    llamas vives dedicas trabajas profesión mascotas alergias pareja dieta niños hermanos hermanas
+    prénom habites habitez travailles travaillez métier animaux régime frères sœurs
+    heisst wohnst beruflich beruf arbeitest haustier haustiere allergien ernährung geschwister
+    chiami abiti lavori professione animali bambini fratelli sorelle
+    chama moras mora trabalhas profissão animais crianças irmãos irmãs
+    woon woont beroep huisdieren broers zussen
+    живёшь живешь живёте живете работаешь работаете профессия питомцы животные братья сестры
     """.split()
 )
 """Words a question about the user asks with that the signal's cues lack ("Where are you based?",
@@ -95,12 +95,16 @@ _ASKING = frozenset(
 "Was machst du beruflich?", "Qual é a sua profissão?", "Где вы живёте?")."""
 _ASKING_PHRASE = re.compile(
     r"(?<!would )(?<!'d )\byou\s+(?:really\s+|most\s+)?(?:like|love|enjoy|prefer)\b"
-    r"|\b(?:grow|grew)\s+up\b|\bwere\s+you\s+raised\b|\bfor\s+fun\b|\b(?:free|spare)\s+time\b",
+    r"|\b(?:grow|grew)\s+up\b|\bwere\s+you\s+raised\b|\bfor\s+fun\b|\b(?:free|spare)\s+time\b"
+    r"|^\W*(?:what|which)\s+(?!(?:questions?|concerns?|issues?|problems?|else|info|information|options?)\b)"
+    r"(?:[a-z]+\s+){1,3}do\s+you\s+(?:have|own|drive|use|drink|eat|play|speak|wear)\b"
+    r"|^\W*how\s+do\s+you\s+(?:take|like|have|drink)\s+your\b",
     re.IGNORECASE,
 )
-"""Phrases a question about the user's tastes, origin or pastimes asks with ("What kind of food do you
-like most?", "Where did you grow up?", "What do you do for fun?"), whose words alone ask nothing: not
-"would you like", an offer ("born" is a cue of its own: names_fact_kind)."""
+"""Phrases a question about the user's tastes, origin, pastimes or belongings asks with ("What kind of
+food do you like most?", "Where did you grow up?", "What do you do for fun?", "What phone do you
+have?", "How do you take your coffee?"), whose words alone ask nothing: not "would you like", an offer,
+nor "What questions do you have?", a service question ("born" is a cue of its own: names_fact_kind)."""
 
 
 def answered_questions(dialogue: Sequence[Message]) -> dict[int, str]:

@@ -33,7 +33,15 @@ from athena_formation.search.open_events import lexical_scores
 from athena_formation.search.ranking import RankedChain, Ranking
 from athena_formation.store.lexical_index import Corpus, ToldFact, UserLexicon
 
-__all__ = ["FACTS_EMBEDDED", "FACTS_NEWEST", "FACT_EXPANSION_WEIGHT", "best_facts", "fact_scores", "lift"]
+__all__ = [
+    "FACTS_EMBEDDED",
+    "FACTS_NEWEST",
+    "FACT_EXPANSION_WEIGHT",
+    "FACT_MEANING_COSINE",
+    "best_facts",
+    "fact_scores",
+    "lift",
+]
 
 FACTS_EMBEDDED = 5
 """Most facts embedded for one search (the best by their words), in the call that embeds the open
@@ -44,6 +52,15 @@ FACT_EXPANSION_WEIGHT = 1.0
 a query word's: in a chain of some topic such a word is weaker evidence than the question's own
 (SEARCH_EXPANSION_WEIGHT), in a fact the user told it is what answers "Who is in my family?" ("My mom
 lives with us.", where a benefits enquiry holds "family")."""
+
+FACT_MEANING_COSINE = 0.45
+"""Cosine to the user's own question in English from which a told fact has the better of its relevance
+and its cosine alone (Ranking.rank's `by_meaning`, as a turn in no chain yet): "I'm training for the
+Berlin marathon in September." (0.46) answers "What race am I preparing for?", with which it shares no
+word, before a benefits enquiry holding "preparing" (cosine 0.13). Lower, the help-desk users' own
+statements come up by a cosine that follows the question's form more than its meaning: "I'm
+interested into knowing what benefits may be due for me." (0.43) went before "I'm diabetic." for
+"What health issues do I have?" at 0.4; at any cosine, facts were lost (docs/formation.md)."""
 
 FACTS_NEWEST = 50
 """The user's newest facts that share no word with the query, embedded beside those and scored by
@@ -125,18 +142,30 @@ def _corrections(
 
 
 def fact_scores(
-    facts: Sequence[tuple[ToldFact, float]], vectors: np.ndarray, query_vector: np.ndarray, ranking: Ranking
+    facts: Sequence[tuple[ToldFact, float]],
+    vectors: np.ndarray,
+    query_vector: np.ndarray,
+    ranking: Ranking,
+    *,
+    by_meaning: bool = False,
 ) -> dict[str, RankedChain]:
     """Per chain, its best fact ranked as a chain of one event (`vectors`: the facts' embeddings, in
-    order), with the later fact of the same chain that corrects it, if any (`_correction`)."""
+    order), with the later fact of the same chain that corrects it, if any (`_correction`).
+    `by_meaning`: the query is the user's own question in English, so a fact at FACT_MEANING_COSINE
+    or nearer has the better of its relevance and its cosine alone."""
+    cosines = [float(np.dot(vector, query_vector)) for vector in vectors]
     ranked = [
         dataclasses.replace(
             ranking.rank(
-                chain_id=fact.chain_id, similarity=float(np.dot(vector, query_vector)), lexical=lexical, event_count=1
+                chain_id=fact.chain_id,
+                similarity=cosine,
+                lexical=lexical,
+                event_count=1,
+                by_meaning=by_meaning and cosine >= FACT_MEANING_COSINE,
             ),
             fact=fact.text,
         )
-        for (fact, lexical), vector in zip(facts, vectors)
+        for (fact, lexical), cosine in zip(facts, cosines)
     ]
     best: dict[str, int] = {}
     for k, (fact, _) in enumerate(facts):

@@ -5,8 +5,8 @@ insulin twice a day", "What's my name?" by "Call me Sam".
 The local embedding model puts such a question and its answer far apart (cosines of 0.06 to 0.48
 measured on written pairs, docs/formation.md), and the question shares no word with the answer. A
 question in the first person naming a kind of personal fact (a partner, an engagement, children,
-parents, siblings, family, pets, health, diet, home, where they grew up, work, their commute, their
-name, their preferences, where they are online) adds the words such facts are told with to its
+parents, siblings, family, pets, health, diet, home, where they grew up, their age, work, their
+commute, their name, their preferences, where they are online) adds the words such facts are told with to its
 lexical side, at SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query).
 Questions about someone else ("What pets does Melanie have?") are left alone: on LoCoMo's, which
 all are, the same words lowered recall. An agent's own query about the user ("user allergies",
@@ -83,17 +83,22 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
     "siblings": ("siblings sibling brother brothers sister sisters", _SIBLINGS_TOLD),
     "pets": ("pet pets animal animals", _PETS_TOLD),
     "health": (
-        "health medical condition conditions illness allergies allergic medication medications medicine",
+        "health medical condition conditions illness allergies allergic medication medications medicine vision "
+        "eyesight",
         "allergic allergy diabetic diabetes asthma insulin adhd migraines celiac epilepsy arthritis pregnant "
-        "medication deaf blind pressure",
+        "medication deaf blind pressure colorblind colourblind glasses nearsighted shortsighted",
     ),
     "diet": (
         "diet dietary food foods eat meal meals",
         "vegetarian vegan pescatarian allergic gluten lactose dairy kosher halal intolerant meat keto ketogenic "
         "paleo carb carbs atkins whole30",
     ),
-    "home": ("live living based city town home address location", "live moved home apartment house flat based"),
+    "home": (
+        "live living based city town home address location",
+        "live moved home apartment house flat based rent renting mortgage landlord",
+    ),
     "origin": ("grow grew raised childhood", "grew raised born hometown originally native"),
+    "age": ("age", "age old turning turned"),
     "work": (
         "job work career profession occupation employer boss supervisor colleagues coworkers",
         f"work job employer company office boss supervisor colleague colleagues coworker coworkers {_OCCUPATIONS}",
@@ -126,7 +131,10 @@ answers short."); "answer" and "reply" are not its telling words, as any request
 bus to work"). "online" is where the user is on the internet ("Which social network am I on?": "reach
 me on Mastodon"); "social" and "account" do not ask for it, as help-desk talk of "Social Security"
 and of "my account" is full of them. "origin" is where the user was born or grew up ("Where did I grow
-up?": "I grew up near Lyon", "I'm originally from Porto"), not where they live now."""
+up?": "I grew up near Lyon", "I'm originally from Porto"), not where they live now. "age" is asked
+with "How old" (_ASKING_PHRASES) and told with "turning 40"; "health" is asked for by the eyesight too
+("Do I have any problems with my vision?": "I'm colorblind"); not by the hearing, which the facts of it
+name ("I'm hard of hearing"), and whose question then met the user's other health facts first."""
 
 _PARTNER_OTHER = (
     "esposa esposo marido casado casada pareja novio novia épouse époux mari femme mariée marié conjoint "
@@ -282,11 +290,13 @@ _ASKING_PHRASES: tuple[tuple[re.Pattern[str], frozenset[str], frozenset[str]], .
         frozenset(),
         frozenset(terms("childhood")),
     ),
+    (re.compile(r"\bhow\s+old\b", re.IGNORECASE), frozenset(), frozenset(terms("age"))),
 )
 """Phrases that ask for another kind than their words: (the phrase, the terms it takes away, a term of
 the kind it asks for). "What do I do for a living?" asks for work ("living" alone asks for home:
 "Where am I living?"); "How do I get to work?" for the commute, not the job; "Where am I from?" for
-the origin, by a word ("from") every question holds."""
+the origin, by a word ("from") every question holds; "How old am I?" for the age, by a word ("old")
+that asks nothing alone."""
 
 
 def _word_terms(words: Mapping[str, tuple[str, str]]) -> tuple[dict[str, frozenset[str]], dict[str, list[str]]]:
@@ -447,7 +457,7 @@ def _kinds_asked(query: str, held: set[str]) -> list[str]:
         if phrase.search(query):
             asked = (asked - taken) | meant
     kinds = [kind for kind, words in _ASKED.items() if asked & words]
-    if not set(kinds) - {"name"}:  # "What's my dog's name?" asks for the pets too
+    if not set(kinds) - {"name", "age"}:  # "What's my dog's name?", "How old is my cat?" ask for the pets too
         named = [kind for kind, words in _TOLD_SET.items() if asked & words and kind not in kinds]
         # "What's my wife's name?" asks for the partner, not for every relative
         kinds += [kind for kind in named if kind != "family" or _RELATIONS.isdisjoint(named)]

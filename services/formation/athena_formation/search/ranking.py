@@ -25,7 +25,8 @@ with the defaults 0.7 (words), 0.3 (size), 5 (events) and 0.1 (dates).
 A turn in no chain yet that tells a fact of the user's, asked for by the user's own question in
 English, has the better of that relevance and its cosine alone (`by_meaning`, open_events.rank_turns):
 the question's words mostly meet other turns, and its own may share none with them. A chain's told
-facts keep the relevance above (docs/formation.md, "Open events", says what the same rule gave there).
+fact has it too from a cosine of fact_evidence.FACT_MEANING_COSINE (docs/formation.md, "Open events",
+says what the rule gave with and without that floor).
 
 Candidates: the best `candidates` chains by cosine and the best `candidates` by lexical score, so a
 chain found by either side alone can win; each is then scored on both.

@@ -207,7 +207,11 @@ class Recall:
                     task.exception()  # retrieved: a search that failed earlier never awaited it
         clock.mark("scan")
         similarity = {h.chain_id: h.similarity for h in vector_hits}
-        by_fact = fact_scores(facts, fact_vectors, query_vec, self.ranking) if fact_vectors is not None else {}
+        by_fact = (
+            fact_scores(facts, fact_vectors, query_vec, self.ranking, by_meaning=own_in_english)
+            if fact_vectors is not None
+            else {}
+        )
         if lexical is not None and lexicon is not None:
             # Found by their words alone, by a fact told in them, or told in the period the query
             # names ("what did I say yesterday?"): scored on their embedding too (a chain without one
