@@ -6,8 +6,8 @@ The local embedding model puts such a question and its answer far apart (cosines
 measured on written pairs, docs/formation.md), and the question shares no word with the answer. A
 question in the first person naming a kind of personal fact (a partner, an engagement, children,
 parents, siblings, family, pets, health, diet, home, where they grew up, their age, work, their
-commute, their name, their preferences, where they are online) adds the words such facts are told with to its
-lexical side, at SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query).
+commute, their name, their preferences, where they are online) adds the words such facts are told
+with to its lexical side, at SEARCH_EXPANSION_WEIGHT of a query word's weight (LexicalIndex.query).
 Questions about someone else ("What pets does Melanie have?") are left alone: on LoCoMo's, which
 all are, the same words lowered recall. An agent's own query about the user ("user allergies",
 "dietary restrictions") counts as the user's (`_about_the_user`). Events in no chain yet are scored
@@ -132,9 +132,9 @@ bus to work"). "online" is where the user is on the internet ("Which social netw
 me on Mastodon"); "social" and "account" do not ask for it, as help-desk talk of "Social Security"
 and of "my account" is full of them. "origin" is where the user was born or grew up ("Where did I grow
 up?": "I grew up near Lyon", "I'm originally from Porto"), not where they live now. "age" is asked
-with "How old" (_ASKING_PHRASES) and told with "turning 40"; "health" is asked for by the eyesight too
-("Do I have any problems with my vision?": "I'm colorblind"); not by the hearing, which the facts of it
-name ("I'm hard of hearing"), and whose question then met the user's other health facts first."""
+with "How old" (_ASKING_PHRASES) and told with "turning 40". "health" is asked for by the eyesight
+too ("Do I have any problems with my vision?": "I'm colorblind"), not by the hearing: its facts name
+it ("I'm hard of hearing"), and as an asking word it put the user's other health facts first."""
 
 _PARTNER_OTHER = (
     "esposa esposo marido casado casada pareja novio novia épouse époux mari femme mariée marié conjoint "
