@@ -6,8 +6,9 @@ plus:
     ATHENA_TEST_FAULTS        comma-separated `step:action`, fired in order, one per matching step
                               boundary (steps: plan_recorded, chain_written, vector_written, indexed,
                               events_marked). Actions:
-                              - `milvus_down`: stop this process's Milvus Lite server, so the next
-                                Milvus call fails for real (the client reconnects on the call after);
+                              - `milvus_down`: stop this process's Milvus Lite server between two
+                                Milvus calls, so the next call fails for real (the client
+                                reconnects on the call after);
                               - `exit`: os._exit(137) right there, as a SIGKILL would.
     ATHENA_TEST_FAULTS_LOG    file listing the faults fired so far, one line each; a restarted process
                               skips them, so a fault list survives an `exit`.
@@ -72,7 +73,11 @@ async def _serve(settings: Settings) -> None:
         if action == "exit":
             os._exit(137)
         if action == "milvus_down":
-            await asyncio.to_thread(server_manager_instance.release_server, settings.vector_index_uri)
+            # Between two Milvus calls, as a server that goes down does: Milvus Lite's release closes
+            # its collection without waiting for a call in flight, and an upsert acknowledged then is
+            # lost, which no real outage does (an acknowledged write to a server is kept).
+            async with formation.vectors._lock:
+                await asyncio.to_thread(server_manager_instance.release_server, settings.vector_index_uri)
         else:
             raise ValueError(f"unknown fault action {action!r}")
 
