@@ -115,6 +115,7 @@ PARTS = (
     "held_out_4",
     "held_out_5",
     "held_out_6",
+    "held_out_7",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 
