@@ -47,6 +47,9 @@ ANSWERED = {
     "coffee": ("How do you take your coffee?", "Black, no sugar."),
     "siblings": ("Do you have any siblings?", "Two older brothers."),
     "siblings-es": ("¿Tienes hermanos?", "Sí, dos hermanas."),
+    # Habits of the day, asked by when or how often: "what time do you usually get up".
+    "wake-up": ("What time do you usually get up?", "Usually around 6am."),
+    "exercise": ("How often do you exercise?", "Three times a week."),
 }
 SMALL_TALK = {
     "how-are-you": ("How are you today?", "Good, thanks."),
@@ -60,6 +63,7 @@ SMALL_TALK = {
     "someone-else-es": ("¿Cómo se llama él?", "Pablo."),
     "someone-elses-phone": ("What phone does Melanie have?", "An iPhone."),
     "service-question": ("What questions do you have about your benefits?", "The deadlines for filing."),
+    "appointment-time": ("What time do you want to book?", "Tomorrow morning."),
 }
 
 

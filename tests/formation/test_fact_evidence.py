@@ -15,8 +15,9 @@ from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.search import search_memory
 from athena_formation.search.fact_evidence import FACT_MEANING_COSINE, best_facts, fact_scores, lift
-from athena_formation.search.fact_kinds import expansion_terms
+from athena_formation.search.fact_kinds import expansion_kinds, expansion_terms
 from athena_formation.search.lexicon import chain_lexicon, terms
+from athena_formation.search.open_events import lexical_scores
 from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
 from athena_formation.store.lexical_index import LexicalIndex, LexiconRow, UserLexicon
@@ -298,6 +299,63 @@ def test_the_newest_facts_the_query_shares_no_word_with_come_after_those_it_does
         ("c3", False),
     ]
     assert [f.chain_id for f, _ in best_facts(index, terms("retriever"), corpus, agent_id=None, newest=0)] == ["dog"]
+
+
+def test_a_fact_holding_many_words_of_the_kind_asked_for_is_scored_by_one_after_a_fact_meeting_the_question() -> None:
+    """ "Two older brothers, one younger sister." holds two words of the family, "My son Leo has a
+    peanut allergy." one and the question's own "allergies", which help-desk chains hold too: only a
+    fact's best word of each kind counts in full (open_events.FURTHER_KIND_WORD_SHARE), and the fact
+    the question meets goes first (summed, the brother and the sister won)."""
+    siblings = "Two older brothers, one younger sister."
+    allergy = "My son Leo has a peanut allergy."
+    index = UserLexicon()
+    index.put(_row("siblings", (siblings,)))
+    index.put(_row("allergy", (allergy,)))
+    for n in range(3):
+        words = chain_lexicon(["Which creams are safe with an allergy?", "other words"])
+        index.put(LexiconRow(chain_id=f"creams{n}", agent_id="helper", lexicon=words, event_count=4))
+    for n in range(4):
+        index.put(_row(f"other{n}", (f"I moved to town {n} last year.",)))
+    question = "Does anyone in my family have allergies?"
+    query = terms(question)
+    kind_of = expansion_kinds(question, query)
+    assert set(terms("brothers sister son")) <= set(kind_of)
+    corpus = index.query(query, expansion=list(kind_of), expansion_weight=1.0).corpus
+
+    chosen = best_facts(
+        index, query, corpus, agent_id=None, expansion=list(kind_of), expansion_weight=1.0, kind_of=kind_of, newest=0
+    )
+
+    assert [f.text for f, _ in chosen] == [allergy, siblings]
+
+
+def test_the_words_of_two_kinds_asked_for_both_count_and_two_of_one_kind_once() -> None:
+    """ "My son has asthma." is of two kinds "Does anyone in my family have a medical condition?" asks
+    for (children, health), "Two older brothers, one younger sister." of one (siblings), twice: the
+    second word of a kind adds less than a word of another kind."""
+    asthma, siblings = chain_lexicon(["My son has asthma."]), chain_lexicon(["Two older brothers, one younger sister."])
+    kind_of = {
+        t: kind
+        for kind, words in (("children", "son"), ("siblings", "brothers sister"), ("health", "asthma"))
+        for t in terms(words)
+    }
+
+    def scored(kinds: dict[str, str] | None) -> list[float]:
+        return list(
+            lexical_scores(
+                [asthma, siblings],
+                terms("medical condition"),
+                None,
+                expansion=list(kind_of),
+                expansion_weight=1.0,
+                kind_of=kinds,
+            )
+        )
+
+    by_kind, summed = scored(kind_of), scored(None)
+    assert by_kind[0] == summed[0] > 0
+    assert by_kind[1] < summed[1]
+    assert by_kind[0] > by_kind[1]
 
 
 def test_a_later_correction_of_a_fact_the_question_meets_is_chosen_with_that_facts_score() -> None:

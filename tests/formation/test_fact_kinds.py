@@ -127,6 +127,8 @@ def test_a_question_for_the_users_name_adds_how_names_are_told_and_a_pets_name_a
     assert {*terms("call llamo")} <= set(_expansion("What name should you use for me?"))
     dog = set(_expansion("What's my dog's name?"))
     assert {*terms("called cat puppy")} <= dog and not {*terms("wife nurse")} & dog
+    # Polish says a pet "wabi się" and anyone "nazywa się": "Mam psa, który wabi się Burek."
+    assert {*terms("wabi nazywa")} <= set(_expansion("Jak ma na imię mój pies?"))
 
 
 def test_asking_my_own_name_meets_the_agents_question_an_answered_name_is_kept_with() -> None:

@@ -77,13 +77,14 @@ def best_facts(
     agent_id: str | None,
     expansion: Sequence[str] = (),
     expansion_weight: float = 0.0,
+    kind_of: Mapping[str, str] | None = None,
     most: int = FACTS_EMBEDDED,
     newest: int = FACTS_NEWEST,
 ) -> list[tuple[ToldFact, float]]:
     """The user's lasting facts the query's words meet, with their lexical scores, best first (the
     newer on a tie), at most `most`; then their later corrections (`_corrections`); then the `newest`
     others, lasting or not (ToldFact.lasting), newest first, with a lexical score of 0 (found by their
-    embedding alone)."""
+    embedding alone). `kind_of`: each expansion term's kind (open_events.lexical_scores)."""
     if most <= 0:
         return []
     facts = lexicon.told_facts(
@@ -96,6 +97,7 @@ def best_facts(
         expansion=expansion,
         expansion_weight=expansion_weight,
         added=False,
+        kind_of=kind_of,
     )
     order = sorted((i for i in range(len(facts)) if scores[i] > 0 and facts[i].lasting), key=lambda i: (-scores[i], -i))
     best = [(facts[i], float(scores[i])) for i in order[:most]]

@@ -266,7 +266,10 @@ _FURTHER_LANGUAGES: dict[str, tuple[str, str]] = {
         "programista öğretmen doktor mühendis hemşire perawat dokter insinyur giáo viên bác sĩ kỹ sư y tá مهندس "
         "مهندسًا طبيب معلم معلمة ممرضة डॉक्टर शिक्षक इंजीनियर नर्स",
     ),
-    "name": ("naam namn imię adım isim nama tên اسم اسمي नाम", "heet heter nazywam imię adım nama tên اسمي नाम"),
+    "name": (
+        "naam namn imię adım isim nama tên اسم اسمي नाम",
+        "heet heter nazywam nazywa wabi imię adım nama tên اسمي नाम",
+    ),
     "preferences": ("voorkeur favoriet favorit ulubiony tercih favorit sở thích تفضيل पसंद", "voorkeur favoriet"),
 }
 """The same kinds in Dutch, Swedish, Polish, Turkish, Indonesian, Vietnamese, Arabic and Hindi, read as
@@ -424,14 +427,23 @@ def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
     """The telling words of every kind the query's terms ask for (else of the kinds of the told words
     it names), when the query is in the first person, and of every need they name, when it addresses
     the assistant or is about the user; minus the query's own terms. Else none."""
+    return list(expansion_kinds(query, query_terms))
+
+
+def expansion_kinds(query: str, query_terms: Iterable[str]) -> dict[str, str]:
+    """expansion_terms, each with the kind or need that brought it (the first, for a word of several)."""
     if not the_users_own(query):
-        return []
+        return {}
     held = set(query_terms)
     kinds = _kinds_asked(query, held)
-    told = [t for kind in kinds for t in _TOLD[kind]]
+    told = [(t, kind) for kind in kinds for t in _TOLD[kind]]
     if not kinds:  # a question asking for a kind of fact is answered by that kind, not by a need's facts
-        told += [t for need, words in _NEEDED.items() if held & words for t in _NEEDED_TOLD[need]]
-    return [t for t in dict.fromkeys(told) if t not in held]
+        told += [(t, need) for need, words in _NEEDED.items() if held & words for t in _NEEDED_TOLD[need]]
+    found: dict[str, str] = {}
+    for term, kind in told:
+        if term not in held:
+            found.setdefault(term, kind)
+    return found
 
 
 def asked_kinds(query: str, query_terms: Iterable[str]) -> frozenset[str]:

@@ -171,6 +171,13 @@ def open_turns(
     return [t for t in turns if _passes(t, filters)] if filters else turns
 
 
+FURTHER_KIND_WORD_SHARE = 0.5
+"""In a told fact, the share of its score that a word of a kind asked for adds after the best word of
+that kind (lexical_scores' `kind_of`): a second word of the kind is weaker evidence than the
+question's own word ("allergies") or a word of another kind asked, and still some ("I take insulin
+for my diabetes." for "What medical conditions do I have?", beside "I'm allergic to peanuts.")."""
+
+
 def lexical_scores(
     texts: Sequence[Mapping[str, int]],
     query_terms: Sequence[str],
@@ -179,12 +186,18 @@ def lexical_scores(
     expansion: Sequence[str] = (),
     expansion_weight: float = 0.0,
     added: bool = True,
+    kind_of: Mapping[str, str] | None = None,
 ) -> np.ndarray:
     """BM25 of each text (its term counts: a turn's `lexicon`) for the query terms, scaled to [0, 1]
     as lexical_index.py scales a chain's, against the user's chain `corpus` (None: the texts alone).
     `added`: the texts are further documents of the corpus (open turns); False: parts of its
     documents already (a chain's told facts, fact_evidence.py), which its statistics count.
-    `expansion` terms (fact_kinds.py) count as LexicalIndex.query counts them."""
+    `expansion` terms (fact_kinds.py) count as LexicalIndex.query counts them; with `kind_of` (each
+    term's kind, fact_kinds.expansion_kinds), the best term of each kind a text holds counts in full
+    and each further one of that kind at FURTHER_KIND_WORD_SHARE: "Do you have any siblings? Two older
+    brothers." is not twice as much of the family as "My son Leo has a peanut allergy.", which the
+    question's own "allergies" meets (fact_evidence.FACT_EXPANSION_WEIGHT), while "My son has
+    asthma." is of two kinds that "Does anyone in my family have a medical condition?" asks for."""
     scores = np.zeros(len(texts), dtype=np.float64)
     if not texts or not query_terms:
         return scores
@@ -195,20 +208,29 @@ def lexical_scores(
     average = max(1e-9, (corpus.total_length + (sum(lengths) if joins else 0.0)) / documents)
     ceiling = 0.0
     weighted = weighted_terms(query_terms, expansion, expansion_weight)
-    term_weights: dict[str, tuple[int, float]] = {}  # term -> (its place among the query's, weight x idf)
+    # term -> (its place among the query's, weight x idf, whether the query asks it)
+    term_weights: dict[str, tuple[int, float, bool]] = {}
     for place, (term, weight, asked) in enumerate(weighted):
         df = corpus.document_frequency.get(term, 0) + (sum(1 for t in texts if t.get(term)) if joins else 0)
         idf = math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
         if asked:
             ceiling += idf * (K1 + 1.0)
-        term_weights[term] = (place, weight * idf)
+        term_weights[term] = (place, weight * idf, asked)
     for i, text in enumerate(texts):
         # Each text's own terms looked up (a user's facts are many, a query's expansion long), summed
         # in the query's order: the same floats as a chain's score (LexicalIndex.query).
-        found = sorted((term_weights[term], tf) for term, tf in text.items() if tf and term in term_weights)
+        found = sorted((term_weights[term], tf, term) for term, tf in text.items() if tf and term in term_weights)
         norm = K1 * (1.0 - B + B * lengths[i] / average)
-        for (_, weighted_idf), tf in found:
-            scores[i] += weighted_idf * tf * (K1 + 1.0) / (tf + norm)
+        of_kind: dict[str, list[float]] = {}
+        for (_, weighted_idf, asked), tf, term in found:
+            score = weighted_idf * tf * (K1 + 1.0) / (tf + norm)
+            if asked or kind_of is None:
+                scores[i] += score
+            else:
+                of_kind.setdefault(kind_of.get(term, term), []).append(score)
+        for kind_scores in of_kind.values():
+            best = max(kind_scores)
+            scores[i] += best + FURTHER_KIND_WORD_SHARE * (sum(kind_scores) - best)
     if ceiling <= 0:
         return scores
     scores /= ceiling

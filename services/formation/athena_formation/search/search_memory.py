@@ -21,7 +21,7 @@ from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_stre
 from athena_formation.page_tokens import decode_offset, encode_offset
 from athena_formation.search.chain_message import chain_to_proto
 from athena_formation.search.fact_evidence import FACT_EXPANSION_WEIGHT, FACTS_NEWEST, best_facts, fact_scores, lift
-from athena_formation.search.fact_kinds import asked_kinds, expansion_terms, the_users_own
+from athena_formation.search.fact_kinds import asked_kinds, expansion_kinds, the_users_own
 from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
 from athena_formation.search.newest_first import SCORED_FACT, newest_first, open_turn_fact
@@ -119,7 +119,8 @@ class Recall:
         scope = request.scope
         limit = request.limit or 5
         query = query_terms(request.query)
-        expansion = expansion_terms(request.query, query)
+        kind_of = expansion_kinds(request.query, query)
+        expansion = list(kind_of)
         weight = self.ranking.expansion_weight
         periods = query_periods(request.query, now=datetime.now(UTC)) if self.ranking.date_weight > 0 else []
         turns = open_turns(open_segments, scope, dict(request.metadata_filters), self.open_terms)
@@ -163,7 +164,7 @@ class Recall:
             if guess:  # their documents are read while the query is embedded and the vectors scanned
                 prefetch = HitPrefetch(self.store, guess)
             turn_lexical = self._turn_lexical(
-                turns, query, lexical.corpus if lexical is not None else None, expansion, asked=bool(asked)
+                turns, query, lexical.corpus if lexical is not None else None, kind_of, asked=bool(asked)
             )
             candidates = best_turns(turns, turn_lexical, self.ranking, most=OPEN_EMBEDDED_TURNS, told=turn_told)
             candidates += newest_turns(turns, most=OPEN_NEWEST_TURNS, besides=candidates)
@@ -176,6 +177,7 @@ class Recall:
                     expansion=expansion,
                     # a question asking for a kind of fact is answered by the facts of that kind
                     expansion_weight=FACT_EXPANSION_WEIGHT if asked and weight > 0 else weight,
+                    kind_of=kind_of,
                     newest=FACTS_NEWEST if own_in_english else 0,
                 )
             texts = [turns[i].content for i in candidates] + [f.text for f, _ in facts]
@@ -343,24 +345,31 @@ class Recall:
         turns: Sequence[OpenTurn],
         query: Sequence[str],
         corpus: Corpus | None,
-        expansion: Sequence[str],
+        kind_of: Mapping[str, str],
         *,
         asked: bool,
     ) -> np.ndarray:
-        """The open turns' lexical scores (open_events.lexical_scores). When the question asks for a
-        kind of fact (`asked`), a turn that tells a fact of the user's (open_events.tells_fact) weighs
-        the kinds' words as a chain's told facts weigh them (fact_evidence.FACT_EXPANSION_WEIGHT): a
-        fact just told is scored as it will be once formed (so not with SEARCH_TOLD_FACTS off)."""
+        """The open turns' lexical scores (open_events.lexical_scores; `kind_of`: the query's
+        expansion terms with their kinds). When the question asks for a kind of fact (`asked`), a turn
+        that tells a fact of the user's (open_events.tells_fact) weighs the kinds' words as a chain's
+        told facts weigh them (fact_evidence.FACT_EXPANSION_WEIGHT, a further word of a kind at
+        open_events.FURTHER_KIND_WORD_SHARE): a fact just told is scored as it will be once formed (so
+        not with SEARCH_TOLD_FACTS off)."""
 
-        def scored(weight: float) -> np.ndarray:
+        def scored(weight: float, *, fact: bool = False) -> np.ndarray:
             return lexical_scores(
-                [t.lexicon for t in turns], query, corpus, expansion=expansion, expansion_weight=weight
+                [t.lexicon for t in turns],
+                query,
+                corpus,
+                expansion=list(kind_of),
+                expansion_weight=weight,
+                kind_of=kind_of if fact else None,
             )
 
         weight = self.ranking.expansion_weight
         scores = scored(weight)
         stating = [tells_fact(turn, self.open_terms) for turn in turns] if asked and weight > 0 else []
-        return np.where(stating, scored(FACT_EXPANSION_WEIGHT), scores) if any(stating) else scores
+        return np.where(stating, scored(FACT_EXPANSION_WEIGHT, fact=True), scores) if any(stating) else scores
 
     def _open_hits(
         self,
