@@ -45,6 +45,7 @@ ANSWERED = {
     "phone": ("What phone do you have?", "A Pixel 8."),
     "car": ("What kind of car do you drive?", "An old Volvo estate."),
     "coffee": ("How do you take your coffee?", "Black, no sugar."),
+    "music": ("What kind of music do you listen to?", "Mostly indie rock."),
     "siblings": ("Do you have any siblings?", "Two older brothers."),
     "siblings-es": ("¿Tienes hermanos?", "Sí, dos hermanas."),
     # Habits of the day, asked by when or how often: "what time do you usually get up".

@@ -197,6 +197,7 @@ def test_questions_forms_of_address_and_phatic_statements_are_not_facts(text: st
         "저는 카페인에 민감해서 커피를 못 마셔요.",  # "can't drink"
         "コーヒーは飲めません。",
         "我不能喝牛奶。",
+        "My mother-in-law lives with us.",
         "I'm left-handed.",
         "I'm a night owl.",
         "I'm pretty introverted.",
@@ -239,6 +240,7 @@ def test_questions_forms_of_address_and_phatic_statements_are_not_facts(text: st
         "ko-cannot-drink",
         "ja-cannot-drink",
         "zh-cannot-drink",
+        "in-law",
         "trait",
         "trait-with-article",
         "trait-with-degree",

@@ -97,7 +97,8 @@ _ASKING_PHRASE = re.compile(
     r"(?<!would )(?<!'d )\byou\s+(?:really\s+|most\s+)?(?:like|love|enjoy|prefer)\b"
     r"|\b(?:grow|grew)\s+up\b|\bwere\s+you\s+raised\b|\bfor\s+fun\b|\b(?:free|spare)\s+time\b"
     r"|^\W*(?:what|which)\s+(?!(?:questions?|concerns?|issues?|problems?|else|info|information|options?)\b)"
-    r"(?:[a-z]+\s+){1,3}do\s+you\s+(?:have|own|drive|use|drink|eat|play|speak|wear)\b"
+    r"(?:[a-z]+\s+){1,3}do\s+you\s+(?:have|own|drive|use|drink|eat|play|speak|wear|listen\s+to|read|watch)"
+    r"\b"
     r"|^\W*how\s+do\s+you\s+(?:take|like|have|drink)\s+your\b"
     r"|^\W*(?:what\s+time|when|how\s+often)\s+do\s+you\s+(?:usually\s+|normally\s+|typically\s+)?"
     r"(?:get\s+up|wake\s+up|go\s+to\s+(?:bed|sleep|work)|start\s+work|finish\s+work|eat|exercise|work\s+out)\b",
@@ -105,9 +106,10 @@ _ASKING_PHRASE = re.compile(
 )
 """Phrases a question about the user's tastes, origin, pastimes, belongings or day asks with ("What
 kind of food do you like most?", "Where did you grow up?", "What do you do for fun?", "What phone do
-you have?", "How do you take your coffee?", "What time do you usually get up?"), whose words alone
-ask nothing: not "would you like", an offer, nor "What questions do you have?" or "What time do you
-want to book?", service questions ("born" is a cue of its own: names_fact_kind)."""
+you have?", "What kind of music do you listen to?", "How do you take your coffee?", "What time do you
+usually get up?"), whose words alone ask nothing: not "would you like", an offer, nor "What
+questions do you have?" or "What time do you want to book?", service questions ("born" is a cue of
+its own: names_fact_kind)."""
 
 
 def answered_questions(dialogue: Sequence[Message]) -> dict[int, str]:

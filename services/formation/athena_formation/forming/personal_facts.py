@@ -193,7 +193,8 @@ _CUES = frozenset(
     wife husband spouse partner fiance fiancé fiancée boyfriend girlfriend son sons daughter daughters kid kids
     child children baby toddler toddlers newborn infant teenager teenagers mom mum mother dad father parents
     brother brothers sister sisters cousin cousins aunt uncle niece nephew grandma grandpa grandmother
-    grandfather grandson granddaughter grandkids in-laws
+    grandfather grandson granddaughter grandkids in-laws mother-in-law father-in-law sister-in-law
+    brother-in-law son-in-law daughter-in-law
     grandchild grandchildren grandsons granddaughters stepson stepdaughter twins
     dog dogs cat cats puppy kitten pet pets rabbit rabbits bunny hamster hamsters parrot parrots budgie
     tortoise turtle turtles lizard gecko snake goldfish
