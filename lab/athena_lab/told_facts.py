@@ -117,6 +117,7 @@ PARTS = (
     "held_out_6",
     "held_out_7",
     "held_out_8",
+    "held_out_9",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 
