@@ -118,6 +118,7 @@ PARTS = (
     "held_out_7",
     "held_out_8",
     "held_out_9",
+    "held_out_10",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

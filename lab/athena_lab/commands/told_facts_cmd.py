@@ -46,6 +46,7 @@ class PartChoice(str, Enum):
     HELD_OUT_7 = "held_out_7"
     HELD_OUT_8 = "held_out_8"
     HELD_OUT_9 = "held_out_9"
+    HELD_OUT_10 = "held_out_10"
     ALL = "all"
 
 
