@@ -15,7 +15,7 @@ from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.search import search_memory
 from athena_formation.search.fact_evidence import FACT_MEANING_COSINE, best_facts, fact_scores, lift
-from athena_formation.search.fact_kinds import expansion_kinds, expansion_terms
+from athena_formation.search.fact_kinds import expansion_kinds
 from athena_formation.search.lexicon import chain_lexicon, terms
 from athena_formation.search.open_events import lexical_scores
 from athena_formation.search.ranking import Ranking
@@ -322,9 +322,7 @@ def test_a_fact_holding_many_words_of_the_kind_asked_for_is_scored_by_one_after_
     assert set(terms("brothers sister son")) <= set(kind_of)
     corpus = index.query(query, expansion=list(kind_of), expansion_weight=1.0).corpus
 
-    chosen = best_facts(
-        index, query, corpus, agent_id=None, expansion=list(kind_of), expansion_weight=1.0, kind_of=kind_of, newest=0
-    )
+    chosen = best_facts(index, query, corpus, agent_id=None, expansion=kind_of, expansion_weight=1.0, newest=0)
 
     assert [f.text for f, _ in chosen] == [allergy, siblings]
 
@@ -371,8 +369,8 @@ def test_a_later_correction_of_a_fact_the_question_meets_is_chosen_with_that_fac
     index.put(_row("moved", ("I moved to Leeds last month.",)))
     question = "Who is my girlfriend?"
     query = terms(question)
-    expansion = expansion_terms(question, query)
-    corpus = index.query(query, expansion=expansion, expansion_weight=1.0).corpus
+    expansion = expansion_kinds(question, query)
+    corpus = index.query(query, expansion=list(expansion), expansion_weight=1.0).corpus
 
     chosen = best_facts(index, query, corpus, agent_id=None, expansion=expansion, expansion_weight=1.0, newest=0)
 
@@ -392,8 +390,8 @@ def test_a_chains_other_personal_facts_are_not_met_by_their_words_only_among_the
         )
     )
     query = terms("Am I married?")
-    expansion = expansion_terms("Am I married?", query)
-    corpus = index.query(query, expansion=expansion, expansion_weight=0.5).corpus
+    expansion = expansion_kinds("Am I married?", query)
+    corpus = index.query(query, expansion=list(expansion), expansion_weight=0.5).corpus
 
     def chosen(newest: int) -> list[tuple[str, bool, bool]]:
         found = best_facts(

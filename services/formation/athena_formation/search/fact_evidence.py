@@ -75,29 +75,29 @@ def best_facts(
     corpus: Corpus,
     *,
     agent_id: str | None,
-    expansion: Sequence[str] = (),
+    expansion: Mapping[str, str] | None = None,
     expansion_weight: float = 0.0,
-    kind_of: Mapping[str, str] | None = None,
     most: int = FACTS_EMBEDDED,
     newest: int = FACTS_NEWEST,
 ) -> list[tuple[ToldFact, float]]:
     """The user's lasting facts the query's words meet, with their lexical scores, best first (the
     newer on a tie), at most `most`; then their later corrections (`_corrections`); then the `newest`
     others, lasting or not (ToldFact.lasting), newest first, with a lexical score of 0 (found by their
-    embedding alone). `kind_of`: each expansion term's kind (open_events.lexical_scores)."""
+    embedding alone). `expansion`: the query's expansion terms, each with its kind
+    (fact_kinds.expansion_kinds; open_events.lexical_scores' `kind_of`)."""
     if most <= 0:
         return []
     facts = lexicon.told_facts(
-        agent_id=agent_id, terms=[*query_terms, *expansion] if expansion_weight > 0 else query_terms
+        agent_id=agent_id, terms=[*query_terms, *(expansion or ())] if expansion_weight > 0 else query_terms
     )
     scores = lexical_scores(
         [f.lexicon for f in facts],
         query_terms,
         corpus,
-        expansion=expansion,
+        expansion=list(expansion or ()),
         expansion_weight=expansion_weight,
         added=False,
-        kind_of=kind_of,
+        kind_of=expansion,
     )
     order = sorted((i for i in range(len(facts)) if scores[i] > 0 and facts[i].lasting), key=lambda i: (-scores[i], -i))
     best = [(facts[i], float(scores[i])) for i in order[:most]]

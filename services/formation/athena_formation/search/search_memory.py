@@ -174,10 +174,9 @@ class Recall:
                     query,
                     lexical.corpus,
                     agent_id=scope.agent_id or None,
-                    expansion=expansion,
+                    expansion=kind_of,
                     # a question asking for a kind of fact is answered by the facts of that kind
                     expansion_weight=FACT_EXPANSION_WEIGHT if asked and weight > 0 else weight,
-                    kind_of=kind_of,
                     newest=FACTS_NEWEST if own_in_english else 0,
                 )
             texts = [turns[i].content for i in candidates] + [f.text for f, _ in facts]
