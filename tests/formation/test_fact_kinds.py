@@ -35,6 +35,8 @@ def test_the_kinds_a_users_question_asks_for_and_a_fact_tells() -> None:
     assert told_kinds("Actually I moved to Oslo last month.") == {"home"}
     assert told_kinds("I just started a new job at KPMG.") == {"work"}
     assert told_kinds("I play the guitar.") == frozenset()
+    assert told_kinds("My parents live in Nairobi.") == {"parents", "family"}
+    assert told_kinds("My wife and I live in Leeds.") == {"home", "partner", "family"}
 
 
 def test_a_question_saying_the_person_by_the_verb_alone_asks_for_the_kind_it_names() -> None:
@@ -49,6 +51,14 @@ def test_a_question_saying_the_person_by_the_verb_alone_asks_for_the_kind_it_nam
         assert the_users_own(query) and asked_kinds(query, query_terms(query)) == kinds, query
     for query in ("What is AI?", "¿Dónde vive Jean?", "Where does Jean live?"):
         assert asked_kinds(query, query_terms(query)) == frozenset(), query
+
+
+def test_a_question_in_the_first_person_plural_asks_for_the_kind_it_names() -> None:
+    assert asked_kinds("Are we planning to have children?", query_terms("Are we planning to have children?")) == {
+        "children"
+    }
+    assert asked_kinds("Where do we live?", query_terms("Where do we live?")) == {"home"}
+    assert asked_kinds("Can we fix the login bug?", query_terms("Can we fix the login bug?")) == frozenset()
 
 
 def test_a_french_question_with_an_elided_or_inverted_je_is_the_users_own() -> None:
@@ -183,7 +193,7 @@ def test_a_question_for_where_the_user_is_online_adds_the_platforms_and_social_s
 
 def test_asking_how_i_get_to_work_asks_for_the_commute_and_not_the_job() -> None:
     commute = set(_expansion("How do I get to work?"))
-    assert {*terms("bus bike tram")} <= commute and not {*terms("job employer nurse")} & commute
+    assert {*terms("bus bike tram train")} <= commute and not {*terms("job employer nurse")} & commute
     job = set(_expansion("Where do I work?"))
     assert {*terms("job employer nurse")} <= job and not {*terms("bus bike tram")} & job
 

@@ -84,6 +84,7 @@ CORRECTIONS = [
     ("I'm allergic to cats.", "Actually, I'm allergic to dogs, not cats."),
     ("I drink coffee every morning.", "I no longer drink coffee, only tea now."),
     ("Ich wohne in Köln.", "Ich wohne jetzt in Hamburg."),
+    ("I'm 43 years old.", "Sorry, I meant I'm 34, not 43."),
 ]
 """Written pairs of a lasting fact and its later correction (docs/formation.md, "A correction before
 what it corrects")."""

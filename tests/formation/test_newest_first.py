@@ -81,6 +81,17 @@ def test_where_someone_else_lives_is_no_home_of_the_users() -> None:
     assert [d["_id"] for d in ordered] == ["moved", "home", "mom"]
 
 
+def test_where_the_users_parents_live_is_no_home_of_the_users() -> None:
+    parents = {**_doc("parents", 100, updates=False), "profile_facts": [{"text": "My parents live in Nairobi."}]}
+    leeds = {**_doc("leeds", 500), "profile_facts": [{"text": "Actually, we moved to Leeds last year."}]}
+    vectors = {"parents": HOME, "leeds": JOB}  # apart: one subject only by the kind
+
+    ordered = newest_first([parents, leeds], lambda d: d, vectors, asked=frozenset({"home"}))
+
+    # "Where do my parents live?" asks for the home; the user's own move does not go before it
+    assert ordered == [parents, leeds]
+
+
 def test_a_correction_that_repeats_a_word_of_the_older_fact_goes_first_however_far_apart() -> None:
     google = {**_doc("google", 100, updates=False), "profile_facts": [{"text": "I work at Google as a designer."}]}
     other = {**_doc("benefits", 300, updates=False), "profile_facts": [{"text": "I'm preparing for retirement."}]}
@@ -90,6 +101,14 @@ def test_a_correction_that_repeats_a_word_of_the_older_fact_goes_first_however_f
     ordered = newest_first([google, other, spotify], lambda d: d, vectors, question=["work"])
 
     assert [d["_id"] for d in ordered] == ["spotify", "benefits", "google"]
+
+
+def test_a_span_of_time_two_facts_both_name_makes_them_no_one_subject() -> None:
+    nurse = {**_doc("nurse", 100, updates=False), "profile_facts": [{"text": "I've been a nurse for twelve years."}]}
+    leeds = {**_doc("leeds", 500), "profile_facts": [{"text": "Actually, we moved to Leeds last year."}]}
+    vectors = {"nurse": HOME, "leeds": JOB}  # apart: one subject only by a shared word
+
+    assert newest_first([nurse, leeds], lambda d: d, vectors, question=["profession"]) == [nurse, leeds]
 
 
 def test_a_word_the_question_holds_of_change_or_of_a_kind_of_fact_makes_no_two_facts_one_subject() -> None:

@@ -18,7 +18,12 @@ import pytest
 
 from athena_client.memory.v1 import memory_pb2 as pb
 from athena_formation.forming.analysis import Analysis, analyze
-from athena_formation.forming.personal_facts import personal_fact_sentences, states_lasting_fact, states_personal_fact
+from athena_formation.forming.personal_facts import (
+    lasting_fact_sentences,
+    personal_fact_sentences,
+    states_lasting_fact,
+    states_personal_fact,
+)
 from athena_formation.forming.quality_gate import QualityReport, assess_quality
 
 U, A = pb.ROLE_USER, pb.ROLE_AGENT
@@ -474,6 +479,8 @@ def test_short_statements_told_in_passing_are_facts_and_small_talk_is_not(part: 
         "I've been doing keto since January.",
         "We have a toddler and a newborn at home.",
         "I'm applying for a data analyst role after six years as a bookkeeper.",
+        "I've been a nurse for twelve years.",
+        "Sorry, I meant I'm 34, not 43.",
     ],
 )
 def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_facts(text: str) -> None:
@@ -499,6 +506,7 @@ def test_who_the_user_is_what_they_prefer_and_what_they_correct_are_lasting_fact
         "I'm seeing an error on the checkout page.",
         "I'm seeing Dr Patel on Tuesday.",
         "I'm drinking coffee again today.",
+        "I've been to Rome twice.",
     ],
 )
 def test_plans_events_and_situations_are_facts_of_a_moment_not_lasting(text: str) -> None:
@@ -592,6 +600,24 @@ def test_weather_states_and_thanks_with_a_frequency_are_not_habits(text: str) ->
 )
 def test_a_fact_told_inside_a_request_is_the_clause_that_tells_it(text: str, told: list[str]) -> None:
     assert personal_fact_sentences(text) == told
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        (
+            "Can you suggest a gift for my daughter? She turns 10 next week and loves horses.",
+            ["Can you suggest a gift for my daughter? She turns 10 next week and loves horses."],
+        ),
+        ("My daughter is Mia. She is allergic to nuts.", ["My daughter is Mia. She is allergic to nuts."]),
+        ("I talked to the manager. She was nice.", []),
+        ("She turns 10 next week.", []),
+    ],
+)
+def test_a_sentence_about_someone_the_sentence_before_names_as_the_users_is_told_with_it(
+    text: str, told: list[str]
+) -> None:
+    assert lasting_fact_sentences(text) == told
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,7 @@ the switch ("moved", "umgezogen"), the turn ("I've gone vegan", "I've become a v
 a correction ("actually"). "left" counts as its own token only ("I left Google"), not inside
 "left-handed"."""
 _CHANGE_PHRASES = re.compile(
-    r"\bno\s+longer\b|\bany\s+more\b|\bthese\s+days\b|\bnot\s+any\s+longer\b"
+    r"\bno\s+longer\b|\bany\s+more\b|\bthese\s+days\b|\bnot\s+any\s+longer\b|\bi\s+meant\b"
     r"|\bnicht\s+mehr\b|\bne\s+\w+\s+plus\b|\bn'\w+\s+plus\b|\bnon\s+più\b|\bjá\s+não\b|\bniet\s+meer\b"
     r"|\bбольше\s+не\b|\ben\s+fait\b|\bde\s+hecho\b|\bna\s+verdade\b|\bin\s+realtà\b"
     r"|\bsince\s+(?:last|this)\s+\w+|\bseit\s+letzte[mnr]?\s+\w+|\bdesde\s+(?:el|la)\s+\w+\s+pasad[oa]\b"
@@ -48,7 +48,7 @@ _CHANGE_PHRASES = re.compile(
     re.IGNORECASE,
 )
 """Phrases of the same sense whose words alone say nothing: "no longer", "nicht mehr", "je ne mange
-plus", "non più", "niet meer", "больше не"; and "actually" in French, Spanish, Portuguese and Italian
+plus", "non più", "niet meer", "больше не"; a correction ("I meant I'm 34"); and "actually" in French, Spanish, Portuguese and Italian
 ("en fait", "de hecho", "na verdade", "in realtà"); and a start lately ("since last week", "seit
 letztem Monat", "desde el mes pasado", "depuis la semaine dernière"): a fact that began a week ago
 replaces what held before it, where "since 2010" tells only how long it has held."""

@@ -394,6 +394,11 @@ meat", "I switched to an iPhone", "I only drink green tea now", "I'm eating meat
 again today"), "Je ne bois plus de café", "Ich trinke keinen Kaffee mehr" (with the first person that
 every lasting fact needs)."""
 _NAME = r"(?!(?:Dr|Doctor|Mr|Mrs|Ms|Miss|Prof)\b)(?-i:[A-Z])\w+"
+_SELF_CORRECTED = re.compile(
+    r"\bi\s+(?:meant|said)\s+(?:that\s+)?(?:i'?m|i’m|i\s+am|i\s+have|i've|my)\s+[^.!?]*\d", re.IGNORECASE
+)
+"""A number the speaker corrects in what they said of themselves: "Sorry, I meant I'm 34, not 43", "I
+said my son is 8" (a number alone tells no lasting kind of fact; the correction of one does)."""
 _RELATIONSHIP = re.compile(
     rf"\b(?:{_NAME}\s+and\s+i|i\s+and\s+{_NAME}|we)\s+(?:just\s+)?(?:broke|split)\s+up\b"
     r"|\bi\s+(?:just\s+)?(?:broke|split)\s+up\s+with\b"
@@ -645,14 +650,20 @@ _I_AM = re.compile(r"(?<=\w)\s+(?=(?:i'm|i’m|im|i am)\b)", re.IGNORECASE)
 _BINDS_THE_NEXT_CLAUSE = frozenset(
     "if whether that when because since as so what where how why who which whom unless though although and or but".split()
 )
-_OWN_NAMED = re.compile(
+_OWN_SOMEONE = (
     r"\b(?:[Mm]y|[Oo]ur)\s+(?:(?:little|older|younger|big|baby|new|old|best)\s+)?"
     r"(wife|husband|partner|fiancée?|boyfriend|girlfriend|son|daughter|kid|child|baby|mom|mum|mother|dad|father"
     r"|brother|sister|cousin|aunt|uncle|niece|nephew|grandma|grandpa|grandmother|grandfather|grandson"
     r"|granddaughter|friend|boss|manager|colleague|roommate|flatmate|neighbou?r|dog|cat|puppy|kitten|rabbit"
-    r"|hamster|parrot|horse|pony)\s+(?:named\s+|called\s+)?([^\W\d_][\w'-]*)",
+    r"|hamster|parrot|horse|pony|parents|kids|children|sons|daughters)"
 )
+"""Someone of the speaker's: "my cat", "our son", "my older sister"."""
+_OWN_NAMED = re.compile(_OWN_SOMEONE + r"\s+(?:named\s+|called\s+)?([^\W\d_][\w'-]*)")
 """"my cat Pepper", "our son Leo", "my boss called Hannah": someone of the speaker's, by name."""
+_OWN_MENTIONED = re.compile(_OWN_SOMEONE + r"\b", re.IGNORECASE)
+_SAID_OF_THEM = re.compile(r"^\W*(she|he|they)\b", re.IGNORECASE)
+"""A sentence opening with a pronoun of someone else: of whom the sentence before named, when it
+named someone of the speaker's ("... a gift for my daughter? She turns 10 next week.")."""
 _ADDRESSED_I = frozenset(("I", "I'm", "I've", "I'd", "I'll"))
 _NOT_NAMES = SMALLTALK | LATIN_FUNCTION_WORDS
 """Capitalised, these are not names: "LOL", "Unfortunately We can't"."""
@@ -884,6 +895,7 @@ def _lasting(sentence: str, found: list[str]) -> bool:
         or _changes_employer(sentence)
         or _likes(found)
         or _content_after(_CORRECTION, sentence)
+        or bool(_SELF_CORRECTED.search(sentence))
         or describes_self(sentence)
         or _habit(sentence)
         or _does(found)
@@ -959,8 +971,10 @@ def lasting_fact_sentences(text: str) -> list[str]:
 def _stating(text: str, specific: Callable[[str, list[str]], bool], *, or_unread: bool = False) -> list[str]:
     """The statements of `text` in the first person with `specific`, or of the kinds that need none;
     with `or_unread`, also those the signal cannot read."""
-    out = []
+    out: list[str] = []
+    previous = ""
     for sentence in split_sentences(strip_markup(text)):
+        before, previous = previous, sentence
         told = [c for c in _told_clauses(sentence) if _states(c, tokens(c), specific)]
         if told or is_question(sentence):
             out += told or [n for n in _own_named(sentence) if _states(n, tokens(n), specific)]
@@ -970,7 +984,20 @@ def _stating(text: str, specific: Callable[[str, list[str]], bool], *, or_unread
             or_unread and is_unread(sentence, _without_smalltalk_tokens(sentence, found), _KNOWN_WORDS)
         ):
             out.append(sentence)
+        elif (theirs := _said_of_theirs(sentence, before)) and _states(theirs, tokens(theirs), specific):
+            # told with the sentence that names them: "She turns 10." alone says of whom to no one
+            out[-1:] = [f"{before} {sentence}"] if out and out[-1] == before else [*out[-1:], f"{before} {sentence}"]
     return out
+
+
+def _said_of_theirs(sentence: str, before: str) -> str:
+    """The sentence with its opening "she", "he" or "they" (_SAID_OF_THEM) read as the one of the
+    speaker's the sentence `before` names ("my daughter"); "" when it opens otherwise or none is named."""
+    pronoun = _SAID_OF_THEM.match(sentence)
+    named = _OWN_MENTIONED.findall(before) if pronoun else []
+    if not pronoun or len(set(named)) != 1:
+        return ""
+    return f"{sentence[: pronoun.start(1)]}my {named[0]}{sentence[pronoun.end(1) :]}"
 
 
 def _states(sentence: str, found: list[str], specific: Callable[[str, list[str]], bool]) -> bool:

@@ -15,10 +15,13 @@ from athena_formation.text.stopwords import LATIN_FUNCTION_WORDS, is_content_wor
 
 __all__ = ["describes_self", "is_activity", "is_passing_state"]
 
-_SELF = re.compile(r"\b(?:i'?m|i’m|i am|soy|sou|je suis|ich bin|sono)\s+", re.IGNORECASE)
+_SELF = re.compile(
+    r"\b(?:i'?m|i’m|i am|soy|sou|je suis|ich bin|sono)\s+|\bi(?:'ve|’ve|\s+have)\s+been\s+(?=an?\s)", re.IGNORECASE
+)
 """"I'm" or "I am", the Spanish and Portuguese "soy"/"sou" (the copula of what one is, not of how one
 feels: that is "estoy"/"estou"), French "je suis", German "ich bin" and Italian "sono", before what the
-speaker is (describes_self)."""
+speaker is (describes_self); and "I've been" before an article, what the speaker has been until now
+("I've been a nurse for twelve years", not "I've been busy" or "I've been to Rome")."""
 _SELF_FILLERS = frozenset(
     """
     a an so very really pretty quite totally completely currently now also still actually just kind sort of

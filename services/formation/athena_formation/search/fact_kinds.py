@@ -36,7 +36,7 @@ __all__ = ["FACT_KINDS", "TOLD_TERMS", "asked_kinds", "expansion_terms", "the_us
 
 _ABOUT_THE_USER = frozenset(
     """
-    i i'm im i've me my mine myself
+    i i'm im i've me my mine myself we our ours
     yo mi mis tengo estoy soy vivo trabajo hablo bebo
     je moi mon ma mes
     ich mich mir mein meine meinen meinem meiner
@@ -50,7 +50,7 @@ _ABOUT_THE_USER = frozenset(
     """.split()
 )
 """First-person words of a question a user asks about themselves ("Who is my spouse?", "Am I
-married?", "¿Tengo mascotas?", "¿Dónde vivo?": Spanish, Italian and Portuguese often say the person by
+married?", "Do we have kids?", "¿Tengo mascotas?", "¿Dónde vivo?": Spanish, Italian and Portuguese often say the person by
 the verb alone, and the verbs of home, work, language and diet are the ones such questions ask with;
 Turkish and Arabic say "my" by a suffix: "Adım ne?", "ما اسمي؟")."""
 
@@ -114,7 +114,7 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
     ),
     "commute": (
         "commute commuting",
-        "cycle cycling bike bicycle bus tube subway metro tram carpool commute scooter",
+        "cycle cycling bike bicycle bus train tube subway metro tram ferry carpool commute scooter drive",
     ),
     "online": (
         "network networks media platform platforms handle username usernames online",
@@ -277,9 +277,13 @@ the others are. Words that are also English words or other words of their langua
 ("man", "kind", "barn", "arts", "guru", "gift", "pies"; Vietnamese "con", a word for child and the mark of an
 animal)."""
 
-_SOMEONE_ELSE_LIVES = re.compile(r"\blives\b", re.IGNORECASE)
-"""The third person of "live", where someone else lives ("My sister Nadia lives in Cairo."): once
-stemmed it would tell the home, and a user's homes are one subject (newest_first.ONE_AT_A_TIME)."""
+_SOMEONE_ELSE_LIVES = re.compile(
+    r"\blives\b|(\b(?:my|our|his|her|their)\s+(?:(?!and\b|i\b|me\b)[\w']+\s+){1,2})live\b", re.IGNORECASE
+)
+"""Where someone else lives: "lives" ("My sister Nadia lives in Cairo.") and "live" after a relative of
+the user's ("My parents live in Nairobi.", not "My wife and I live in Leeds."): once stemmed it would
+tell the home, and a user's homes are one subject (newest_first.ONE_AT_A_TIME). Taken out, the
+relative kept (group 1)."""
 
 _ASKING_PHRASES: tuple[tuple[re.Pattern[str], frozenset[str], frozenset[str]], ...] = (
     (re.compile(r"\bfor\s+a\s+living\b", re.IGNORECASE), frozenset(terms("living")), frozenset(terms("occupation"))),
@@ -455,7 +459,7 @@ def asked_kinds(query: str, query_terms: Iterable[str]) -> frozenset[str]:
 def told_kinds(text: str) -> frozenset[str]:
     """The kinds of personal fact whose telling words the text holds of the user ("I moved to Oslo.":
     home; "My mom lives with us.": no home of the user's, only the family's)."""
-    found = set(terms(_SOMEONE_ELSE_LIVES.sub(" ", text)))
+    found = set(terms(_SOMEONE_ELSE_LIVES.sub(r"\1 ", text)))
     return frozenset(kind for kind, words in _TOLD_SET.items() if found & words)
 
 

@@ -55,6 +55,10 @@ the others were measured too and left out: a user has several facts of them at o
 nights", "I'm a nurse"), and the newest that says it changed pushed older ones that still hold down
 (docs/formation.md)."""
 
+_TIME_SPANS = frozenset(terms("year years month months week weeks day days hour hours ago last next"))
+"""Terms of a span of time, which a fact of any subject may hold ("we moved to Leeds last year", "I've
+been a nurse for twelve years"): not specific to one subject."""
+
 SCORED_FACT = "scored_fact"
 """Key of a hit's document, as `doc_of` gives it, holding the told fact that scored the chain (its
 RankedChain.fact), when one did."""
@@ -146,10 +150,12 @@ def _sentences(text: str) -> tuple[tuple[frozenset[str], bool], ...]:
 
 
 def _specific_terms(sentence: str) -> frozenset[str]:
-    """The sentence's terms but its words of change (fact_updates.CHANGE_WORDS) and the words that tell
-    a kind of fact ("work", "nurse", "live": fact_kinds.TOLD_TERMS): two facts of one kind are not one
-    subject for that alone, a user has several at once ("I work nights", "I'm a nurse"; ONE_AT_A_TIME)."""
-    return frozenset(terms(sentence)) - TOLD_TERMS - {stem(word) for word in tokens(sentence) if word in CHANGE_WORDS}
+    """The sentence's terms but its words of change (fact_updates.CHANGE_WORDS), its spans of time
+    (_TIME_SPANS) and the words that tell a kind of fact ("work", "nurse", "live": fact_kinds.TOLD_TERMS):
+    two facts of one kind are not one subject for that alone, a user has several at once ("I work
+    nights", "I'm a nurse"; ONE_AT_A_TIME)."""
+    told = TOLD_TERMS | _TIME_SPANS
+    return frozenset(terms(sentence)) - told - {stem(word) for word in tokens(sentence) if word in CHANGE_WORDS}
 
 
 def _told_at(doc: Mapping[str, Any]) -> tuple[float, float, int]:
