@@ -119,6 +119,7 @@ PARTS = (
     "held_out_8",
     "held_out_9",
     "held_out_10",
+    "held_out_11",
 )
 """The parts of told_facts.json, in the order they were written (its "_about")."""
 

@@ -47,6 +47,7 @@ class PartChoice(str, Enum):
     HELD_OUT_8 = "held_out_8"
     HELD_OUT_9 = "held_out_9"
     HELD_OUT_10 = "held_out_10"
+    HELD_OUT_11 = "held_out_11"
     ALL = "all"
 
 
