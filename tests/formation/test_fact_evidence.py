@@ -14,8 +14,14 @@ from athena.embeddings import LocalEmbedder
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
 from athena_formation.search import search_memory
-from athena_formation.search.fact_evidence import FACT_MEANING_COSINE, best_facts, fact_scores, lift
-from athena_formation.search.fact_kinds import expansion_kinds
+from athena_formation.search.fact_evidence import (
+    FACT_MEANING_COSINE,
+    SOMEONE_ELSES_SHARE,
+    best_facts,
+    fact_scores,
+    lift,
+)
+from athena_formation.search.fact_kinds import asks_of_the_user_alone, expansion_kinds
 from athena_formation.search.lexicon import chain_lexicon, terms
 from athena_formation.search.open_events import lexical_scores
 from athena_formation.search.ranking import Ranking
@@ -299,6 +305,38 @@ def test_the_newest_facts_the_query_shares_no_word_with_come_after_those_it_does
         ("c3", False),
     ]
     assert [f.chain_id for f, _ in best_facts(index, terms("retriever"), corpus, agent_id=None, newest=0)] == ["dog"]
+
+
+def test_a_relatives_fact_goes_after_the_users_own_for_a_question_asked_of_the_user_alone() -> None:
+    """ "My husband Tom is a firefighter." and "I teach maths at a secondary school." each hold one word
+    of work for "What is my profession?"; the husband's, told later, went first. A question about the
+    husband asks of someone else, and his fact keeps its whole score."""
+    index = UserLexicon()
+    index.put(_row("teacher", ("I teach maths at a secondary school.",)))
+    index.put(_row("husband", ("My husband Tom is a firefighter.",)))
+
+    def chosen(question: str, *, of_the_user: bool) -> dict[str, float]:
+        query = terms(question)
+        expansion = expansion_kinds(question, query)
+        corpus = index.query(query, expansion=list(expansion), expansion_weight=1.0).corpus
+        found = best_facts(
+            index,
+            query,
+            corpus,
+            agent_id=None,
+            expansion=expansion,
+            expansion_weight=1.0,
+            of_the_user=of_the_user,
+            newest=0,
+        )
+        return {f.chain_id: lexical for f, lexical in found}
+
+    question = "What is my profession?"
+    assert asks_of_the_user_alone(question, terms(question))
+    assert not asks_of_the_user_alone("What does my husband do?", terms("What does my husband do?"))
+    whole, own = chosen(question, of_the_user=False), chosen(question, of_the_user=True)
+    assert list(whole) == ["husband", "teacher"] and list(own) == ["teacher", "husband"]
+    assert own["husband"] == SOMEONE_ELSES_SHARE * whole["husband"] and own["teacher"] == whole["teacher"]
 
 
 def test_a_fact_holding_many_words_of_the_kind_asked_for_is_scored_by_one_after_a_fact_meeting_the_question() -> None:

@@ -10,7 +10,14 @@ from support.formation_data import SCOPE, make_segment
 
 from athena.internal.v1 import formation_pb2
 from athena_client.memory.v1 import memory_pb2
-from athena_formation.search.fact_kinds import asked_kinds, expansion_terms, the_users_own, told_kinds
+from athena_formation.search.fact_kinds import (
+    asked_kinds,
+    asks_of_the_user_alone,
+    expansion_terms,
+    of_someone_else,
+    the_users_own,
+    told_kinds,
+)
 from athena_formation.search.lexicon import chain_lexicon, query_terms, terms
 from athena_formation.search.ranking import Ranking
 from athena_formation.server import Formation
@@ -332,3 +339,19 @@ async def test_a_users_question_about_a_kind_of_fact_finds_a_fact_told_in_other_
     assert [h.chain.id for h in plain.hits] == [trip, asthma]
     assert [h.chain.id for h in expanded.hits] == [asthma, trip]
     assert expanded.hits[0].lexical_score > 0 == plain.hits[1].lexical_score
+
+
+def test_a_fact_told_of_a_relative_alone_is_someone_elses_and_a_question_naming_none_asks_of_the_user() -> None:
+    for fact in ("My husband Tom is a firefighter.", "Meine Frau ist Lehrerin in München.", "Mi hijo es alérgico."):
+        assert of_someone_else(fact), fact
+    for fact in (
+        "My wife and I live in Leeds.",
+        "My mom lives with us.",
+        "I'm allergic to cats.",
+        "Moro em Lisboa com a minha namorada.",
+    ):
+        assert not of_someone_else(fact), fact
+    for question in ("What is my profession?", "Do I have any allergies?", "Who is my employer?"):
+        assert asks_of_the_user_alone(question, query_terms(question)), question
+    for question in ("Does my son have allergies?", "Who is in my family?", "Who lives with me?", "Am I married?"):
+        assert not asks_of_the_user_alone(question, query_terms(question)), question

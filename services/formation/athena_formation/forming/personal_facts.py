@@ -200,7 +200,7 @@ _CUES = frozenset(
     tortoise turtle turtles lizard gecko snake goldfish
     hypertension cholesterol
     allergic allergy allergies intolerant intolerance vegetarian vegan pescatarian gluten lactose kosher halal
-    diabetes diabetic celiac pregnant diet keto ketogenic paleo whole30
+    diabetes diabetic prediabetes prediabetic celiac pregnant diet keto ketogenic paleo whole30
     adhd autism autistic asthma asthmatic epilepsy epileptic arthritis migraine migraines insomnia dyslexia
     dyslexic deaf blind wheelchair seasick carsick bipolar insulin medication medications meds thinners
     antidepressants statins chemo chemotherapy dialysis inhaler epipen pacemaker snore snoring sleepwalk

@@ -28,6 +28,7 @@ import numpy as np
 
 from athena.embeddings import normalize_rows
 from athena_formation.forming.fact_updates import updates_fact
+from athena_formation.search.fact_kinds import of_someone_else
 from athena_formation.search.newest_first import SAME_SUBJECT_COSINE, specific_words
 from athena_formation.search.open_events import lexical_scores
 from athena_formation.search.ranking import RankedChain, Ranking
@@ -38,6 +39,7 @@ __all__ = [
     "FACTS_NEWEST",
     "FACT_EXPANSION_WEIGHT",
     "FACT_MEANING_COSINE",
+    "SOMEONE_ELSES_SHARE",
     "best_facts",
     "fact_scores",
     "lift",
@@ -62,6 +64,12 @@ statements come up by a cosine that follows the question's form more than its me
 interested into knowing what benefits may be due for me." (0.43) went before "I'm diabetic." for
 "What health issues do I have?" at 0.4; at any cosine, facts were lost (docs/formation.md)."""
 
+SOMEONE_ELSES_SHARE = 0.5
+"""Share of its lexical score a fact told of a relative of the user's keeps for a question asked of
+the user alone (fact_kinds.of_someone_else, asks_of_the_user_alone): "My husband Tom is a
+firefighter." answers "What is my profession?" by its kind's word as "I teach maths at a secondary
+school." does, and is the husband's job."""
+
 FACTS_NEWEST = 50
 """The user's newest facts that share no word with the query, embedded beside those and scored by
 their cosine alone: "Which language am I studying?" meets "I'm learning Japanese." by meaning only.
@@ -77,6 +85,7 @@ def best_facts(
     agent_id: str | None,
     expansion: Mapping[str, str] | None = None,
     expansion_weight: float = 0.0,
+    of_the_user: bool = False,
     most: int = FACTS_EMBEDDED,
     newest: int = FACTS_NEWEST,
 ) -> list[tuple[ToldFact, float]]:
@@ -84,7 +93,9 @@ def best_facts(
     newer on a tie), at most `most`; then their later corrections (`_corrections`); then the `newest`
     others, lasting or not (ToldFact.lasting), newest first, with a lexical score of 0 (found by their
     embedding alone). `expansion`: the query's expansion terms, each with its kind
-    (fact_kinds.expansion_kinds; open_events.lexical_scores' `kind_of`)."""
+    (fact_kinds.expansion_kinds; open_events.lexical_scores' `kind_of`). `of_the_user`: the question
+    asks of the user alone (fact_kinds.asks_of_the_user_alone), and a fact told of a relative keeps
+    SOMEONE_ELSES_SHARE of its score."""
     if most <= 0:
         return []
     facts = lexicon.told_facts(
@@ -99,6 +110,10 @@ def best_facts(
         added=False,
         kind_of=expansion,
     )
+    if of_the_user:
+        scores *= [
+            SOMEONE_ELSES_SHARE if score > 0 and of_someone_else(f.text) else 1.0 for f, score in zip(facts, scores)
+        ]
     order = sorted((i for i in range(len(facts)) if scores[i] > 0 and facts[i].lasting), key=lambda i: (-scores[i], -i))
     best = [(facts[i], float(scores[i])) for i in order[:most]]
     best += _corrections(best, lexicon, query_terms, agent_id=agent_id)

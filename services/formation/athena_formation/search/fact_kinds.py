@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 from athena.text import ends_in_question, is_cjk, pieces, terms, tokens
 from athena_formation.forming.answered_questions import names_no_one, with_hyphen_parts
@@ -32,7 +33,16 @@ from athena_formation.forming.personal_facts import elided_je, speaks_of_self_un
 from athena_formation.text.english_words import is_english_word
 from athena_formation.text.gazetteer import FIRST_NAMES
 
-__all__ = ["FACT_KINDS", "TOLD_TERMS", "asked_kinds", "expansion_terms", "the_users_own", "told_kinds"]
+__all__ = [
+    "FACT_KINDS",
+    "TOLD_TERMS",
+    "asked_kinds",
+    "asks_of_the_user_alone",
+    "expansion_terms",
+    "of_someone_else",
+    "the_users_own",
+    "told_kinds",
+]
 
 _ABOUT_THE_USER = frozenset(
     """
@@ -85,7 +95,8 @@ FACT_KINDS: dict[str, tuple[str, str]] = {
     "health": (
         "health medical condition conditions illness allergies allergic medication medications medicine vision "
         "eyesight",
-        "allergic allergy diabetic diabetes asthma insulin adhd migraines celiac epilepsy arthritis pregnant "
+        "allergic allergy diabetic diabetes prediabetic prediabetes asthma insulin adhd migraines celiac epilepsy "
+        "arthritis pregnant "
         "medication deaf blind pressure colorblind colourblind glasses nearsighted shortsighted",
     ),
     "diet": (
@@ -331,6 +342,24 @@ TOLD_TERMS = frozenset().union(*_TOLD_SET.values())
 _RELATIONS = frozenset(("partner", "engagement", "children", "parents", "siblings"))
 """The kinds of one relation, each narrower than "family"."""
 
+_RELATIVE_TERMS = frozenset().union(*(_TOLD_SET[kind] for kind in (*_RELATIONS, "family")))
+"""Terms that name a relative of the user's ("husband", "son", "frau"), in every language."""
+_ASKS_OF_RELATIVES = _RELATIVE_TERMS.union(*(_ASKED[kind] for kind in (*_RELATIONS, "family")))
+_WHO = re.compile(
+    r"^\W*(?:who(?!\s+(?:is|are)\s+my\b|'s\s+my\b)|whom|whose|wer|wem|wessen|qui|quién|quiénes|chi|quem)\b",
+    re.IGNORECASE,
+)
+"""A question asking who, of people ("Who lives with me?", "Whose birthday is coming up?"), not of
+the user's one ("Who is my employer?")."""
+_SPEAKER = frozenset(
+    """
+    i i'm im i've i'd i'll me we we're we've us ich je yo io eu ik jag я мы
+    tengo estoy soy vivo trabajo hablo bebo ho sono abito lavoro parlo mangio bevo moro trabalho falo mam jestem
+    """.split()
+)
+"""Words that make the speaker a subject of a sentence (tokens: "j'habite" is read as "habite"), with
+the verbs that say the person alone (_ABOUT_THE_USER: "Moro em Lisboa com a minha namorada.")."""
+
 
 _NEEDS: dict[str, tuple[str, str]] = {
     "food": (
@@ -454,6 +483,21 @@ def asked_kinds(query: str, query_terms: Iterable[str]) -> frozenset[str]:
     """The kinds of personal fact (FACT_KINDS) a question of the user's own asks for ("Where do I
     live?": home); none for a question about someone else or a request."""
     return frozenset(_kinds_asked(query, set(query_terms))) if the_users_own(query) else frozenset()
+
+
+def asks_of_the_user_alone(query: str, query_terms: Iterable[str]) -> bool:
+    """Whether a question asks of the user and of no one else: it names no relative or the family
+    ("Does my son have allergies?", "Who is in my family?") and does not ask who ("Who lives with me?")."""
+    return not _WHO.match(query) and _ASKS_OF_RELATIVES.isdisjoint(query_terms)
+
+
+@lru_cache(maxsize=8192)
+def of_someone_else(text: str) -> bool:
+    """Whether a fact is told of a relative of the user's and not of the user ("My husband Tom is a
+    firefighter.", "Meine Frau ist Lehrerin."; not "My wife and I live in Leeds."): it answers a
+    question about that relative, and less one about the user. Kept per text, as the same facts come
+    back search after search."""
+    return not _RELATIVE_TERMS.isdisjoint(terms(text)) and _SPEAKER.isdisjoint(tokens(text))
 
 
 def told_kinds(text: str) -> frozenset[str]:

@@ -21,7 +21,7 @@ from athena_formation.lifecycle.heat import HeatModel, lifecycle_of, recall_stre
 from athena_formation.page_tokens import decode_offset, encode_offset
 from athena_formation.search.chain_message import chain_to_proto
 from athena_formation.search.fact_evidence import FACT_EXPANSION_WEIGHT, FACTS_NEWEST, best_facts, fact_scores, lift
-from athena_formation.search.fact_kinds import asked_kinds, expansion_kinds, the_users_own
+from athena_formation.search.fact_kinds import asked_kinds, asks_of_the_user_alone, expansion_kinds, the_users_own
 from athena_formation.search.hit_prefetch import HitPrefetch
 from athena_formation.search.lexicon import query_terms, terms
 from athena_formation.search.newest_first import SCORED_FACT, newest_first, open_turn_fact
@@ -177,6 +177,7 @@ class Recall:
                     expansion=kind_of,
                     # a question asking for a kind of fact is answered by the facts of that kind
                     expansion_weight=FACT_EXPANSION_WEIGHT if asked and weight > 0 else weight,
+                    of_the_user=asks_of_the_user_alone(request.query, query),
                     newest=FACTS_NEWEST if own_in_english else 0,
                 )
             texts = [turns[i].content for i in candidates] + [f.text for f, _ in facts]
