@@ -48,8 +48,8 @@ _CHANGE_PHRASES = re.compile(
     re.IGNORECASE,
 )
 """Phrases of the same sense whose words alone say nothing: "no longer", "nicht mehr", "je ne mange
-plus", "non più", "niet meer", "больше не"; a correction ("I meant I'm 34"); and "actually" in French, Spanish, Portuguese and Italian
-("en fait", "de hecho", "na verdade", "in realtà"); and a start lately ("since last week", "seit
+plus", "non più", "niet meer", "больше не"; a correction ("I meant I'm 34"); "actually" in French,
+Spanish, Portuguese and Italian ("en fait", "de hecho", "na verdade", "in realtà"); and a start lately ("since last week", "seit
 letztem Monat", "desde el mes pasado", "depuis la semaine dernière"): a fact that began a week ago
 replaces what held before it, where "since 2010" tells only how long it has held."""
 _CJK_CHANGE = ("现在", "搬到", "搬家", "不再", "新的", "今は", "引っ越", "新しい", "もう", "이제", "지금", "이사")

@@ -986,7 +986,9 @@ def _stating(text: str, specific: Callable[[str, list[str]], bool], *, or_unread
             out.append(sentence)
         elif (theirs := _said_of_theirs(sentence, before)) and _states(theirs, tokens(theirs), specific):
             # told with the sentence that names them: "She turns 10." alone says of whom to no one
-            out[-1:] = [f"{before} {sentence}"] if out and out[-1] == before else [*out[-1:], f"{before} {sentence}"]
+            if out and out[-1] == before:
+                out.pop()
+            out.append(f"{before} {sentence}")
     return out
 
 

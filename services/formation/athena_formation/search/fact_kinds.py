@@ -60,8 +60,9 @@ _ABOUT_THE_USER = frozenset(
     """.split()
 )
 """First-person words of a question a user asks about themselves ("Who is my spouse?", "Am I
-married?", "Do we have kids?", "¿Tengo mascotas?", "¿Dónde vivo?": Spanish, Italian and Portuguese often say the person by
-the verb alone, and the verbs of home, work, language and diet are the ones such questions ask with;
+married?", "Do we have kids?", "¿Tengo mascotas?", "¿Dónde vivo?": Spanish, Italian and Portuguese
+often say the person by the verb alone, and the verbs of home, work, language and diet are the ones
+such questions ask with;
 Turkish and Arabic say "my" by a suffix: "Adım ne?", "ما اسمي؟")."""
 
 _PARTNER_TOLD = "wife husband partner spouse married engaged fiancé fiancée boyfriend girlfriend wedding anniversary"
