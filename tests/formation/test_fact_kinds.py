@@ -13,7 +13,7 @@ from athena_client.memory.v1 import memory_pb2
 from athena_formation.search.fact_kinds import (
     asked_kinds,
     asks_of_the_user_alone,
-    expansion_terms,
+    expansion_kinds,
     of_someone_else,
     the_users_own,
     told_kinds,
@@ -25,7 +25,7 @@ from athena_formation.store.lexical_index import LexiconRow, UserLexicon
 
 
 def _expansion(query: str) -> list[str]:
-    return expansion_terms(query, query_terms(query))
+    return list(expansion_kinds(query, query_terms(query)))
 
 
 def test_a_users_question_naming_a_kind_of_fact_adds_the_words_such_facts_are_told_with() -> None:

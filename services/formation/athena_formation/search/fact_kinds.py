@@ -38,7 +38,7 @@ __all__ = [
     "TOLD_TERMS",
     "asked_kinds",
     "asks_of_the_user_alone",
-    "expansion_terms",
+    "expansion_kinds",
     "of_someone_else",
     "the_users_own",
     "told_kinds",
@@ -457,15 +457,11 @@ def _about_the_user(query: str) -> bool:
     )
 
 
-def expansion_terms(query: str, query_terms: Iterable[str]) -> list[str]:
+def expansion_kinds(query: str, query_terms: Iterable[str]) -> dict[str, str]:
     """The telling words of every kind the query's terms ask for (else of the kinds of the told words
     it names), when the query is in the first person, and of every need they name, when it addresses
-    the assistant or is about the user; minus the query's own terms. Else none."""
-    return list(expansion_kinds(query, query_terms))
-
-
-def expansion_kinds(query: str, query_terms: Iterable[str]) -> dict[str, str]:
-    """expansion_terms, each with the kind or need that brought it (the first, for a word of several)."""
+    the assistant or is about the user; minus the query's own terms. Else none. Each with the kind or
+    need that brought it (the first, for a word of several)."""
     if not the_users_own(query):
         return {}
     held = set(query_terms)
