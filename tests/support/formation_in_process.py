@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from athena.config import load_settings
-from athena.local import MongoWireServer, free_port
+from athena.local import MongoWireServer
 from athena_formation.server import Formation, build_formation
 from support.formation_data import INTERNAL_TOKEN
 
@@ -26,7 +26,7 @@ async def running_formation(
         mongodb_uri=mongo_server.url,
         mongodb_database=database,
         vector_index_uri=str(data_dir / "milvus.db"),
-        formation_grpc_port=free_port(),
+        formation_grpc_port=0,  # the OS picks it at bind (host.bound_port): no other worker can take it first
         grpc_bind_host="127.0.0.1",
         llm_base_url="",
         internal_auth_token=INTERNAL_TOKEN,
